@@ -1,0 +1,456 @@
+/*
+ * sdpa.h — the one public header of libsdpa, a C11 library for scaled
+ * dot-product attention (forward and backward) on OpenCL devices, Vulkan
+ * devices and the CPU.
+ *
+ * This header is the manual. The stable API comes first; the section guarded
+ * by SDPA_EXPERIMENTAL (tuning, introspection used by the tools) follows and
+ * may change between minor versions.
+ *
+ * Conventions used throughout:
+ *  - Every function returns an sdpa_status (SDPA_OK = 0) unless it says
+ *    otherwise. On failure, the context keeps a message, the native driver
+ *    code and any kernel build log: see sdpa_context_last_error().
+ *  - Every `_create` has a `_destroy` that accepts NULL.
+ *  - Options structs begin with `size_t struct_size` and have an `_init`
+ *    function that fills the defaults; always call it before setting fields.
+ *  - "Auto" values are the explicit sentinels SDPA_AUTO / SDPA_SCALE_DEFAULT,
+ *    never 0 where 0 is meaningful.
+ *  - The library never aborts and never prints: it returns statuses and logs
+ *    through the context's log callback (default: stderr at WARN).
+ *
+ * Thread safety: the free functions (sdpa_version, sdpa_status_string,
+ * sdpa_*_init, device listing) are thread-safe. A context, and the plans and
+ * buffers made from it, must be used by one thread at a time; different
+ * contexts may be used from different threads at once.
+ */
+#ifndef SDPA_H
+#define SDPA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- export macro and version ------------------------------------------ */
+
+#if defined(SDPA_BUILDING) && defined(__GNUC__)
+#define SDPA_API __attribute__((visibility("default")))
+#elif defined(SDPA_BUILDING) && defined(_WIN32)
+#define SDPA_API __declspec(dllexport)
+#else
+#define SDPA_API
+#endif
+
+#define SDPA_VERSION_MAJOR 0
+#define SDPA_VERSION_MINOR 1
+#define SDPA_VERSION_PATCH 0
+#define SDPA_VERSION_NUMBER \
+    (SDPA_VERSION_MAJOR * 10000 + SDPA_VERSION_MINOR * 100 + SDPA_VERSION_PATCH)
+
+/* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, and as a string. */
+SDPA_API unsigned sdpa_version(void);
+SDPA_API const char *sdpa_version_string(void);
+
+/* ---- status ------------------------------------------------------------- */
+
+/* X(name, value, message). Values are pinned and never reused. */
+#define SDPA_STATUS_TABLE(X)                                                   \
+    X(SDPA_OK, 0, "success")                                                   \
+    X(SDPA_ERR_NULL, 1, "a required pointer is NULL")                          \
+    X(SDPA_ERR_INVALID_ARG, 2, "invalid argument")                             \
+    X(SDPA_ERR_SHAPE, 3, "tensor shapes are inconsistent or overflow")         \
+    X(SDPA_ERR_STRIDE, 4, "invalid tensor stride or offset")                   \
+    X(SDPA_ERR_DTYPE, 5, "invalid data type or data type combination")        \
+    X(SDPA_ERR_EMPTY, 6, "empty tensor")                                       \
+    X(SDPA_ERR_UNSUPPORTED, 7, "not supported by this backend or device")      \
+    X(SDPA_ERR_OUT_OF_MEMORY, 8, "out of memory")                              \
+    X(SDPA_ERR_NO_DEVICE, 9, "no usable device for the requested backend")     \
+    X(SDPA_ERR_BUILD, 10, "kernel build failed")                               \
+    X(SDPA_ERR_DEVICE, 11, "device or driver call failed")                     \
+    X(SDPA_ERR_DEVICE_LOST, 12, "device lost")                                 \
+    X(SDPA_ERR_MISMATCHED_CONTEXT, 13, "object belongs to another context")    \
+    X(SDPA_ERR_WORKSPACE, 14, "workspace limit too small for this path")       \
+    X(SDPA_ERR_IO, 15, "file input/output failed")                             \
+    X(SDPA_ERR_CORRUPT, 16, "corrupt, truncated or wrong-version data")        \
+    X(SDPA_ERR_BUDGET, 17, "time budget exhausted")                            \
+    X(SDPA_ERR_INTERNAL, 18, "internal error (a bug in libsdpa)")
+
+typedef enum sdpa_status {
+#define SDPA_X_ENUM(name, value, message) name = value,
+    SDPA_STATUS_TABLE(SDPA_X_ENUM)
+#undef SDPA_X_ENUM
+} sdpa_status;
+
+/* Static message for a status; "unknown status" for values not in the table.
+ * Thread-safe. */
+SDPA_API const char *sdpa_status_string(sdpa_status status);
+/* Static name ("SDPA_ERR_SHAPE") for a status; "SDPA_UNKNOWN" otherwise. */
+SDPA_API const char *sdpa_status_name(sdpa_status status);
+
+/* ---- enums ---------------------------------------------------------------- */
+
+/* Sentinel for integer options meaning "choose automatically". */
+#define SDPA_AUTO (-1)
+
+typedef enum sdpa_dtype {
+    SDPA_DTYPE_NONE = 0, /* marks an absent optional tensor */
+    SDPA_DTYPE_F32 = 1,
+    SDPA_DTYPE_F16 = 2,  /* IEEE binary16 storage, f32 arithmetic */
+    SDPA_DTYPE_BF16 = 3, /* upper half of binary32, f32 arithmetic */
+    SDPA_DTYPE_U8 = 4,   /* bool masks: 0 = drop, nonzero = keep */
+    SDPA_DTYPE_I32 = 5,  /* kv_len */
+} sdpa_dtype;
+
+/* Bytes per element; 0 for SDPA_DTYPE_NONE or unknown values. */
+SDPA_API size_t sdpa_dtype_size(sdpa_dtype dtype);
+/* "f32", "f16", "bf16", "u8", "i32", "none"; "?" for unknown. */
+SDPA_API const char *sdpa_dtype_name(sdpa_dtype dtype);
+
+typedef enum sdpa_backend_kind {
+    SDPA_BACKEND_DEFAULT = -1, /* SDPA_BACKEND env var, else AUTO */
+    SDPA_BACKEND_AUTO = 0,     /* OpenCL GPU, then Vulkan GPU, then CPU */
+    SDPA_BACKEND_REFERENCE = 1,/* float64 oracle: slow, obviously correct */
+    SDPA_BACKEND_CPU = 2,      /* tiled, threaded float32 CPU path */
+    SDPA_BACKEND_OPENCL = 3,
+    SDPA_BACKEND_VULKAN = 4,
+} sdpa_backend_kind;
+#define SDPA_BACKEND_COUNT 5 /* AUTO..VULKAN */
+
+/* "auto", "reference", "cpu", "opencl", "vulkan"; "default" for DEFAULT. */
+SDPA_API const char *sdpa_backend_name(sdpa_backend_kind kind);
+/* Parses the names above (case-insensitive). SDPA_ERR_INVALID_ARG if unknown. */
+SDPA_API sdpa_status sdpa_backend_parse(const char *name, sdpa_backend_kind *out);
+
+typedef enum sdpa_log_level {
+    SDPA_LOG_ERROR = 0,
+    SDPA_LOG_WARN = 1,
+    SDPA_LOG_INFO = 2,
+    SDPA_LOG_DEBUG = 3,
+} sdpa_log_level;
+
+/* Log sink. `message` is one line without a trailing newline, valid only for
+ * the duration of the call. Called from the thread that called the library. */
+typedef void (*sdpa_log_fn)(void *user, sdpa_log_level level, const char *message);
+
+/* ---- contexts ------------------------------------------------------------- */
+
+typedef struct sdpa_context sdpa_context;
+typedef struct sdpa_plan sdpa_plan;
+typedef struct sdpa_buffer sdpa_buffer;
+
+typedef struct sdpa_context_options {
+    size_t struct_size;        /* sizeof(sdpa_context_options), set by _init */
+    sdpa_backend_kind backend; /* default SDPA_BACKEND_DEFAULT (env, else AUTO) */
+    const char *device;        /* device index ("0") or name substring;
+                                  NULL = SDPA_DEVICE env, else the first */
+    int threads;               /* CPU threads; SDPA_AUTO (default) = all cores */
+    int log_level;             /* sdpa_log_level; SDPA_AUTO (default) = SDPA_LOG
+                                  env (error|warn|info|debug), else WARN */
+    sdpa_log_fn log_fn;        /* NULL (default) = stderr */
+    void *log_user;            /* passed to log_fn */
+    const char *profile_dir;   /* NULL = SDPA_PROFILE_DIR, XDG_DATA_HOME/sdpa/
+                                  profiles, ~/.local/share/sdpa/profiles */
+    const char *cache_dir;     /* NULL = SDPA_CACHE_DIR, XDG_CACHE_HOME/sdpa/
+                                  kernels, ~/.cache/sdpa/kernels */
+} sdpa_context_options;
+
+SDPA_API void sdpa_context_options_init(sdpa_context_options *options);
+
+/* Creates a context on the chosen backend and device. `options` may be NULL
+ * (all defaults). With AUTO, a backend that has no device or fails to start is
+ * skipped with one WARN line and the next is tried; the CPU backend always
+ * works. With an explicit backend, its error is returned instead.
+ * Returns SDPA_ERR_NULL, SDPA_ERR_INVALID_ARG (bad options or env value),
+ * SDPA_ERR_UNSUPPORTED (backend not compiled in), SDPA_ERR_NO_DEVICE,
+ * SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
+SDPA_API sdpa_status sdpa_context_create(const sdpa_context_options *options,
+                                         sdpa_context **out);
+/* Waits for pending work, frees every plan and buffer cache the context owns.
+ * Plans and buffers created from it must be destroyed first. NULL is a no-op. */
+SDPA_API void sdpa_context_destroy(sdpa_context *ctx);
+
+/* Waits until all work enqueued on the context has completed. */
+SDPA_API sdpa_status sdpa_context_finish(sdpa_context *ctx);
+
+/* The backend the context runs on (never AUTO/DEFAULT), and its device name
+ * (static for the context's lifetime). */
+SDPA_API sdpa_backend_kind sdpa_context_backend(const sdpa_context *ctx);
+SDPA_API const char *sdpa_context_device_name(const sdpa_context *ctx);
+
+typedef struct sdpa_error_info {
+    sdpa_status status;      /* status of the last failed call */
+    int64_t native_code;     /* cl_int / VkResult / errno, 0 if none */
+    const char *message;     /* human-readable, names the field or call */
+    const char *build_log;   /* last kernel build log, "" if none */
+} sdpa_error_info;
+
+/* Fills *info with the last error recorded on the context. The strings stay
+ * valid until the next call that uses the context. Returns SDPA_ERR_NULL. */
+SDPA_API sdpa_status sdpa_context_last_error(const sdpa_context *ctx,
+                                             sdpa_error_info *info);
+
+/* ---- buffers --------------------------------------------------------------- */
+
+/* Allocates `bytes` of device memory (host memory on the CPU backends).
+ * Contents are undefined. Returns SDPA_ERR_EMPTY for 0 bytes,
+ * SDPA_ERR_OUT_OF_MEMORY, SDPA_ERR_DEVICE. */
+SDPA_API sdpa_status sdpa_buffer_create(sdpa_context *ctx, size_t bytes,
+                                        sdpa_buffer **out);
+/* Blocking copies between host memory and a buffer; the range must lie inside
+ * the buffer (SDPA_ERR_INVALID_ARG otherwise). They wait for pending work. */
+SDPA_API sdpa_status sdpa_buffer_write(sdpa_buffer *buf, size_t offset_bytes,
+                                       const void *src, size_t bytes);
+SDPA_API sdpa_status sdpa_buffer_read(sdpa_buffer *buf, size_t offset_bytes,
+                                      void *dst, size_t bytes);
+SDPA_API size_t sdpa_buffer_size(const sdpa_buffer *buf);
+/* Frees the buffer (after pending work that uses it). NULL is a no-op. */
+SDPA_API void sdpa_buffer_destroy(sdpa_buffer *buf);
+
+/* ---- tensors --------------------------------------------------------------- */
+
+/* A strided 4-D view. Axis order is (batch, heads, seq, head_dim); strides and
+ * offset are in elements. Stride 0 broadcasts; an axis of extent 1 may have any
+ * stride. Negative strides are rejected. Exactly one of `buf` (device buffer)
+ * and `host` (host memory) is set for a present tensor. A tensor whose dtype is
+ * SDPA_DTYPE_NONE is absent (only optional inputs/outputs may be absent).
+ *
+ * Shapes of the lower-rank tensors, keeping each axis' meaning:
+ *   lse          (B, Hq, Sq, 1)   f32
+ *   stats        (B, Hq, 1, SDPA_STAT_COUNT) f32
+ *   kv_len       (B, 1, 1, 1)     i32, valid keys per batch, 0 <= kv_len <= Skv
+ *   q_gain/k_gain (1, 1, 1, D)    f32
+ *   temperature  (1, Hq, 1, 1)    f32, per-head scale (replaces `scale`)
+ *   mask         (B|1, Hq|1, Sq, Skv) u8;  bias (B|1, Hq|1, Sq, Skv) f32
+ */
+typedef struct sdpa_tensor {
+    sdpa_buffer *buf;
+    void *host;
+    size_t offset;
+    sdpa_dtype dtype;
+    int64_t shape[4];
+    int64_t stride[4];
+} sdpa_tensor;
+
+/* A contiguous (row-major) tensor over host memory. */
+SDPA_API sdpa_tensor sdpa_tensor_host(void *host, sdpa_dtype dtype, int64_t n0,
+                                      int64_t n1, int64_t n2, int64_t n3);
+/* A contiguous tensor over a buffer, starting `offset` elements in. */
+SDPA_API sdpa_tensor sdpa_tensor_buffer(sdpa_buffer *buf, size_t offset,
+                                        sdpa_dtype dtype, int64_t n0, int64_t n1,
+                                        int64_t n2, int64_t n3);
+
+/* ---- attention description ------------------------------------------------- */
+
+typedef enum sdpa_diagonal {
+    SDPA_DIAGONAL_TOP_LEFT = 0,     /* off = 0 (PyTorch is_causal) */
+    SDPA_DIAGONAL_BOTTOM_RIGHT = 1, /* off = kv_len[b] - Sq (FlashAttention) */
+    SDPA_DIAGONAL_EXPLICIT = 2,     /* off = diagonal_offset (KV-cache length) */
+} sdpa_diagonal;
+
+typedef enum sdpa_qk_norm {
+    SDPA_QK_NORM_NONE = 0,
+    SDPA_QK_NORM_RMS = 1,   /* x / sqrt(mean(x^2) + eps) */
+    SDPA_QK_NORM_LAYER = 2, /* (x - mean) / sqrt(var + eps), population var */
+    SDPA_QK_NORM_L2 = 3,    /* x / sqrt(sum(x^2) + eps): cosine attention */
+} sdpa_qk_norm;
+
+/* Columns of the stats output, per (batch, query head). See docs/semantics.md
+ * for the exact definitions. */
+typedef enum sdpa_stat {
+    SDPA_STAT_LOGIT_MEAN = 0,
+    SDPA_STAT_LOGIT_STD = 1,
+    SDPA_STAT_LOGIT_MIN = 2,
+    SDPA_STAT_LOGIT_MAX = 3,
+    SDPA_STAT_ENTROPY_MEAN = 4,
+    SDPA_STAT_ENTROPY_MIN = 5,
+    SDPA_STAT_PMAX_MEAN = 6,
+    SDPA_STAT_SATURATED_FRAC = 7,
+    SDPA_STAT_JACOBIAN_FRO_MEAN = 8,
+    SDPA_STAT_SINK_MASS = 9,
+    SDPA_STAT_EMPTY_ROWS = 10,
+    SDPA_STAT_COUNT = 11
+} sdpa_stat;
+
+/* Column name ("logit_mean", ...) or NULL when out of range. */
+SDPA_API const char *sdpa_stat_name(int stat);
+
+/* Scale sentinel: 1/sqrt(D) (never Dv). Any other finite value > 0 is used
+ * as is; SDPA_SCALE_MUP is the muP preset 1/D. */
+#define SDPA_SCALE_DEFAULT (-1.0)
+#define SDPA_SCALE_MUP (-2.0)
+
+/* The tensors of one attention call. Inputs: q, k, v and the optional mask,
+ * bias, kv_len, q_gain, k_gain, temperature. Outputs: out and the optional
+ * lse and stats. */
+typedef struct sdpa_forward_tensors {
+    sdpa_tensor q, k, v;        /* (B,Hq,Sq,D) (B,Hkv,Skv,D) (B,Hkv,Skv,Dv) */
+    sdpa_tensor out;            /* (B,Hq,Sq,Dv), same dtype as q */
+    sdpa_tensor mask, bias, kv_len;
+    sdpa_tensor q_gain, k_gain, temperature;
+    sdpa_tensor lse, stats;
+} sdpa_forward_tensors;
+
+/* The extra tensors of a backward call. dout is an input; dq, dk, dv are
+ * outputs (dk and dv summed over the query heads sharing a KV head) with the
+ * dtype of q; the optional gradients of the gains (1,1,1,D) and of the
+ * temperature (1,Hq,1,1) are f32 and present only when the forward had them. */
+typedef struct sdpa_backward_tensors {
+    sdpa_tensor dout;           /* (B,Hq,Sq,Dv) */
+    sdpa_tensor dq, dk, dv;
+    sdpa_tensor dq_gain, dk_gain, dtemperature;
+} sdpa_backward_tensors;
+
+/* Everything a plan is made for. The tensors' dtypes, shapes and presence
+ * fix the plan; their data pointers and strides are not used at plan time
+ * (they may be NULL) and may change between calls. */
+typedef struct sdpa_attention_desc {
+    size_t struct_size;          /* set by _init */
+    double scale;                /* SDPA_SCALE_DEFAULT (default), SDPA_SCALE_MUP,
+                                    or a finite value > 0 */
+    sdpa_diagonal diagonal;      /* default TOP_LEFT; matters only with a window */
+    int64_t diagonal_offset;     /* used with SDPA_DIAGONAL_EXPLICIT; default 0 */
+    int64_t window_left;         /* -1 (default) = unbounded */
+    int64_t window_right;        /* -1 (default) = unbounded; causal = (-1, 0) */
+    double softcap;              /* 0 (default) = none, else c > 0 */
+    sdpa_qk_norm qk_norm;        /* default NONE */
+    double qk_norm_eps;          /* default 1e-6 */
+    double stats_saturation;     /* p_max threshold for saturated rows, 0.99 */
+    sdpa_forward_tensors tensors;
+} sdpa_attention_desc;
+
+/* Defaults as documented per field; all optional tensors absent. */
+SDPA_API void sdpa_attention_desc_init(sdpa_attention_desc *desc);
+
+/* Convenience: causal attention = window (-1, 0). */
+SDPA_API void sdpa_attention_desc_set_causal(sdpa_attention_desc *desc,
+                                             sdpa_diagonal diagonal);
+
+/* ---- plans ----------------------------------------------------------------- */
+
+/* Plan flags. */
+#define SDPA_PLAN_BACKWARD 0x1u     /* also prepare the backward kernels */
+#define SDPA_PLAN_NONDETERMINISTIC 0x2u /* allow atomics in the backward */
+
+typedef struct sdpa_tile_config sdpa_tile_config; /* experimental, below */
+
+typedef struct sdpa_plan_options {
+    size_t struct_size;          /* set by _init */
+    unsigned flags;              /* SDPA_PLAN_*; default 0 */
+    int64_t workspace_limit;     /* bytes the plan may allocate for paths that
+                                    materialise scores; SDPA_AUTO (default) =
+                                    256 MiB; 0 = never materialise */
+    const sdpa_tile_config *tile;/* experimental: force a configuration;
+                                    NULL (default) = profile, else defaults */
+} sdpa_plan_options;
+
+SDPA_API void sdpa_plan_options_init(sdpa_plan_options *options);
+
+/* Validates `desc` completely (every field; messages name the field), asks the
+ * backend whether it supports it, compiles kernels and allocates the plan's
+ * workspace. `options` may be NULL. The plan borrows nothing from `desc`.
+ * Returns SDPA_ERR_NULL, SDPA_ERR_SHAPE, SDPA_ERR_STRIDE, SDPA_ERR_DTYPE,
+ * SDPA_ERR_EMPTY, SDPA_ERR_INVALID_ARG, SDPA_ERR_UNSUPPORTED, SDPA_ERR_BUILD,
+ * SDPA_ERR_OUT_OF_MEMORY, SDPA_ERR_DEVICE. */
+SDPA_API sdpa_status sdpa_plan_create(sdpa_context *ctx,
+                                      const sdpa_attention_desc *desc,
+                                      const sdpa_plan_options *options,
+                                      sdpa_plan **out);
+SDPA_API void sdpa_plan_destroy(sdpa_plan *plan);
+
+/* Bytes of workspace the plan owns (beyond the caller's tensors). */
+SDPA_API size_t sdpa_plan_workspace_size(const sdpa_plan *plan);
+
+/* Enqueues the forward pass. The tensors must have the plan's dtypes, shapes
+ * and presence (SDPA_ERR_SHAPE / SDPA_ERR_DTYPE otherwise); strides are
+ * checked again. Device-buffer tensors avoid copies; host tensors are staged
+ * and the call then waits for completion before returning. Outputs must not
+ * overlap inputs. Allocates nothing for device-buffer tensors. */
+SDPA_API sdpa_status sdpa_plan_forward(sdpa_plan *plan,
+                                       const sdpa_forward_tensors *t);
+
+/* Enqueues the backward pass. `fwd` are the forward's tensors, including its
+ * `out` and `lse` (both required); `bwd` holds dout and the gradients. Needs
+ * a plan created with SDPA_PLAN_BACKWARD (SDPA_ERR_INVALID_ARG otherwise).
+ * Deterministic unless SDPA_PLAN_NONDETERMINISTIC was given. */
+SDPA_API sdpa_status sdpa_plan_backward(sdpa_plan *plan,
+                                        const sdpa_forward_tensors *fwd,
+                                        const sdpa_backward_tensors *bwd);
+
+/* One call: validates, builds (or reuses, from a small per-context cache) a
+ * plan for desc, runs the forward and waits. For simple users. */
+SDPA_API sdpa_status sdpa_attention_forward(sdpa_context *ctx,
+                                            const sdpa_attention_desc *desc);
+
+/* Combines n partial results over disjoint key sets exactly, by their LSE:
+ * out = sum_i exp(lse_i - lse) out_i, lse = log sum_i exp(lse_i). Partial
+ * outputs are (B,H,S,Dv) and LSEs (B,H,S,1) f32; partials with lse = -inf
+ * contribute nothing; when all are -inf the row is 0 and lse -inf. `out` may
+ * be one of the partial outputs. Waits for completion. */
+SDPA_API sdpa_status sdpa_merge(sdpa_context *ctx, int n,
+                                const sdpa_tensor *outs, const sdpa_tensor *lses,
+                                const sdpa_tensor *out, const sdpa_tensor *lse);
+
+/* ---- devices ----------------------------------------------------------------- */
+
+typedef struct sdpa_device_info {
+    size_t struct_size;
+    sdpa_backend_kind backend;
+    int index;
+    char name[256];
+    char vendor[128];
+    char driver[128];        /* driver / platform version */
+    int is_gpu;              /* 1 for GPUs, 0 for CPU devices */
+    int compute_units;
+    int64_t global_mem_bytes;
+    int64_t local_mem_bytes; /* shared/local memory per work-group */
+    int max_workgroup_size;
+    int subgroup_size;       /* 0 if unknown */
+    int fp16;                /* half arithmetic available */
+    int storage16;           /* 16-bit storage available */
+    char details[1024];      /* backend-specific capability summary */
+} sdpa_device_info;
+
+/* Whether a backend is compiled into this build (1) or not (0). */
+SDPA_API int sdpa_backend_compiled(sdpa_backend_kind kind);
+/* Number of devices the backend sees now (0 when none or not compiled). */
+SDPA_API sdpa_status sdpa_device_count(sdpa_backend_kind kind, int *count);
+SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
+                                          sdpa_device_info *info);
+
+/* ---- experimental ------------------------------------------------------------ */
+#ifdef SDPA_EXPERIMENTAL
+
+/* A kernel configuration. SDPA_AUTO in a field = the backend's default. */
+struct sdpa_tile_config {
+    size_t struct_size;
+    int q_tile;       /* query rows per work-group / CPU task */
+    int k_tile;       /* keys per inner tile */
+    int wg_size;      /* work-group size (threads) */
+    int vec_width;    /* vector width of the inner loops */
+    int stage_kv;     /* 1 = stage K/V tiles in local memory */
+    int split_kv;     /* decode: number of key splits; 1 = no split */
+    int unfused;      /* 1 = materialise scores (OpenCL, CLBlast) */
+};
+SDPA_API void sdpa_tile_config_init(sdpa_tile_config *cfg);
+
+typedef struct sdpa_plan_info {
+    size_t struct_size;
+    sdpa_backend_kind backend;
+    char kernel[64];         /* "fused", "decode", "unfused", "reference" */
+    char config[256];        /* the chosen parameters, human-readable */
+    char source[64];         /* "profile", "shipped profile", "default", "forced" */
+    sdpa_dtype compute_dtype;/* always f32 accumulation today */
+    size_t workspace_bytes;
+} sdpa_plan_info;
+SDPA_API sdpa_status sdpa_plan_get_info(const sdpa_plan *plan,
+                                        sdpa_plan_info *info);
+
+#endif /* SDPA_EXPERIMENTAL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SDPA_H */

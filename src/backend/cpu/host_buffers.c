@@ -1,0 +1,90 @@
+/*
+ * host_buffers.c — see host_buffers.h. Shared by the reference and cpu
+ * backends so that both accept the same sdpa_buffer handles.
+ */
+#include "host_buffers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle)
+{
+    size_t rounded;
+    SDPA__CHECK(ctx, sdpa__add_size(bytes, 63, &rounded), SDPA_ERR_OUT_OF_MEMORY,
+                "buffer of %zu bytes is too large", bytes);
+    rounded &= ~(size_t)63;
+    void *p = aligned_alloc(64, rounded);
+    SDPA__CHECK(ctx, p, SDPA_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
+    *handle = p;
+    return SDPA_OK;
+}
+
+void sdpa__host_buffer_free(sdpa_context *ctx, void *handle)
+{
+    (void)ctx;
+    free(handle);
+}
+
+sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+                                    const void *src, size_t bytes)
+{
+    (void)ctx;
+    memcpy((char *)handle + offset, src, bytes);
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__host_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+                                   void *dst, size_t bytes)
+{
+    (void)ctx;
+    memcpy(dst, (const char *)handle + offset, bytes);
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__host_finish(sdpa_context *ctx)
+{
+    (void)ctx;
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__host_device_count(int *count)
+{
+    *count = 1;
+    return SDPA_OK;
+}
+
+static void cpu_model(char *name, size_t size)
+{
+    sdpa__strlcpy(name, "host CPU", size);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *colon = strchr(line, ':');
+        if (!colon) break;
+        colon++;
+        while (*colon == ' ') colon++;
+        sdpa__strlcpy(name, colon, size);
+        name[strcspn(name, "\n")] = '\0';
+        break;
+    }
+    fclose(f);
+}
+
+sdpa_status sdpa__host_device_info(int index, sdpa_device_info *info)
+{
+    if (index != 0) return SDPA_ERR_INVALID_ARG;
+    cpu_model(info->name, sizeof info->name);
+    sdpa__strlcpy(info->vendor, "host", sizeof info->vendor);
+    sdpa__strlcpy(info->driver, sdpa_version_string(), sizeof info->driver);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->is_gpu = 0;
+    info->compute_units = n > 0 ? (int)n : 1;
+    info->global_mem_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    info->fp16 = 0;
+    info->storage16 = 1;
+    return SDPA_OK;
+}

@@ -1,0 +1,22 @@
+/*
+ * host_buffers.h — buffers, device listing and finish for the host-memory
+ * backends (reference and cpu): a buffer handle is simply a 64-byte aligned
+ * host pointer, and work is synchronous, so finish has nothing to wait for.
+ */
+#ifndef SDPA_CPU_HOST_BUFFERS_H
+#define SDPA_CPU_HOST_BUFFERS_H
+
+#include "internal.h"
+
+sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
+void sdpa__host_buffer_free(sdpa_context *ctx, void *handle);
+sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+                                    const void *src, size_t bytes);
+sdpa_status sdpa__host_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+                                   void *dst, size_t bytes);
+sdpa_status sdpa__host_finish(sdpa_context *ctx);
+/* One device: the host CPU (model name from /proc/cpuinfo where available). */
+sdpa_status sdpa__host_device_count(int *count);
+sdpa_status sdpa__host_device_info(int index, sdpa_device_info *info);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * reference.h — the float64 oracle shared by the reference forward and
+ * backward: per-row score computation that follows DESIGN section 3 step by
+ * step, slowly and obviously. Every other backend is tested against it.
+ */
+#ifndef SDPA_CPU_REFERENCE_H
+#define SDPA_CPU_REFERENCE_H
+
+#include "internal.h"
+
+/* Normalises x (length n) in place by the qk_norm mode; returns the
+ * reciprocal scale r used (1 for NONE). mean is set for LAYER (else 0). */
+double sdpa__ref_norm(sdpa_qk_norm mode, double eps, double *x, int64_t n, double *mean);
+/* dx from dn for the same normalisation: n = normalised x (before gain). */
+void sdpa__ref_norm_backward(sdpa_qk_norm mode, double r, const double *n,
+                             const double *dn, double *dx, int64_t len);
+
+/* Loads row (i0,i1,i2,:) of a float tensor into dst (len elements). */
+void sdpa__ref_load_row(const sdpa__ref *t, sdpa_dtype dtype, int64_t i0, int64_t i1,
+                        int64_t i2, int64_t len, double *dst);
+
+/* Per-row scores. For row (b, h, i): kept[j] says whether key j survives
+ * masks, band, kv_len and -inf bias; t[j] is scale * (q.k) before softcap;
+ * s[j] the final score. qn is the normalised (and gained) query. Returns the
+ * number of kept keys. */
+typedef struct sdpa__ref_row {
+    double *qn, *qraw; /* D */
+    double *dot, *t, *s, *p; /* Skv */
+    unsigned char *kept;     /* Skv */
+    double q_r, q_mean;      /* norm factors of the query */
+    double scale;
+} sdpa__ref_row;
+
+/* Normalised (and gained) keys for one (b, kv head): kn[j*D + d]; k_r[j]. */
+void sdpa__ref_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
+                    int64_t kvh, double *kn, double *k_r);
+int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
+                         int64_t h, int64_t i, int64_t kv_len, const double *kn,
+                         sdpa__ref_row *row);
+/* kv_len of batch b (Skv without kv_len; clamped to [0, Skv]). */
+int64_t sdpa__ref_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b);
+
+sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+                              const sdpa__fwd_args *a);
+sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+                               const sdpa__fwd_args *a, const sdpa__bwd_args *g);
+
+#endif

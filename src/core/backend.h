@@ -1,0 +1,169 @@
+/*
+ * backend.h — the contract between the front end (src/core) and a backend.
+ *
+ * The front end validates every descriptor once and turns it into an
+ * sdpa__problem: plain numbers and flags, with the scale resolved and every
+ * optional input reduced to a has_* flag. At call time it resolves each tensor
+ * to an sdpa__ref: for host-memory backends (reference, cpu) `mem` is a host
+ * pointer; for device backends it is the backend's own buffer handle (host
+ * tensors are staged by the front end, see src/core/staging.c). Strides are
+ * normalised: broadcast axes (extent 1 against a larger problem extent) have
+ * stride 0, so a backend indexes every tensor as base + b*s0 + h*s1 + i*s2 + j*s3.
+ *
+ * Backends never validate user input again, never print, and report failures
+ * through sdpa__fail() so the context keeps the message and native code.
+ */
+#ifndef SDPA_CORE_BACKEND_H
+#define SDPA_CORE_BACKEND_H
+
+#define SDPA_EXPERIMENTAL
+#include "sdpa.h"
+
+#include <stdbool.h>
+
+#define SDPA__BACKEND_API_VERSION 1
+
+/* A validated attention problem. */
+typedef struct sdpa__problem {
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    sdpa_dtype dtype;        /* storage dtype of q, k, v, out (and dout, dq..) */
+    double scale;            /* resolved; ignored when has_temperature */
+    sdpa_diagonal diagonal;
+    int64_t diagonal_offset; /* for EXPLICIT */
+    int64_t window_left;     /* -1 = unbounded */
+    int64_t window_right;    /* -1 = unbounded */
+    double softcap;          /* 0 = none */
+    sdpa_qk_norm qk_norm;
+    double qk_norm_eps;
+    double stats_saturation;
+    bool has_mask, has_bias, has_kv_len;
+    bool has_q_gain, has_k_gain, has_temperature;
+    bool has_lse, has_stats;
+} sdpa__problem;
+
+/* A resolved tensor: memory, offset and strides in elements. */
+typedef struct sdpa__ref {
+    void *mem;          /* host pointer, or backend buffer handle; NULL = absent */
+    size_t offset;
+    int64_t stride[4];
+} sdpa__ref;
+
+typedef struct sdpa__fwd_args {
+    sdpa__ref q, k, v, out;
+    sdpa__ref mask, bias, kv_len;
+    sdpa__ref q_gain, k_gain, temperature;
+    sdpa__ref lse, stats;
+} sdpa__fwd_args;
+
+typedef struct sdpa__bwd_args {
+    sdpa__ref dout, dq, dk, dv;
+    sdpa__ref dq_gain, dk_gain, dtemperature; /* mem NULL when not requested */
+} sdpa__bwd_args;
+
+/* The per-backend function table. Slots marked optional may be NULL. */
+typedef struct sdpa__backend {
+    int api_version;
+    sdpa_backend_kind kind;
+    const char *name;
+    bool host_memory; /* buffers are host memory: refs carry host pointers */
+
+    /* Devices (callable without a context). */
+    sdpa_status (*device_count)(int *count);
+    sdpa_status (*device_info)(int index, sdpa_device_info *info);
+
+    /* Context: pick the device, create queues/caches; *state owned by backend. */
+    sdpa_status (*context_init)(sdpa_context *ctx, int device_index, void **state);
+    void (*context_free)(sdpa_context *ctx, void *state);
+
+    /* Buffers: handles are opaque to the front end (host pointers when
+     * host_memory). */
+    sdpa_status (*buffer_alloc)(sdpa_context *ctx, size_t bytes, void **handle);
+    void (*buffer_free)(sdpa_context *ctx, void *handle);
+    sdpa_status (*buffer_write)(sdpa_context *ctx, void *handle, size_t offset,
+                                const void *src, size_t bytes);
+    sdpa_status (*buffer_read)(sdpa_context *ctx, void *handle, size_t offset,
+                               void *dst, size_t bytes);
+
+    /* SDPA_OK if the backend can run the problem; otherwise
+     * SDPA_ERR_UNSUPPORTED recorded with sdpa__fail naming what is missing. */
+    sdpa_status (*supports)(sdpa_context *ctx, const sdpa__problem *p,
+                            unsigned plan_flags);
+
+    /* Compile kernels and allocate workspace for a problem; *plan_state owned
+     * by the backend. `tile` may be NULL (profile or defaults). */
+    sdpa_status (*plan_create)(sdpa_context *ctx, const sdpa__problem *p,
+                               const sdpa_plan_options *options,
+                               void **plan_state);
+    void (*plan_free)(sdpa_context *ctx, void *plan_state);
+    size_t (*plan_workspace)(const void *plan_state);
+    /* optional: fills kernel/config/source of info */
+    void (*plan_describe)(const void *plan_state, sdpa_plan_info *info);
+
+    sdpa_status (*forward)(sdpa_context *ctx, void *plan_state,
+                           const sdpa__problem *p, const sdpa__fwd_args *a);
+    sdpa_status (*backward)(sdpa_context *ctx, void *plan_state,
+                            const sdpa__problem *p, const sdpa__fwd_args *a,
+                            const sdpa__bwd_args *g);
+    sdpa_status (*finish)(sdpa_context *ctx);
+} sdpa__backend;
+
+/* The tables the build compiles in (src/core/registry.c). */
+extern const sdpa__backend sdpa__backend_reference;
+extern const sdpa__backend sdpa__backend_cpu;
+#ifdef SDPA_HAVE_OPENCL
+extern const sdpa__backend sdpa__backend_opencl;
+#endif
+#ifdef SDPA_HAVE_VULKAN
+extern const sdpa__backend sdpa__backend_vulkan;
+#endif
+
+/* Backend table for a kind, or NULL when not compiled in. */
+const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind);
+
+/* The backend's private context state (what context_init stored). */
+void *sdpa__context_backend_state(const sdpa_context *ctx);
+/* Thread count from the context options (>= 1). */
+int sdpa__context_threads(const sdpa_context *ctx);
+/* Resolved profile and cache directories (never NULL, may be ""). */
+const char *sdpa__context_profile_dir(const sdpa_context *ctx);
+const char *sdpa__context_cache_dir(const sdpa_context *ctx);
+
+/* Interop (sdpa_opencl.h / sdpa_vulkan.h): a context around a backend state
+ * the caller already initialised (e.g. from an application's cl_context), and
+ * buffers around existing device memory. With owned = false the backend's
+ * buffer_free is not called for the handle. */
+sdpa_status sdpa__context_create_with_state(const sdpa_context_options *options,
+                                            const sdpa__backend *backend,
+                                            void *state, const char *device_name,
+                                            sdpa_context **out);
+sdpa_status sdpa__buffer_wrap(sdpa_context *ctx, void *handle, size_t bytes,
+                              bool owned, sdpa_buffer **out);
+void *sdpa__buffer_handle(const sdpa_buffer *buf);
+sdpa_context *sdpa__buffer_context(const sdpa_buffer *buf);
+
+/* Effective diagonal offset for batch b (kv_len_b = Skv without kv_len). */
+static inline int64_t sdpa__diag_offset(const sdpa__problem *p, int64_t kv_len_b)
+{
+    switch (p->diagonal) {
+    case SDPA_DIAGONAL_BOTTOM_RIGHT: return kv_len_b - p->Sq;
+    case SDPA_DIAGONAL_EXPLICIT: return p->diagonal_offset;
+    default: return 0;
+    }
+}
+
+/* Kept-key range [*lo, *hi) of row i from kv_len and the band (masks and
+ * -inf biases may drop more inside it). Empty when *lo >= *hi. */
+static inline void sdpa__row_range(const sdpa__problem *p, int64_t kv_len_b,
+                                   int64_t i, int64_t *lo, int64_t *hi)
+{
+    int64_t off = sdpa__diag_offset(p, kv_len_b);
+    int64_t a = 0, b = kv_len_b;
+    if (p->window_left >= 0 && i + off - p->window_left > a)
+        a = i + off - p->window_left;
+    if (p->window_right >= 0 && i + off + p->window_right + 1 < b)
+        b = i + off + p->window_right + 1;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+#endif /* SDPA_CORE_BACKEND_H */

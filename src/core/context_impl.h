@@ -1,0 +1,94 @@
+/*
+ * context_impl.h — the private layout of contexts, buffers and plans, shared
+ * by the front-end files in src/core only (backends see the accessors in
+ * backend.h, never these structs).
+ *
+ * A context has a primary backend slot and, in AUTO mode, a lazily started
+ * CPU slot that plans fall back to when the device cannot build or run them.
+ * Every call into a backend goes through the wrappers in dispatch.c, which set
+ * `current` so that sdpa__context_backend_state() answers for the backend
+ * being called.
+ */
+#ifndef SDPA_CORE_CONTEXT_IMPL_H
+#define SDPA_CORE_CONTEXT_IMPL_H
+
+#include "internal.h"
+
+#define SDPA__PLAN_CACHE_SIZE 8
+#define SDPA__MESSAGE_MAX 1024
+
+typedef struct sdpa__slot {
+    const sdpa__backend *backend;
+    void *state;
+    bool started;
+} sdpa__slot;
+
+/* Dtype, shape and presence of every tensor a plan was made for. */
+typedef struct sdpa__shape_key {
+    sdpa__problem problem;
+    sdpa_dtype dtypes[12];
+    int64_t shapes[12][4];
+} sdpa__shape_key;
+
+struct sdpa_plan {
+    sdpa_context *ctx;
+    sdpa__slot *slot;       /* the primary slot or the CPU fallback slot */
+    sdpa__shape_key key;
+    unsigned flags;
+    void *state;
+    bool fallback;          /* running on the CPU fallback slot */
+};
+
+struct sdpa_buffer {
+    sdpa_context *ctx;
+    void *handle;
+    size_t size;
+    bool owned;
+};
+
+struct sdpa_context {
+    sdpa__slot primary;
+    sdpa__slot fallback;    /* CPU, AUTO mode only, started on first need */
+    sdpa__slot *current;    /* slot being called (dispatch.c) */
+    bool auto_mode;
+    char device_name[256];
+    int device_index;
+    int threads;
+    int log_level;
+    sdpa_log_fn log_fn;
+    void *log_user;
+    char *profile_dir;
+    char *cache_dir;
+    /* last error */
+    sdpa_status err_status;
+    int64_t err_native;
+    char err_message[SDPA__MESSAGE_MAX];
+    char *build_log;
+    /* sdpa_attention_forward's plans, reused round-robin */
+    sdpa_plan *plan_cache[SDPA__PLAN_CACHE_SIZE];
+    int plan_cache_next;
+};
+
+/* Shared by the context and the one-call path. */
+sdpa_status sdpa__slot_start(sdpa_context *ctx, sdpa__slot *slot,
+                             const sdpa__backend *backend, int device_index);
+void sdpa__slot_stop(sdpa_context *ctx, sdpa__slot *slot);
+
+
+
+/* context.c: allocation with options + environment applied (no backend
+ * started), and the AUTO CPU fallback slot. */
+sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
+                                sdpa_context **out, sdpa_backend_kind *kind,
+                                const char **selector);
+sdpa_status sdpa__context_fallback(sdpa_context *ctx, sdpa__slot **slot);
+/* oneshot.c: destroys the plans sdpa_attention_forward cached. */
+void sdpa__plan_cache_clear(sdpa_context *ctx);
+
+/* Makes `slot` the one backends see through sdpa__context_backend_state(). */
+static inline const sdpa__backend *sdpa__use(sdpa_context *ctx, sdpa__slot *slot)
+{
+    ctx->current = slot;
+    return slot->backend;
+}
+#endif /* SDPA_CORE_CONTEXT_IMPL_H */

@@ -1,0 +1,119 @@
+/*
+ * internal.h — helpers every part of libsdpa uses: error recording, logging,
+ * checked size arithmetic and dtype conversion.
+ *
+ * Error handling follows zstd's style: SDPA__CHECK(ctx, cond, status, fmt...)
+ * records the message (with file:line in the DEBUG log) on the context and
+ * returns the status; SDPA__TRY forwards a failing status unchanged. Nothing
+ * here aborts or prints: logging goes to the context's sink.
+ */
+#ifndef SDPA_CORE_INTERNAL_H
+#define SDPA_CORE_INTERNAL_H
+
+#include "backend.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define SDPA__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SDPA__PRINTF(a, b)
+#endif
+
+/* Records status + message (+ native code) on ctx and returns status. ctx may
+ * be NULL (then only the status travels). */
+sdpa_status sdpa__fail(sdpa_context *ctx, sdpa_status status, const char *file,
+                       int line, const char *fmt, ...) SDPA__PRINTF(5, 6);
+sdpa_status sdpa__fail_native(sdpa_context *ctx, sdpa_status status,
+                              int64_t native, const char *file, int line,
+                              const char *fmt, ...) SDPA__PRINTF(6, 7);
+/* Keeps a kernel build log on the context (copied; truncated at 64 KiB). */
+void sdpa__set_build_log(sdpa_context *ctx, const char *log);
+
+#define SDPA__FAIL(ctx, status, ...) \
+    sdpa__fail((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
+#define SDPA__FAIL_NATIVE(ctx, status, native, ...) \
+    sdpa__fail_native((ctx), (status), (int64_t)(native), __FILE__, __LINE__, \
+                      __VA_ARGS__)
+#define SDPA__CHECK(ctx, cond, status, ...)                 \
+    do {                                                    \
+        if (!(cond)) return SDPA__FAIL(ctx, status, __VA_ARGS__); \
+    } while (0)
+#define SDPA__TRY(expr)                             \
+    do {                                            \
+        sdpa_status sdpa__s_ = (expr);              \
+        if (sdpa__s_ != SDPA_OK) return sdpa__s_;   \
+    } while (0)
+
+/* Logs one line through the context's sink if level is enabled. ctx may be
+ * NULL (then nothing is logged). */
+void sdpa__log(const sdpa_context *ctx, sdpa_log_level level, const char *fmt,
+               ...) SDPA__PRINTF(3, 4);
+bool sdpa__log_enabled(const sdpa_context *ctx, sdpa_log_level level);
+
+/* Checked arithmetic: false on overflow of int64 / size_t. */
+static inline bool sdpa__mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool sdpa__add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool sdpa__mul_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool sdpa__add_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* dtype conversion (round to nearest even; NaN stays NaN). */
+float sdpa__f16_to_f32(uint16_t h);
+uint16_t sdpa__f32_to_f16(float f);
+static inline float sdpa__bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+uint16_t sdpa__f32_to_bf16(float f);
+
+/* Element e of a float tensor of dtype (f32, f16, bf16) at base. */
+static inline float sdpa__load_float(const void *base, sdpa_dtype dtype, int64_t e)
+{
+    switch (dtype) {
+    case SDPA_DTYPE_F16: return sdpa__f16_to_f32(((const uint16_t *)base)[e]);
+    case SDPA_DTYPE_BF16: return sdpa__bf16_to_f32(((const uint16_t *)base)[e]);
+    default: return ((const float *)base)[e];
+    }
+}
+static inline void sdpa__store_float(void *base, sdpa_dtype dtype, int64_t e, float v)
+{
+    switch (dtype) {
+    case SDPA_DTYPE_F16: ((uint16_t *)base)[e] = sdpa__f32_to_f16(v); break;
+    case SDPA_DTYPE_BF16: ((uint16_t *)base)[e] = sdpa__f32_to_bf16(v); break;
+    default: ((float *)base)[e] = v; break;
+    }
+}
+
+/* Element offset of (i0,i1,i2,i3) in a ref. */
+static inline int64_t sdpa__at(const sdpa__ref *r, int64_t i0, int64_t i1,
+                               int64_t i2, int64_t i3)
+{
+    return (int64_t)r->offset + i0 * r->stride[0] + i1 * r->stride[1] +
+           i2 * r->stride[2] + i3 * r->stride[3];
+}
+
+/* Monotonic clock in seconds. */
+double sdpa__now(void);
+
+/* Bounded string copy that always terminates (dst_size > 0). */
+void sdpa__strlcpy(char *dst, const char *src, size_t dst_size);
+
+#endif /* SDPA_CORE_INTERNAL_H */

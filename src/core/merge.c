@@ -1,0 +1,101 @@
+/*
+ * merge.c — sdpa_merge: exact combination of partial attention results over
+ * disjoint key sets by their log-sum-exp. Runs on the host (tensors in device
+ * buffers are staged), one row at a time into a scratch row so that `out` may
+ * alias one of the partial outputs.
+ */
+#include "staging.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SDPA__MERGE_MAX 1024
+
+static sdpa_status check_pair(sdpa_context *ctx, const sdpa_tensor *o, const sdpa_tensor *l,
+                              const sdpa_tensor *o0, const char *what, int i)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s[%d]", what, i);
+    SDPA__TRY(sdpa__check_layout(ctx, name, o, true));
+    SDPA__TRY(sdpa__check_layout(ctx, name, l, true));
+    SDPA__CHECK(ctx, o->dtype == SDPA_DTYPE_F32 || o->dtype == SDPA_DTYPE_F16 ||
+                         o->dtype == SDPA_DTYPE_BF16,
+                SDPA_ERR_DTYPE, "%s output dtype %s is not f32/f16/bf16", name,
+                sdpa_dtype_name(o->dtype));
+    SDPA__CHECK(ctx, l->dtype == SDPA_DTYPE_F32, SDPA_ERR_DTYPE, "%s lse dtype is %s, not f32",
+                name, sdpa_dtype_name(l->dtype));
+    for (int a = 0; a < 4; a++) {
+        SDPA__CHECK(ctx, o->shape[a] == o0->shape[a], SDPA_ERR_SHAPE,
+                    "%s output shape[%d] is %lld, expected %lld", name, a,
+                    (long long)o->shape[a], (long long)o0->shape[a]);
+        int64_t want = a < 3 ? o0->shape[a] : 1;
+        SDPA__CHECK(ctx, l->shape[a] == want, SDPA_ERR_SHAPE,
+                    "%s lse shape[%d] is %lld, expected %lld", name, a,
+                    (long long)l->shape[a], (long long)want);
+    }
+    return SDPA_OK;
+}
+
+sdpa_status sdpa_merge(sdpa_context *ctx, int n, const sdpa_tensor *outs,
+                       const sdpa_tensor *lses, const sdpa_tensor *out,
+                       const sdpa_tensor *lse)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK(ctx, outs && lses && out && lse, SDPA_ERR_NULL, "sdpa_merge: a tensor list is NULL");
+    SDPA__CHECK(ctx, n >= 1 && n <= SDPA__MERGE_MAX, SDPA_ERR_INVALID_ARG,
+                "sdpa_merge: n is %d, must lie in [1, %d]", n, SDPA__MERGE_MAX);
+    for (int i = 0; i < n; i++) SDPA__TRY(check_pair(ctx, &outs[i], &lses[i], out, "partial", i));
+    SDPA__TRY(check_pair(ctx, out, lse, out, "result", 0));
+    SDPA__TRY(sdpa_context_finish(ctx));
+
+    const int64_t B = out->shape[0], H = out->shape[1], S = out->shape[2], Dv = out->shape[3];
+    sdpa__ref *ro = calloc((size_t)n * 2 + 2, sizeof *ro);
+    double *row = malloc((size_t)Dv * sizeof *row);
+    const int group = SDPA__T_COUNT + SDPA__G_COUNT; /* refs one staging holds */
+    int nst = (2 * n + 2 + group - 1) / group;
+    sdpa__staging *st = malloc((size_t)nst * sizeof *st);
+    sdpa_status s = SDPA_OK;
+    if (!ro || !row || !st) s = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "sdpa_merge: out of host memory");
+    for (int k = 0; s == SDPA_OK && k < nst; k++) sdpa__staging_init(&st[k], ctx, &ctx->primary, true);
+    /* refs: partial outputs, partial lses, out, lse; staged in groups */
+    for (int i = 0; s == SDPA_OK && i < 2 * n + 2; i++) {
+        const sdpa_tensor *t = i < n ? &outs[i] : i < 2 * n ? &lses[i - n] : i == 2 * n ? out : lse;
+        s = sdpa__stage(&st[i / group], t, i >= 2 * n, &ro[i]);
+    }
+    for (int64_t b = 0; s == SDPA_OK && b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t r = 0; r < S; r++) {
+                double m = -INFINITY;
+                for (int i = 0; i < n; i++) {
+                    double l = ((const float *)ro[n + i].mem)[sdpa__at(&ro[n + i], b, h, r, 0)];
+                    if (l > m || isnan(l)) m = l;
+                }
+                double sum = 0.0;
+                for (int64_t d = 0; d < Dv; d++) row[d] = 0.0;
+                if (m != -INFINITY) {
+                    for (int i = 0; i < n; i++) {
+                        double l = ((const float *)ro[n + i].mem)[sdpa__at(&ro[n + i], b, h, r, 0)];
+                        double w = isnan(m) ? NAN : exp(l - m);
+                        if (w == 0.0) continue;
+                        sum += w;
+                        for (int64_t d = 0; d < Dv; d++)
+                            row[d] += w * sdpa__load_float(ro[i].mem, outs[i].dtype,
+                                                           sdpa__at(&ro[i], b, h, r, d));
+                    }
+                    for (int64_t d = 0; d < Dv; d++) row[d] /= sum;
+                }
+                for (int64_t d = 0; d < Dv; d++)
+                    sdpa__store_float(ro[2 * n].mem, out->dtype, sdpa__at(&ro[2 * n], b, h, r, d), (float)row[d]);
+                ((float *)ro[2 * n + 1].mem)[sdpa__at(&ro[2 * n + 1], b, h, r, 0)] =
+                    m == -INFINITY ? -INFINITY : (float)(m + log(sum));
+            }
+    for (int k = 0; st && k < nst; k++) {
+        if (s == SDPA_OK) s = sdpa__staging_finish(&st[k]);
+        sdpa__staging_free(&st[k]);
+    }
+    free(st);
+    free(row);
+    free(ro);
+    return s;
+}

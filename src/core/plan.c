@@ -1,0 +1,177 @@
+/*
+ * plan.c — plans: validated once, compiled once, executed many times.
+ *
+ * sdpa_plan_create validates the description, asks the backend whether it
+ * supports it and compiles it; in AUTO mode a device that cannot support or
+ * build a plan hands it to the CPU fallback with one WARN line. Forward and
+ * backward re-check the call's tensors against the plan's shape key, stage
+ * whatever is not already in the backend's memory (nothing, on the hot path),
+ * and enqueue; a call that staged host tensors waits for its results.
+ */
+#include "staging.h"
+
+#include <stdlib.h>
+
+static bool fallback_worthy(sdpa_status st)
+{
+    return st == SDPA_ERR_UNSUPPORTED || st == SDPA_ERR_BUILD || st == SDPA_ERR_DEVICE ||
+           st == SDPA_ERR_OUT_OF_MEMORY || st == SDPA_ERR_DEVICE_LOST;
+}
+
+static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
+                              const sdpa_plan_options *options)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    SDPA__TRY(be->supports(ctx, &plan->key.problem, plan->flags));
+    SDPA__TRY(be->plan_create(ctx, &plan->key.problem, options, &plan->state));
+    plan->slot = slot;
+    return SDPA_OK;
+}
+
+sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
+                             const sdpa_plan_options *options, sdpa_plan **out)
+{
+    if (!ctx || !out) return SDPA_ERR_NULL;
+    *out = NULL;
+    sdpa_plan_options defaults;
+    if (!options) {
+        sdpa_plan_options_init(&defaults);
+        options = &defaults;
+    }
+    SDPA__CHECK(ctx, options->struct_size >= sizeof *options, SDPA_ERR_INVALID_ARG,
+                "plan options struct_size is %zu: call sdpa_plan_options_init first",
+                options->struct_size);
+    SDPA__CHECK(ctx, (options->flags & ~(SDPA_PLAN_BACKWARD | SDPA_PLAN_NONDETERMINISTIC)) == 0,
+                SDPA_ERR_INVALID_ARG, "plan options flags 0x%x has unknown bits", options->flags);
+    SDPA__CHECK(ctx, options->workspace_limit >= SDPA_AUTO, SDPA_ERR_INVALID_ARG,
+                "workspace_limit %lld is negative (SDPA_AUTO = -1 is the default)",
+                (long long)options->workspace_limit);
+    if (options->tile)
+        SDPA__CHECK(ctx, options->tile->struct_size >= sizeof(sdpa_tile_config),
+                    SDPA_ERR_INVALID_ARG, "tile config struct_size is %zu: call sdpa_tile_config_init",
+                    options->tile->struct_size);
+
+    sdpa_plan *plan = calloc(1, sizeof *plan);
+    SDPA__CHECK(ctx, plan, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");
+    plan->ctx = ctx;
+    plan->flags = options->flags;
+    sdpa_status st = sdpa__validate_desc(ctx, desc, &plan->key);
+    if (st == SDPA_OK && (plan->flags & SDPA_PLAN_BACKWARD) && !plan->key.problem.has_lse)
+        st = SDPA__FAIL(ctx, SDPA_ERR_INVALID_ARG,
+                        "SDPA_PLAN_BACKWARD needs tensors.lse: the backward reads the forward's LSE");
+    if (st == SDPA_OK) {
+        st = compile_on(ctx, &ctx->primary, plan, options);
+        if (st != SDPA_OK && ctx->auto_mode && !ctx->primary.backend->host_memory &&
+            fallback_worthy(st)) {
+            sdpa__log(ctx, SDPA_LOG_WARN, "%s cannot run this plan (%s: %s); falling back to the CPU",
+                      ctx->primary.backend->name, sdpa_status_name(st), ctx->err_message);
+            sdpa__slot *cpu;
+            st = sdpa__context_fallback(ctx, &cpu);
+            if (st == SDPA_OK) st = compile_on(ctx, cpu, plan, options);
+            plan->fallback = st == SDPA_OK;
+        }
+    }
+    if (st != SDPA_OK) {
+        free(plan);
+        return st;
+    }
+    *out = plan;
+    return SDPA_OK;
+}
+
+void sdpa_plan_destroy(sdpa_plan *plan)
+{
+    if (!plan) return;
+    if (plan->slot && plan->state) {
+        const sdpa__backend *be = sdpa__use(plan->ctx, plan->slot);
+        be->plan_free(plan->ctx, plan->state);
+    }
+    free(plan);
+}
+
+size_t sdpa_plan_workspace_size(const sdpa_plan *plan)
+{
+    if (!plan || !plan->slot) return 0;
+    return plan->slot->backend->plan_workspace(plan->state);
+}
+
+sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
+{
+    if (!plan || !info) return SDPA_ERR_NULL;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    info->backend = plan->slot->backend->kind;
+    info->compute_dtype = SDPA_DTYPE_F32;
+    info->workspace_bytes = sdpa_plan_workspace_size(plan);
+    sdpa__strlcpy(info->kernel, "fused", sizeof info->kernel);
+    sdpa__strlcpy(info->source, "default", sizeof info->source);
+    if (plan->slot->backend->plan_describe)
+        plan->slot->backend->plan_describe(plan->state, info);
+    return SDPA_OK;
+}
+
+static sdpa_status stage_forward(sdpa__staging *s, const sdpa_forward_tensors *t,
+                                 sdpa__fwd_args *a, bool outputs_are_outputs)
+{
+    sdpa__ref *refs[SDPA__T_COUNT] = {&a->q, &a->k, &a->v, &a->out, &a->mask, &a->bias,
+                                      &a->kv_len, &a->q_gain, &a->k_gain, &a->temperature,
+                                      &a->lse, &a->stats};
+    for (int i = 0; i < SDPA__T_COUNT; i++) {
+        bool output = outputs_are_outputs &&
+                      (i == SDPA__T_OUT || i == SDPA__T_LSE || i == SDPA__T_STATS);
+        if (!outputs_are_outputs && i == SDPA__T_STATS) continue; /* unused backward */
+        SDPA__TRY(sdpa__stage(s, sdpa__fwd_slot(t, i), output, refs[i]));
+    }
+    return SDPA_OK;
+}
+
+static sdpa_status run(sdpa_plan *plan, sdpa__staging *s, sdpa_status st,
+                       const sdpa_forward_tensors *t, const sdpa_backward_tensors *g)
+{
+    sdpa_context *ctx = plan->ctx;
+    sdpa__fwd_args a;
+    memset(&a, 0, sizeof a);
+    if (st == SDPA_OK) st = stage_forward(s, t, &a, g == NULL);
+    if (g) {
+        sdpa__bwd_args b;
+        memset(&b, 0, sizeof b);
+        sdpa__ref *refs[SDPA__G_COUNT] = {&b.dout, &b.dq, &b.dk, &b.dv,
+                                          &b.dq_gain, &b.dk_gain, &b.dtemperature};
+        for (int i = 0; st == SDPA_OK && i < SDPA__G_COUNT; i++)
+            st = sdpa__stage(s, sdpa__bwd_slot(g, i), i != SDPA__G_DOUT, refs[i]);
+        if (st == SDPA_OK) {
+            const sdpa__backend *be = sdpa__use(ctx, plan->slot);
+            st = be->backward(ctx, plan->state, &plan->key.problem, &a, &b);
+        }
+    } else if (st == SDPA_OK) {
+        const sdpa__backend *be = sdpa__use(ctx, plan->slot);
+        st = be->forward(ctx, plan->state, &plan->key.problem, &a);
+    }
+    if (st == SDPA_OK && sdpa__staging_used(s)) st = sdpa__staging_finish(s);
+    sdpa__staging_free(s);
+    return st;
+}
+
+sdpa_status sdpa_plan_forward(sdpa_plan *plan, const sdpa_forward_tensors *t)
+{
+    if (!plan) return SDPA_ERR_NULL;
+    sdpa_context *ctx = plan->ctx;
+    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t));
+    sdpa__staging s;
+    sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
+    return run(plan, &s, SDPA_OK, t, NULL);
+}
+
+sdpa_status sdpa_plan_backward(sdpa_plan *plan, const sdpa_forward_tensors *fwd,
+                               const sdpa_backward_tensors *bwd)
+{
+    if (!plan) return SDPA_ERR_NULL;
+    sdpa_context *ctx = plan->ctx;
+    SDPA__CHECK(ctx, plan->flags & SDPA_PLAN_BACKWARD, SDPA_ERR_INVALID_ARG,
+                "sdpa_plan_backward: the plan was created without SDPA_PLAN_BACKWARD");
+    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd));
+    SDPA__TRY(sdpa__validate_backward_call(ctx, &plan->key, bwd));
+    sdpa__staging s;
+    sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
+    return run(plan, &s, SDPA_OK, fwd, bwd);
+}

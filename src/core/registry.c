@@ -1,0 +1,57 @@
+/*
+ * registry.c — which backends this build has, and device listing through
+ * them. The CPU fallback is the fast CPU backend when compiled in, else the
+ * reference (a build always has a working CPU path).
+ */
+#include "context_impl.h"
+
+const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind)
+{
+    switch (kind) {
+    case SDPA_BACKEND_REFERENCE: return &sdpa__backend_reference;
+#ifdef SDPA_HAVE_CPU_FAST
+    case SDPA_BACKEND_CPU: return &sdpa__backend_cpu;
+#endif
+#ifdef SDPA_HAVE_OPENCL
+    case SDPA_BACKEND_OPENCL: return &sdpa__backend_opencl;
+#endif
+#ifdef SDPA_HAVE_VULKAN
+    case SDPA_BACKEND_VULKAN: return &sdpa__backend_vulkan;
+#endif
+    default: return NULL;
+    }
+}
+
+int sdpa_backend_compiled(sdpa_backend_kind kind)
+{
+    return sdpa__backend_get(kind) != NULL;
+}
+
+sdpa_status sdpa_device_count(sdpa_backend_kind kind, int *count)
+{
+    if (!count) return SDPA_ERR_NULL;
+    *count = 0;
+    const sdpa__backend *be = sdpa__backend_get(kind);
+    if (!be) return SDPA_OK;
+    sdpa_status st = be->device_count(count);
+    if (st != SDPA_OK) *count = 0;
+    /* "no platform" is not an error when counting */
+    return st == SDPA_ERR_NO_DEVICE ? SDPA_OK : st;
+}
+
+sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
+                                 sdpa_device_info *info)
+{
+    if (!info) return SDPA_ERR_NULL;
+    const sdpa__backend *be = sdpa__backend_get(kind);
+    if (!be) return SDPA_ERR_UNSUPPORTED;
+    int n = 0;
+    sdpa_status st = be->device_count(&n);
+    if (st != SDPA_OK) return st;
+    if (index < 0 || index >= n) return SDPA_ERR_INVALID_ARG;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    info->backend = kind;
+    info->index = index;
+    return be->device_info(index, info);
+}

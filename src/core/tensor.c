@@ -1,0 +1,79 @@
+/*
+ * tensor.c — constructors for contiguous tensors and the defaults of the
+ * description and plan options structs.
+ */
+#include "internal.h"
+
+#include <math.h>
+
+static sdpa_tensor contiguous(sdpa_dtype dtype, int64_t n0, int64_t n1, int64_t n2,
+                              int64_t n3)
+{
+    sdpa_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.shape[0] = n0;
+    t.shape[1] = n1;
+    t.shape[2] = n2;
+    t.shape[3] = n3;
+    t.stride[3] = 1;
+    t.stride[2] = n3;
+    t.stride[1] = n2 * n3;
+    t.stride[0] = n1 * n2 * n3;
+    return t;
+}
+
+sdpa_tensor sdpa_tensor_host(void *host, sdpa_dtype dtype, int64_t n0, int64_t n1,
+                             int64_t n2, int64_t n3)
+{
+    sdpa_tensor t = contiguous(dtype, n0, n1, n2, n3);
+    t.host = host;
+    return t;
+}
+
+sdpa_tensor sdpa_tensor_buffer(sdpa_buffer *buf, size_t offset, sdpa_dtype dtype,
+                               int64_t n0, int64_t n1, int64_t n2, int64_t n3)
+{
+    sdpa_tensor t = contiguous(dtype, n0, n1, n2, n3);
+    t.buf = buf;
+    t.offset = offset;
+    return t;
+}
+
+void sdpa_attention_desc_init(sdpa_attention_desc *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->scale = SDPA_SCALE_DEFAULT;
+    d->diagonal = SDPA_DIAGONAL_TOP_LEFT;
+    d->window_left = -1;
+    d->window_right = -1;
+    d->qk_norm = SDPA_QK_NORM_NONE;
+    d->qk_norm_eps = 1e-6;
+    d->stats_saturation = 0.99;
+}
+
+void sdpa_attention_desc_set_causal(sdpa_attention_desc *d, sdpa_diagonal diagonal)
+{
+    if (!d) return;
+    d->diagonal = diagonal;
+    d->window_left = -1;
+    d->window_right = 0;
+}
+
+void sdpa_plan_options_init(sdpa_plan_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->workspace_limit = SDPA_AUTO;
+}
+
+void sdpa_tile_config_init(sdpa_tile_config *c)
+{
+    if (!c) return;
+    c->struct_size = sizeof *c;
+    c->q_tile = c->k_tile = c->wg_size = c->vec_width = SDPA_AUTO;
+    c->stage_kv = c->split_kv = c->unfused = SDPA_AUTO;
+}

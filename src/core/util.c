@@ -1,0 +1,90 @@
+/*
+ * util.c — small portable helpers: monotonic time, bounded string copy and
+ * IEEE half / bfloat16 conversion (round to nearest even, NaN preserved), used
+ * by the CPU backends, staging and the reference.
+ */
+#include "internal.h"
+
+#include <time.h>
+
+double sdpa__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void sdpa__strlcpy(char *dst, const char *src, size_t dst_size)
+{
+    if (!dst_size) return;
+    size_t n = src ? strlen(src) : 0;
+    if (n >= dst_size) n = dst_size - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+float sdpa__f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {
+        if (man == 0) {
+            u = sign;
+        } else { /* subnormal: normalise */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400u)) {
+                man <<= 1;
+                exp--;
+            }
+            man &= 0x3ffu;
+            u = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else {
+        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t sdpa__f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t absu = u & 0x7fffffffu;
+    if (absu >= 0x7f800000u) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00u | (absu > 0x7f800000u ? 0x200u : 0));
+    if (absu >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (absu < 0x38800000u) { /* subnormal or zero in half */
+        if (absu < 0x33000000u) return sign; /* < 2^-25 rounds to 0 */
+        uint32_t exp = absu >> 23;
+        uint32_t man = (absu & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126 - exp; /* 14 + (113 - exp) */
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t exp = (absu >> 23) - 127 + 15;
+    uint32_t man = absu & 0x7fffffu;
+    uint32_t half = (exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+}
+
+uint16_t sdpa__f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}

@@ -1,0 +1,113 @@
+/*
+ * testutil.h — shared helpers for the Check suites: deterministic random
+ * inputs, a "problem case" that owns every tensor of one attention call, and
+ * the parity harness that runs a backend against the float64 reference with
+ * poisoned outputs.
+ *
+ * A tcase describes one problem (shapes + features). tproblem_make() allocates
+ * and fills host tensors (normal random values, never zeros; masks random with
+ * a given keep rate; kv_len random in [0, Skv]); tparity_forward() and
+ * tparity_backward() run it on a backend and on the reference and compare
+ * every output with a per-dtype bound, reporting the worst element.
+ */
+#ifndef SDPA_TESTUTIL_H
+#define SDPA_TESTUTIL_H
+
+#define SDPA_EXPERIMENTAL
+#include "sdpa.h"
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- random numbers (xorshift64*, deterministic per seed) ---------------- */
+typedef struct trng { uint64_t s; } trng;
+void trng_seed(trng *r, uint64_t seed);
+uint64_t trng_next(trng *r);
+double trng_uniform(trng *r);     /* [0, 1) */
+double trng_normal(trng *r);      /* N(0, 1) */
+
+/* ---- one problem ----------------------------------------------------------- */
+typedef struct tcase {
+    const char *name;       /* for messages */
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    sdpa_dtype dtype;       /* f32 / f16 / bf16 storage */
+    double scale;           /* SDPA_SCALE_DEFAULT etc. */
+    sdpa_diagonal diagonal;
+    int64_t diagonal_offset;
+    int64_t window_left, window_right;
+    double softcap;
+    sdpa_qk_norm qk_norm;
+    bool mask;              /* random bool mask */
+    bool mask_broadcast;    /* mask shape (1,1,Sq,Skv) */
+    double mask_keep;       /* keep probability (default 0.8 when 0) */
+    bool bias;              /* random bias (some -inf entries) */
+    bool bias_broadcast;    /* bias shape (B,1,Sq,Skv) */
+    bool kv_len;            /* random kv_len per batch */
+    bool gains;             /* q_gain and k_gain */
+    bool temperature;       /* per-head temperature */
+    bool lse, stats;        /* request these outputs */
+    bool bshd;              /* q/out laid out as (B,S,H,D) through strides */
+    double input_scale;     /* multiplies q and k (default 1) */
+    uint64_t seed;
+} tcase;
+
+/* Fills defaults (everything off, window -1/-1, scale default, f32). */
+void tcase_init(tcase *c, const char *name, int64_t B, int64_t Hq, int64_t Hkv,
+                int64_t Sq, int64_t Skv, int64_t D, int64_t Dv);
+
+/* All host memory for one problem. */
+typedef struct tproblem {
+    tcase c;
+    sdpa_attention_desc desc;      /* tensors point at the arrays below */
+    sdpa_backward_tensors bwd;
+    void *q, *k, *v, *out, *dout, *dq, *dk, *dv;
+    uint8_t *mask;
+    float *bias, *q_gain, *k_gain, *temperature, *lse, *stats;
+    float *dq_gain, *dk_gain, *dtemperature;
+    int32_t *kv_len;
+    size_t n_q, n_k, n_v, n_out, n_mask, n_bias; /* element counts (storage) */
+} tproblem;
+
+/* Allocates and fills the inputs; outputs are allocated and poisoned (NaN). */
+void tproblem_make(tproblem *p, const tcase *c);
+void tproblem_free(tproblem *p);
+/* Fills every output (out, lse, stats, dq, dk, dv, gain grads) with NaN. */
+void tproblem_poison(tproblem *p);
+
+/* Element e of a storage-dtype array as double. */
+double tload(const void *base, sdpa_dtype dtype, size_t e);
+
+/* ---- comparison --------------------------------------------------------------- */
+typedef struct tcompare {
+    double max_abs;      /* worst |got - want| over finite wants */
+    double rel_l2;       /* ||got - want|| / ||want|| */
+    size_t worst;        /* index of the worst element */
+    size_t bad_nonfinite;/* non-finite mismatches (inf vs inf must match) */
+    size_t n;
+} tcompare;
+tcompare tcompare_arrays(const void *got, sdpa_dtype got_dtype, const void *want,
+                         sdpa_dtype want_dtype, size_t n);
+
+/* Absolute error bound for a storage dtype (outputs are O(1)). */
+double tbound(sdpa_dtype dtype);
+
+/* ---- contexts and parity ------------------------------------------------------- */
+
+/* A context on `kind` with logs silenced below ERROR. Returns NULL (and the
+ * status in *status) when the backend is not available. */
+sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status);
+
+/* Runs case c forward on ctx and on a reference context, with poisoned
+ * outputs, and asserts (ck_assert) out, lse and stats agree within bounds.
+ * `plan_opts` may be NULL. Returns the comparison of `out`. */
+tcompare tparity_forward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
+                         const sdpa_plan_options *plan_opts);
+/* Same for forward + backward (dq, dk, dv and the gain/temperature grads). */
+tcompare tparity_backward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
+                          const sdpa_plan_options *plan_opts);
+
+/* Runs a Check suite and returns the process exit status. */
+int trun_suite(Suite *s);
+
+#endif /* SDPA_TESTUTIL_H */
