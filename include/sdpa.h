@@ -448,6 +448,57 @@ typedef struct sdpa_plan_info {
 SDPA_API sdpa_status sdpa_plan_get_info(const sdpa_plan *plan,
                                         sdpa_plan_info *info);
 
+
+/* ---- tuning (experimental) ----
+ * Tuning never starts implicitly: only sdpa_tune (and the sdpa-tune tool)
+ * measures. Plans look the winner up in the profiles at creation. */
+
+typedef struct sdpa_tune_progress {
+    int done, total;          /* candidates measured / planned */
+    double best_ms;           /* best time so far (INFINITY before the first) */
+    double elapsed_s, budget_s;
+    const char *current;      /* human-readable candidate being measured */
+} sdpa_tune_progress;
+
+typedef void (*sdpa_tune_progress_fn)(void *user, const sdpa_tune_progress *p);
+
+typedef struct sdpa_tune_options {
+    size_t struct_size;
+    unsigned plan_flags;      /* SDPA_PLAN_BACKWARD: tune the backward too */
+    double budget_s;          /* wall-clock budget; default 60 */
+    int repeats;              /* timed repeats per candidate; default 5 */
+    int warmup;               /* untimed runs per candidate; default 1 */
+    int write_profile;        /* 1 (default) = record the winner in the profile */
+    int dry_run;              /* 1 = list candidates only, measure nothing */
+    uint64_t seed;            /* sampling seed; default 1 */
+    sdpa_tune_progress_fn progress; /* optional, called after each candidate */
+    void *progress_user;
+} sdpa_tune_options;
+SDPA_API void sdpa_tune_options_init(sdpa_tune_options *options);
+
+typedef struct sdpa_tune_result {
+    size_t struct_size;
+    char bucket[160];         /* the profile's shape bucket key */
+    sdpa_tile_config best;    /* winner (the default when nothing beat it) */
+    sdpa_tile_config fallback;/* the default configuration */
+    char best_desc[256], default_desc[256];
+    double best_ms, default_ms;
+    int candidates, measured, rejected; /* rejected: wrong results or failed */
+    int budget_exhausted;
+} sdpa_tune_result;
+
+/* Tunes the plan configuration for desc's shape bucket on ctx's device:
+ * every candidate is first checked against the reference on a small ragged
+ * input, then timed (warm-up, median of repeats; the two best re-measured
+ * interleaved). Returns SDPA_ERR_BUDGET only if not even the default could be
+ * measured within the budget. Writes the profile unless write_profile = 0. */
+SDPA_API sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
+                               const sdpa_tune_options *options,
+                               sdpa_tune_result *result);
+
+/* Profile file this context reads and writes (may not exist yet). */
+SDPA_API const char *sdpa_context_profile_path(const sdpa_context *ctx);
+
 #endif /* SDPA_EXPERIMENTAL */
 
 #ifdef __cplusplus

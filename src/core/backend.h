@@ -105,7 +105,22 @@ typedef struct sdpa__backend {
                             const sdpa__problem *p, const sdpa__fwd_args *a,
                             const sdpa__bwd_args *g);
     sdpa_status (*finish)(sdpa_context *ctx);
+
+    /* --- tuning (optional; NULL = the backend has only its default) --- */
+    /* The configuration plan_create uses when options->tile is NULL. */
+    void (*default_tile)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                         sdpa_tile_config *tile);
+    /* Writes up to max candidates (pruned by the device's limits) and returns
+     * how many exist in total (may exceed max). */
+    int (*tile_candidates)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                           sdpa_tile_config *out, int max);
+    /* Hash of the kernel sources this backend builds from (hex string), so
+     * profiles made with other kernels are recognised as stale. */
+    const char *(*source_hash)(void);
 } sdpa__backend;
+
+/* The device this context runs on (index into the backend's device list). */
+int sdpa__context_device_index(const sdpa_context *ctx);
 
 /* The tables the build compiles in (src/core/registry.c). */
 extern const sdpa__backend sdpa__backend_reference;

@@ -30,6 +30,7 @@ void *sdpa__context_backend_state(const sdpa_context *ctx)
     return ctx && ctx->current ? ctx->current->state : NULL;
 }
 int sdpa__context_threads(const sdpa_context *ctx) { return ctx->threads; }
+int sdpa__context_device_index(const sdpa_context *ctx) { return ctx->device_index; }
 const char *sdpa__context_profile_dir(const sdpa_context *ctx)
 {
     return ctx->profile_dir ? ctx->profile_dir : "";
