@@ -3,7 +3,7 @@
  * backend (device memory, or host memory on the CPU backends), plus wrapping
  * of application-owned memory for the interop headers.
  */
-#include "context_impl.h"
+#include "dispatch.h"
 
 #include <stdlib.h>
 
@@ -12,10 +12,9 @@ sdpa_status sdpa_buffer_create(sdpa_context *ctx, size_t bytes, sdpa_buffer **ou
     if (!ctx || !out) return SDPA_ERR_NULL;
     *out = NULL;
     SDPA__CHECK(ctx, bytes > 0, SDPA_ERR_EMPTY, "sdpa_buffer_create: size is 0 bytes");
-    sdpa_buffer *buf = calloc(1, sizeof *buf);
+    sdpa_buffer *buf = sdpa__calloc(1, sizeof *buf);
     SDPA__CHECK(ctx, buf, SDPA_ERR_OUT_OF_MEMORY, "sdpa_buffer_create: out of host memory");
-    const sdpa__backend *be = sdpa__use(ctx, &ctx->primary);
-    sdpa_status st = be->buffer_alloc(ctx, bytes, &buf->handle);
+    sdpa_status st = sdpa__call_buffer_alloc(ctx, &ctx->primary, bytes, &buf->handle);
     if (st != SDPA_OK) {
         free(buf);
         return st;
@@ -33,7 +32,7 @@ sdpa_status sdpa__buffer_wrap(sdpa_context *ctx, void *handle, size_t bytes,
     if (!ctx || !handle || !out) return SDPA_ERR_NULL;
     *out = NULL;
     SDPA__CHECK(ctx, bytes > 0, SDPA_ERR_EMPTY, "wrapped buffer has size 0");
-    sdpa_buffer *buf = calloc(1, sizeof *buf);
+    sdpa_buffer *buf = sdpa__calloc(1, sizeof *buf);
     SDPA__CHECK(ctx, buf, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");
     buf->ctx = ctx;
     buf->handle = handle;
@@ -64,8 +63,8 @@ sdpa_status sdpa_buffer_write(sdpa_buffer *buf, size_t offset, const void *src,
     if (!buf || (!src && bytes)) return SDPA_ERR_NULL;
     SDPA__TRY(check_range(buf, offset, bytes, "sdpa_buffer_write"));
     if (!bytes) return SDPA_OK;
-    const sdpa__backend *be = sdpa__use(buf->ctx, &buf->ctx->primary);
-    return be->buffer_write(buf->ctx, buf->handle, offset, src, bytes);
+    return sdpa__call_buffer_write(buf->ctx, &buf->ctx->primary, buf->handle, offset, src,
+                                   bytes);
 }
 
 sdpa_status sdpa_buffer_read(sdpa_buffer *buf, size_t offset, void *dst, size_t bytes)
@@ -73,16 +72,12 @@ sdpa_status sdpa_buffer_read(sdpa_buffer *buf, size_t offset, void *dst, size_t 
     if (!buf || (!dst && bytes)) return SDPA_ERR_NULL;
     SDPA__TRY(check_range(buf, offset, bytes, "sdpa_buffer_read"));
     if (!bytes) return SDPA_OK;
-    const sdpa__backend *be = sdpa__use(buf->ctx, &buf->ctx->primary);
-    return be->buffer_read(buf->ctx, buf->handle, offset, dst, bytes);
+    return sdpa__call_buffer_read(buf->ctx, &buf->ctx->primary, buf->handle, offset, dst, bytes);
 }
 
 void sdpa_buffer_destroy(sdpa_buffer *buf)
 {
     if (!buf) return;
-    if (buf->owned && buf->handle) {
-        const sdpa__backend *be = sdpa__use(buf->ctx, &buf->ctx->primary);
-        be->buffer_free(buf->ctx, buf->handle);
-    }
+    if (buf->owned && buf->handle) sdpa__call_buffer_free(buf->ctx, &buf->ctx->primary, buf->handle);
     free(buf);
 }

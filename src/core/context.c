@@ -7,7 +7,7 @@
  * OpenCL or Vulkan device that matches it, GPU or not. Every skipped backend
  * gets one WARN line saying why. Options set in code win over the environment.
  */
-#include "context_impl.h"
+#include "dispatch.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -87,8 +87,7 @@ sdpa_status sdpa__slot_start(sdpa_context *ctx, sdpa__slot *slot,
     slot->backend = backend;
     slot->state = NULL;
     slot->started = false;
-    sdpa__use(ctx, slot);
-    sdpa_status st = backend->context_init(ctx, device_index, &slot->state);
+    sdpa_status st = sdpa__call_context_init(ctx, slot, device_index);
     if (st == SDPA_OK) slot->started = true;
     return st;
 }
@@ -218,7 +217,7 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
         (options->log_level < -2 || options->log_level > SDPA_LOG_DEBUG))
         return SDPA_ERR_INVALID_ARG;
 
-    sdpa_context *ctx = calloc(1, sizeof *ctx);
+    sdpa_context *ctx = sdpa__calloc(1, sizeof *ctx);
     if (!ctx) return SDPA_ERR_OUT_OF_MEMORY;
     ctx->log_fn = options->log_fn;
     ctx->log_user = options->log_user;
@@ -327,9 +326,7 @@ sdpa_status sdpa_context_finish(sdpa_context *ctx)
     if (!ctx) return SDPA_ERR_NULL;
     sdpa__slot *slots[2] = {&ctx->primary, &ctx->fallback};
     for (int i = 0; i < 2; i++) {
-        if (!slots[i]->started) continue;
-        const sdpa__backend *be = sdpa__use(ctx, slots[i]);
-        if (be->finish) SDPA__TRY(be->finish(ctx));
+        if (slots[i]->started) SDPA__TRY(sdpa__call_finish(ctx, slots[i]));
     }
     return SDPA_OK;
 }

@@ -110,6 +110,27 @@ static inline int64_t sdpa__at(const sdpa__ref *r, int64_t i0, int64_t i1,
            i2 * r->stride[2] + i3 * r->stride[3];
 }
 
+/* Fault injection (test builds with -Dfault_injection=true): every
+ * allocation and backend call site asks sdpa__fault(site); when the armed
+ * count reaches zero that call pretends to fail. Without the option the
+ * checks compile to nothing. */
+#ifdef SDPA_FAULT_INJECTION
+bool sdpa__fault(const char *site);
+#define SDPA__FAULT(site) sdpa__fault(site)
+#else
+#define SDPA__FAULT(site) false
+#endif
+/* Test hooks (always present, inert unless armed in a fault build): fail the
+ * n-th fault site reached from now on (n >= 1; 0 disarms); count of sites
+ * reached since the last arm; the site that last failed (or ""). */
+void sdpa__fault_arm(int64_t n);
+int64_t sdpa__fault_count(void);
+const char *sdpa__fault_last_site(void);
+
+/* malloc/calloc that honour fault injection (NULL on injected failure). */
+void *sdpa__malloc(size_t bytes);
+void *sdpa__calloc(size_t n, size_t size);
+
 /* Monotonic clock in seconds. */
 double sdpa__now(void);
 

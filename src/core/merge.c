@@ -50,11 +50,11 @@ sdpa_status sdpa_merge(sdpa_context *ctx, int n, const sdpa_tensor *outs,
     SDPA__TRY(sdpa_context_finish(ctx));
 
     const int64_t B = out->shape[0], H = out->shape[1], S = out->shape[2], Dv = out->shape[3];
-    sdpa__ref *ro = calloc((size_t)n * 2 + 2, sizeof *ro);
-    double *row = malloc((size_t)Dv * sizeof *row);
+    sdpa__ref *ro = sdpa__calloc((size_t)n * 2 + 2, sizeof *ro);
+    double *row = sdpa__malloc((size_t)Dv * sizeof *row);
     const int group = SDPA__T_COUNT + SDPA__G_COUNT; /* refs one staging holds */
     int nst = (2 * n + 2 + group - 1) / group;
-    sdpa__staging *st = malloc((size_t)nst * sizeof *st);
+    sdpa__staging *st = sdpa__malloc((size_t)nst * sizeof *st);
     sdpa_status s = SDPA_OK;
     if (!ro || !row || !st) s = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "sdpa_merge: out of host memory");
     for (int k = 0; s == SDPA_OK && k < nst; k++) sdpa__staging_init(&st[k], ctx, &ctx->primary, true);

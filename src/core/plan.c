@@ -8,6 +8,7 @@
  * whatever is not already in the backend's memory (nothing, on the hot path),
  * and enqueue; a call that staged host tensors waits for its results.
  */
+#include "dispatch.h"
 #include "staging.h"
 
 #include <stdlib.h>
@@ -21,9 +22,8 @@ static bool fallback_worthy(sdpa_status st)
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
                               const sdpa_plan_options *options)
 {
-    const sdpa__backend *be = sdpa__use(ctx, slot);
-    SDPA__TRY(be->supports(ctx, &plan->key.problem, plan->flags));
-    SDPA__TRY(be->plan_create(ctx, &plan->key.problem, options, &plan->state));
+    SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
+                                     &plan->state));
     plan->slot = slot;
     return SDPA_OK;
 }
@@ -51,7 +51,7 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                     SDPA_ERR_INVALID_ARG, "tile config struct_size is %zu: call sdpa_tile_config_init",
                     options->tile->struct_size);
 
-    sdpa_plan *plan = calloc(1, sizeof *plan);
+    sdpa_plan *plan = sdpa__calloc(1, sizeof *plan);
     SDPA__CHECK(ctx, plan, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");
     plan->ctx = ctx;
     plan->flags = options->flags;
@@ -139,13 +139,10 @@ static sdpa_status run(sdpa_plan *plan, sdpa__staging *s, sdpa_status st,
                                           &b.dq_gain, &b.dk_gain, &b.dtemperature};
         for (int i = 0; st == SDPA_OK && i < SDPA__G_COUNT; i++)
             st = sdpa__stage(s, sdpa__bwd_slot(g, i), i != SDPA__G_DOUT, refs[i]);
-        if (st == SDPA_OK) {
-            const sdpa__backend *be = sdpa__use(ctx, plan->slot);
-            st = be->backward(ctx, plan->state, &plan->key.problem, &a, &b);
-        }
+        if (st == SDPA_OK)
+            st = sdpa__call_backward(ctx, plan->slot, plan->state, &plan->key.problem, &a, &b);
     } else if (st == SDPA_OK) {
-        const sdpa__backend *be = sdpa__use(ctx, plan->slot);
-        st = be->forward(ctx, plan->state, &plan->key.problem, &a);
+        st = sdpa__call_forward(ctx, plan->slot, plan->state, &plan->key.problem, &a);
     }
     if (st == SDPA_OK && sdpa__staging_used(s)) st = sdpa__staging_finish(s);
     sdpa__staging_free(s);

@@ -3,6 +3,7 @@
  * buffers; plan.c and merge.c call it for every tensor of a call.
  */
 #include "staging.h"
+#include "dispatch.h"
 
 #include <stdlib.h>
 
@@ -43,17 +44,17 @@ sdpa_status sdpa__stage(sdpa__staging *s, const sdpa_tensor *t, bool output,
     it->bytes = bytes;
     it->tmp = NULL;
     if (s->host_target) { /* device buffer → host copy */
-        it->tmp = malloc(bytes);
+        it->tmp = sdpa__malloc(bytes);
         SDPA__CHECK(ctx, it->tmp, SDPA_ERR_OUT_OF_MEMORY,
                     "staging: out of host memory (%zu bytes)", bytes);
         s->n++;
-        const sdpa__backend *be = sdpa__use(ctx, &ctx->primary);
-        SDPA__TRY(be->buffer_read(ctx, sdpa__buffer_handle(t->buf), start, it->tmp, bytes));
+        SDPA__TRY(sdpa__call_buffer_read(ctx, &ctx->primary, sdpa__buffer_handle(t->buf), start,
+                                         it->tmp, bytes));
     } else { /* host memory → device copy */
-        const sdpa__backend *be = sdpa__use(ctx, s->slot);
-        SDPA__TRY(be->buffer_alloc(ctx, bytes, &it->tmp));
+        SDPA__TRY(sdpa__call_buffer_alloc(ctx, s->slot, bytes, &it->tmp));
         s->n++;
-        SDPA__TRY(be->buffer_write(ctx, it->tmp, 0, (const char *)t->host + start, bytes));
+        SDPA__TRY(sdpa__call_buffer_write(ctx, s->slot, it->tmp, 0, (const char *)t->host + start,
+                                          bytes));
     }
     ref->mem = it->tmp;
     ref->offset = 0;
@@ -63,20 +64,17 @@ sdpa_status sdpa__stage(sdpa__staging *s, const sdpa_tensor *t, bool output,
 sdpa_status sdpa__staging_finish(sdpa__staging *s)
 {
     sdpa_context *ctx = s->ctx;
-    const sdpa__backend *be = sdpa__use(ctx, s->slot);
-    if (be->finish) SDPA__TRY(be->finish(ctx));
+    SDPA__TRY(sdpa__call_finish(ctx, s->slot));
     for (int i = 0; i < s->n; i++) {
         sdpa__staged *it = &s->items[i];
         if (!it->output) continue;
         size_t start = it->t->offset * sdpa_dtype_size(it->t->dtype);
-        if (s->host_target) {
-            be = sdpa__use(ctx, &ctx->primary);
-            SDPA__TRY(be->buffer_write(ctx, sdpa__buffer_handle(it->t->buf), start, it->tmp,
-                                       it->bytes));
-        } else {
-            be = sdpa__use(ctx, s->slot);
-            SDPA__TRY(be->buffer_read(ctx, it->tmp, 0, (char *)it->t->host + start, it->bytes));
-        }
+        if (s->host_target)
+            SDPA__TRY(sdpa__call_buffer_write(ctx, &ctx->primary, sdpa__buffer_handle(it->t->buf),
+                                              start, it->tmp, it->bytes));
+        else
+            SDPA__TRY(sdpa__call_buffer_read(ctx, s->slot, it->tmp, 0,
+                                             (char *)it->t->host + start, it->bytes));
     }
     return SDPA_OK;
 }
@@ -87,8 +85,7 @@ void sdpa__staging_free(sdpa__staging *s)
         if (s->host_target) {
             free(s->items[i].tmp);
         } else if (s->items[i].tmp) {
-            const sdpa__backend *be = sdpa__use(s->ctx, s->slot);
-            be->buffer_free(s->ctx, s->items[i].tmp);
+            sdpa__call_buffer_free(s->ctx, s->slot, s->items[i].tmp);
         }
     }
     s->n = 0;

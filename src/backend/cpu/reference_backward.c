@@ -44,13 +44,13 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__proble
     (void)plan;
     const int64_t D = p->D, Dv = p->Dv, Skv = p->Skv, group = p->Hq / p->Hkv;
     size_t nkd = (size_t)(Skv * D), nkv = (size_t)(Skv * Dv);
-    double *kn = malloc(nkd * sizeof *kn), *k_r = malloc((size_t)Skv * sizeof *k_r);
-    double *dkn = malloc(nkd * sizeof *dkn), *dvacc = malloc(nkv * sizeof *dvacc);
-    double *vm = malloc(nkv * sizeof *vm);
-    double *buf = malloc((size_t)(6 * D + 2 * Dv + 6 * (Skv + 1)) * sizeof *buf);
-    double *dqg = calloc((size_t)D, sizeof *dqg), *dkg = calloc((size_t)D, sizeof *dkg);
-    double *dtemp = calloc((size_t)p->Hq, sizeof *dtemp);
-    unsigned char *kept = malloc((size_t)Skv + 1);
+    double *kn = sdpa__malloc(nkd * sizeof *kn), *k_r = sdpa__malloc((size_t)Skv * sizeof *k_r);
+    double *dkn = sdpa__malloc(nkd * sizeof *dkn), *dvacc = sdpa__malloc(nkv * sizeof *dvacc);
+    double *vm = sdpa__malloc(nkv * sizeof *vm);
+    double *buf = sdpa__malloc((size_t)(6 * D + 2 * Dv + 6 * (Skv + 1)) * sizeof *buf);
+    double *dqg = sdpa__calloc((size_t)D, sizeof *dqg), *dkg = sdpa__calloc((size_t)D, sizeof *dkg);
+    double *dtemp = sdpa__calloc((size_t)p->Hq, sizeof *dtemp);
+    unsigned char *kept = sdpa__malloc((size_t)Skv + 1);
     sdpa_status st = SDPA_OK;
     if (!kn || !k_r || !dkn || !dvacc || !vm || !buf || !dqg || !dkg || !dtemp || !kept) {
         st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "reference: out of host memory");

@@ -178,12 +178,12 @@ sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem
 {
     (void)plan;
     const int64_t D = p->D, Dv = p->Dv, Skv = p->Skv, group = p->Hq / p->Hkv;
-    double *kn = malloc((size_t)(Skv * D) * sizeof *kn);
-    double *k_r = malloc((size_t)Skv * sizeof *k_r);
-    double *vrow = malloc((size_t)Dv * sizeof *vrow);
-    double *o = malloc((size_t)Dv * sizeof *o);
-    double *buf = malloc((size_t)(2 * D + 5 * (Skv + 1)) * sizeof *buf);
-    unsigned char *kept = malloc((size_t)Skv + 1);
+    double *kn = sdpa__malloc((size_t)(Skv * D) * sizeof *kn);
+    double *k_r = sdpa__malloc((size_t)Skv * sizeof *k_r);
+    double *vrow = sdpa__malloc((size_t)Dv * sizeof *vrow);
+    double *o = sdpa__malloc((size_t)Dv * sizeof *o);
+    double *buf = sdpa__malloc((size_t)(2 * D + 5 * (Skv + 1)) * sizeof *buf);
+    unsigned char *kept = sdpa__malloc((size_t)Skv + 1);
     sdpa_status st = SDPA_OK;
     if (!kn || !k_r || !vrow || !o || !buf || !kept) {
         st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "reference: out of host memory");

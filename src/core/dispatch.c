@@ -1,0 +1,83 @@
+/*
+ * dispatch.c — see dispatch.h. An injected fault comes back as the status a
+ * real failure of that call would give (out of memory for allocations, a
+ * device error otherwise) with a message naming the site.
+ */
+#include "dispatch.h"
+
+#define INJECT(ctx, site, status)                                                    \
+    do {                                                                             \
+        if (SDPA__FAULT(site))                                                       \
+            return SDPA__FAIL(ctx, status, "injected fault at %s", site);            \
+    } while (0)
+
+sdpa_status sdpa__call_context_init(sdpa_context *ctx, sdpa__slot *slot, int device_index)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "context_init", SDPA_ERR_DEVICE);
+    return be->context_init(ctx, device_index, &slot->state);
+}
+
+sdpa_status sdpa__call_buffer_alloc(sdpa_context *ctx, sdpa__slot *slot, size_t bytes,
+                                    void **handle)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "buffer_alloc", SDPA_ERR_OUT_OF_MEMORY);
+    return be->buffer_alloc(ctx, bytes, handle);
+}
+
+void sdpa__call_buffer_free(sdpa_context *ctx, sdpa__slot *slot, void *handle)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    be->buffer_free(ctx, handle);
+}
+
+sdpa_status sdpa__call_buffer_write(sdpa_context *ctx, sdpa__slot *slot, void *handle,
+                                    size_t offset, const void *src, size_t bytes)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "buffer_write", SDPA_ERR_DEVICE);
+    return be->buffer_write(ctx, handle, offset, src, bytes);
+}
+
+sdpa_status sdpa__call_buffer_read(sdpa_context *ctx, sdpa__slot *slot, void *handle,
+                                   size_t offset, void *dst, size_t bytes)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "buffer_read", SDPA_ERR_DEVICE);
+    return be->buffer_read(ctx, handle, offset, dst, bytes);
+}
+
+sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
+                                   const sdpa__problem *p, unsigned flags,
+                                   const sdpa_plan_options *options, void **state)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    SDPA__TRY(be->supports(ctx, p, flags));
+    INJECT(ctx, "plan_create", SDPA_ERR_BUILD);
+    return be->plan_create(ctx, p, options, state);
+}
+
+sdpa_status sdpa__call_forward(sdpa_context *ctx, sdpa__slot *slot, void *state,
+                               const sdpa__problem *p, const sdpa__fwd_args *a)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "forward", SDPA_ERR_DEVICE);
+    return be->forward(ctx, state, p, a);
+}
+
+sdpa_status sdpa__call_backward(sdpa_context *ctx, sdpa__slot *slot, void *state,
+                                const sdpa__problem *p, const sdpa__fwd_args *a,
+                                const sdpa__bwd_args *g)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "backward", SDPA_ERR_DEVICE);
+    return be->backward(ctx, state, p, a, g);
+}
+
+sdpa_status sdpa__call_finish(sdpa_context *ctx, sdpa__slot *slot)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    INJECT(ctx, "finish", SDPA_ERR_DEVICE);
+    return be->finish ? be->finish(ctx) : SDPA_OK;
+}
