@@ -16,7 +16,9 @@
 #ifndef SDPA_CORE_BACKEND_H
 #define SDPA_CORE_BACKEND_H
 
+#ifndef SDPA_EXPERIMENTAL
 #define SDPA_EXPERIMENTAL
+#endif
 #include "sdpa.h"
 
 #include <stdbool.h>
@@ -29,7 +31,10 @@ typedef struct sdpa__problem {
     sdpa_dtype dtype;        /* storage dtype of q, k, v, out (and dout, dq..) */
     double scale;            /* resolved; ignored when has_temperature */
     sdpa_diagonal diagonal;
-    int64_t diagonal_offset; /* for EXPLICIT */
+    /* The band, canonicalised by validation: |diagonal_offset| and the
+     * windows are at most Sq + Skv + 2, with edges that can never bind turned
+     * into -1, so kernels may compute with 32-bit ints when Sq + Skv < 2^30. */
+    int64_t diagonal_offset; /* for EXPLICIT (0 otherwise) */
     int64_t window_left;     /* -1 = unbounded */
     int64_t window_right;    /* -1 = unbounded */
     double softcap;          /* 0 = none */
@@ -171,6 +176,8 @@ static inline int64_t sdpa__diag_offset(const sdpa__problem *p, int64_t kv_len_b
 static inline void sdpa__row_range(const sdpa__problem *p, int64_t kv_len_b,
                                    int64_t i, int64_t *lo, int64_t *hi)
 {
+    /* validation keeps |offset| and the windows within Sq + Skv + 1, so
+     * nothing here can overflow (see canonical_band in validate.c) */
     int64_t off = sdpa__diag_offset(p, kv_len_b);
     int64_t a = 0, b = kv_len_b;
     if (p->window_left >= 0 && i + off - p->window_left > a)

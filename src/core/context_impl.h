@@ -37,6 +37,8 @@ struct sdpa_plan {
     unsigned flags;
     void *state;
     bool fallback;          /* running on the CPU fallback slot */
+    char tile_source[24];   /* "profile" / "shipped profile" when the tile came
+                               from a profile (src/tune), else "" */
 };
 
 struct sdpa_buffer {

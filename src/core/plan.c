@@ -10,6 +10,9 @@
  */
 #include "dispatch.h"
 #include "staging.h"
+#ifdef SDPA_HAVE_TUNE
+#include "../tune/tune.h"
+#endif
 
 #include <stdlib.h>
 
@@ -22,6 +25,27 @@ static bool fallback_worthy(sdpa_status st)
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
                               const sdpa_plan_options *options)
 {
+#ifdef SDPA_HAVE_TUNE
+    /* No forced tile: the profile's record for this device and bucket, if
+     * any (src/tune/lookup.c); a record the backend refuses falls back to the
+     * backend's default with a WARN. */
+    plan->tile_source[0] = '\0';
+    sdpa_tile_config tile;
+    if (!options->tile && sdpa__profile_lookup(ctx, slot->backend, &plan->key.problem,
+                                               plan->flags, &tile, plan->tile_source,
+                                               sizeof plan->tile_source)) {
+        sdpa_plan_options o = *options;
+        o.tile = &tile;
+        if (sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, &o,
+                                   &plan->state) == SDPA_OK) {
+            plan->slot = slot;
+            return SDPA_OK;
+        }
+        sdpa__log(ctx, SDPA_LOG_WARN, "%s: the %s configuration failed (%s); using defaults",
+                  slot->backend->name, plan->tile_source, ctx->err_message);
+        plan->tile_source[0] = '\0';
+    }
+#endif
     SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
                                      &plan->state));
     plan->slot = slot;
@@ -107,6 +131,8 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
     sdpa__strlcpy(info->source, "default", sizeof info->source);
     if (plan->slot->backend->plan_describe)
         plan->slot->backend->plan_describe(plan->state, info);
+    if (plan->tile_source[0]) /* the tile came from a profile (compile_on) */
+        sdpa__strlcpy(info->source, plan->tile_source, sizeof info->source);
     return SDPA_OK;
 }
 
@@ -153,7 +179,7 @@ sdpa_status sdpa_plan_forward(sdpa_plan *plan, const sdpa_forward_tensors *t)
 {
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
-    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t));
+    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t, false));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
     return run(plan, &s, SDPA_OK, t, NULL);
@@ -166,7 +192,7 @@ sdpa_status sdpa_plan_backward(sdpa_plan *plan, const sdpa_forward_tensors *fwd,
     sdpa_context *ctx = plan->ctx;
     SDPA__CHECK(ctx, plan->flags & SDPA_PLAN_BACKWARD, SDPA_ERR_INVALID_ARG,
                 "sdpa_plan_backward: the plan was created without SDPA_PLAN_BACKWARD");
-    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd));
+    SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd, true));
     SDPA__TRY(sdpa__validate_backward_call(ctx, &plan->key, bwd));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);

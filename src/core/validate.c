@@ -132,6 +132,51 @@ static sdpa_status check_shape(sdpa_context *ctx, const char *name, const int64_
     return SDPA_OK;
 }
 
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Rewrites the band into an equivalent one whose offset and window values lie
+ * within about Sq + Skv, so that no backend's index arithmetic (int64 here,
+ * often int32 in kernels) can overflow, whatever the user passed (|values| <
+ * 2^62 by validation). Row i keeps keys j with lo(i) <= j < hi(i), where
+ * lo = max(0, i + A), A = off - left, and hi = min(kv_len, i + B + 1),
+ * B = off + right. For i in [0, Sq) and kv_len <= Skv, any A <= -Sq acts like
+ * -Sq - 1 and any A >= Skv like Skv + 1 (the same for B), so clamping A and B
+ * there changes nothing; an edge that can never bind becomes -1. */
+static void canonical_band(sdpa__problem *p, int64_t off, int64_t left, int64_t right)
+{
+    const int64_t lim = p->Sq + p->Skv + 1;
+    if (p->diagonal != SDPA_DIAGONAL_EXPLICIT) {
+        /* off = 0 or kv_len - Sq lies in [-Sq, Skv]: larger windows never bind */
+        p->diagonal_offset = 0;
+        p->window_left = left >= lim ? -1 : left;
+        p->window_right = right >= lim ? -1 : right;
+        return;
+    }
+    int64_t A = left >= 0 ? clamp64(off - left, -p->Sq - 1, p->Skv + 1) : 0;
+    int64_t B = right >= 0 ? clamp64(off + right, -p->Sq - 1, p->Skv + 1) : 0;
+    if (left >= 0 && A <= -p->Sq) left = -1;  /* lo is always 0 */
+    if (right >= 0 && B >= p->Skv) right = -1; /* hi is always kv_len */
+    if (left >= 0 && right >= 0) {
+        if (A > B) { /* lo > hi - 1 on every row: all rows empty */
+            A = B = -p->Sq - 1;
+        }
+        p->diagonal_offset = A;
+        p->window_left = 0;
+        p->window_right = B - A;
+    } else if (left >= 0) {
+        p->diagonal_offset = A;
+        p->window_left = 0;
+        p->window_right = -1;
+    } else if (right >= 0) {
+        p->diagonal_offset = B;
+        p->window_left = -1;
+        p->window_right = 0;
+    } else {
+        p->diagonal_offset = 0;
+        p->window_left = p->window_right = -1;
+    }
+}
+
 static sdpa_status validate_scalars(sdpa_context *ctx, const sdpa_attention_desc *d,
                                     sdpa__problem *p)
 {
@@ -168,9 +213,7 @@ static sdpa_status validate_scalars(sdpa_context *ctx, const sdpa_attention_desc
                 SDPA_ERR_INVALID_ARG, "stats_saturation is %g: must lie in (0, 1]",
                 d->stats_saturation);
     p->diagonal = d->diagonal;
-    p->diagonal_offset = d->diagonal == SDPA_DIAGONAL_EXPLICIT ? d->diagonal_offset : 0;
-    p->window_left = d->window_left;
-    p->window_right = d->window_right;
+    canonical_band(p, d->diagonal_offset, d->window_left, d->window_right);
     p->softcap = d->softcap;
     p->qk_norm = d->qk_norm;
     p->qk_norm_eps = d->qk_norm_eps;
@@ -254,22 +297,28 @@ static sdpa_status check_kv_len_values(sdpa_context *ctx, const sdpa__problem *p
 
 static sdpa_status check_call_tensor(sdpa_context *ctx, const char *name,
                                      const sdpa_tensor *x, sdpa_dtype want_dtype,
-                                     const int64_t want_shape[4])
+                                     const int64_t want_shape[4], bool output)
 {
     SDPA__CHECK(ctx, x->dtype == want_dtype, SDPA_ERR_DTYPE, "%s.dtype is %s, the plan has %s",
                 name, sdpa_dtype_name(x->dtype), sdpa_dtype_name(want_dtype));
     if (want_dtype == SDPA_DTYPE_NONE) return SDPA_OK;
     SDPA__TRY(check_shape(ctx, name, x->shape, want_shape, false));
+    for (int a = 0; output && a < 4; a++)
+        SDPA__CHECK(ctx, x->shape[a] == 1 || x->stride[a] != 0, SDPA_ERR_STRIDE,
+                    "%s.stride[%d] is 0 on an axis of extent %lld: an output cannot broadcast",
+                    name, a, (long long)x->shape[a]);
     return sdpa__check_layout(ctx, name, x, true);
 }
 
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
-                                        const sdpa_forward_tensors *t)
+                                        const sdpa_forward_tensors *t, bool backward)
 {
     if (!t) return SDPA__FAIL(ctx, SDPA_ERR_NULL, "forward tensors are NULL");
     for (int i = 0; i < SDPA__T_COUNT; i++)
         SDPA__TRY(check_call_tensor(ctx, sdpa__fwd_names[i], sdpa__fwd_slot(t, i),
-                                    key->dtypes[i], key->shapes[i]));
+                                    key->dtypes[i], key->shapes[i],
+                                    !backward && (i == SDPA__T_OUT || i == SDPA__T_LSE ||
+                                                  i == SDPA__T_STATS)));
     if (key->problem.has_kv_len)
         SDPA__TRY(check_kv_len_values(ctx, &key->problem, &t->kv_len));
     return SDPA_OK;
@@ -292,7 +341,8 @@ sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_ke
                     sdpa__fwd_names[src[i]]);
         SDPA__CHECK(ctx, x->dtype != SDPA_DTYPE_NONE, SDPA_ERR_INVALID_ARG,
                     "%s is required but absent", sdpa__bwd_names[i]);
-        SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], x, want, key->shapes[src[i]]));
+        SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], x, want, key->shapes[src[i]],
+                                    i != SDPA__G_DOUT));
     }
     (void)p;
     return SDPA_OK;

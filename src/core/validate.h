@@ -31,9 +31,10 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
 
 /* Checks a call's forward tensors against the plan's key (presence, dtype,
  * shape, data pointers, strides, buffer ownership and bounds, kv_len values
- * of host tensors). */
+ * of host tensors; outputs may not broadcast). In a backward call out, lse
+ * and stats are inputs. */
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
-                                        const sdpa_forward_tensors *t);
+                                        const sdpa_forward_tensors *t, bool backward);
 /* Checks the backward tensors (expected dtypes and shapes follow the key). */
 sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_key *key,
                                          const sdpa_backward_tensors *g);

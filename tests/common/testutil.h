@@ -13,7 +13,9 @@
 #ifndef SDPA_TESTUTIL_H
 #define SDPA_TESTUTIL_H
 
+#ifndef SDPA_EXPERIMENTAL
 #define SDPA_EXPERIMENTAL
+#endif
 #include "sdpa.h"
 
 #include <check.h>
