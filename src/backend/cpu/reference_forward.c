@@ -120,6 +120,29 @@ typedef struct head_stats {
     double rows, ent_sum, ent_min, pmax_sum, saturated, jac_sum, sink_sum, empty;
 } head_stats;
 
+/* ||diag(p) - p p^T||_F^2 without the cancellation of the running-sum form
+ * (sum p^2 - 2 sum p^3 + (sum p^2)^2) on saturated rows: with m the largest
+ * p, 1 - p_m and the squares of the others are summed directly. Entry (i,i)
+ * is p_i (1 - p_i), entry (i,j) is -p_i p_j. */
+static double jacobian_fro2(const sdpa__problem *p, const sdpa__ref_row *row, int64_t m)
+{
+    double rest1 = 0, rest2 = 0; /* sum and sum of squares of p_k, k != m */
+    for (int64_t j = 0; j < p->Skv; j++) {
+        if (!row->kept[j] || j == m) continue;
+        rest1 += row->p[j];
+        rest2 += row->p[j] * row->p[j];
+    }
+    double pm = row->p[m], s2 = pm * pm + rest2;
+    double diag = pm * pm * rest1 * rest1, off = pm * pm * rest2;
+    for (int64_t j = 0; j < p->Skv; j++) {
+        if (!row->kept[j] || j == m) continue;
+        double pj = row->p[j];
+        diag += pj * pj * (1 - pj) * (1 - pj);
+        off += pj * pj * (s2 - pj * pj);
+    }
+    return diag + off;
+}
+
 static void stats_row(head_stats *st, const sdpa__problem *p, const sdpa__ref_row *row,
                       int64_t nkept)
 {
@@ -127,7 +150,8 @@ static void stats_row(head_stats *st, const sdpa__problem *p, const sdpa__ref_ro
         st->empty += 1;
         return;
     }
-    double ent = 0, pmax = 0, p2 = 0, p3 = 0;
+    double ent = 0, pmax = -1;
+    int64_t m = 0;
     for (int64_t j = 0; j < p->Skv; j++) {
         if (!row->kept[j]) continue;
         double s = row->s[j], pj = row->p[j];
@@ -137,17 +161,18 @@ static void stats_row(head_stats *st, const sdpa__problem *p, const sdpa__ref_ro
         if (s < st->min || isnan(s)) st->min = s;
         if (s > st->max || isnan(s)) st->max = s;
         if (pj > 0) ent -= pj * log(pj);
-        if (pj > pmax || isnan(pj)) pmax = pj;
-        p2 += pj * pj;
-        p3 += pj * pj * pj;
+        if (pj > pmax || isnan(pj)) {
+            pmax = pj;
+            m = j;
+        }
     }
-    double fro2 = p2 - 2 * p3 + p2 * p2;
+    double fro2 = jacobian_fro2(p, row, m);
     st->rows += 1;
     st->ent_sum += ent;
     if (ent < st->ent_min || isnan(ent)) st->ent_min = ent;
     st->pmax_sum += pmax;
     st->saturated += pmax > p->stats_saturation;
-    st->jac_sum += sqrt(fro2 > 0 ? fro2 : 0);
+    st->jac_sum += isnan(fro2) ? fro2 : sqrt(fro2 > 0 ? fro2 : 0);
     st->sink_sum += row->kept[0] ? row->p[0] : 0.0;
 }
 

@@ -1,0 +1,387 @@
+/*
+ * test_lab.c — sdpa-lab as a user runs it: its numbers, exit codes and
+ * output files.
+ *
+ * The binary is found through $SDPA_TOOLS_DIR (tests/meson.build points it at
+ * the build's tools folder). Every run uses --backend cpu when the cpu
+ * backend is compiled in, else reference, and --json so results are read
+ * with cJSON. Checks:
+ *  - variance: the library's logit_std matches sqrt(d) unscaled and 1 scaled
+ *    for d = 8..4096 (8% tolerance: 32k correlated samples per d);
+ *  - saturation: p_max matches the float64 value computed from the row, the
+ *    Jacobian norm matches at scale 1 and falls by more than 3 orders of
+ *    magnitude by scale 32;
+ *  - train --quick: every 1/sqrt(d) run reaches >= 90% held-out accuracy,
+ *    the unscaled d = 1024 run starts with entropy < 0.15 nats and ends well
+ *    below the scaled one; a second run with the same seed is identical;
+ *  - qknorm --quick: without QK-norm the logits grow past 5x the RMS-normed
+ *    run, whose logits stay within scale * d;
+ *  - inspect: per-head spreads, saturation/collapse flags and warnings;
+ *    a shared conformance case is read and matches its expected stats;
+ *  - --plot writes a well-formed SVG; bad flags exit 2 with a message;
+ *    --help exits 0 for the tool and every subcommand.
+ * Run time: about 5 s on the cpu backend (under 15 s on reference).
+ */
+#include "testutil.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char g_tmp[256];
+static char *g_out, *g_err; /* stdout and stderr of the last run */
+
+static const char *tools_dir(void)
+{
+    const char *d = getenv("SDPA_TOOLS_DIR");
+    return d && *d ? d : "tools";
+}
+
+static const char *backend(void)
+{
+    return sdpa_backend_compiled(SDPA_BACKEND_CPU) ? "cpu" : "reference";
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)(n < 0 ? 0 : n) + 1);
+    ck_assert_ptr_nonnull(b);
+    size_t got = n > 0 ? fread(b, 1, (size_t)n, f) : 0;
+    b[got] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void setup(void)
+{
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/sdpa-test-lab-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(g_tmp));
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+    free(g_out), free(g_err);
+    g_out = g_err = NULL;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", g_tmp);
+}
+
+/* Runs `sdpa-lab ARGS` (a shell fragment); keeps stdout/stderr, returns the
+ * exit status. `with_backend` prepends --backend. */
+static int lab(int with_backend, const char *args)
+{
+    char cmd[2048], o[300], e[300];
+    snprintf(o, sizeof o, "%s/out.txt", g_tmp);
+    snprintf(e, sizeof e, "%s/err.txt", g_tmp);
+    snprintf(cmd, sizeof cmd, "'%s/sdpa-lab' %s%s %s >'%s' 2>'%s'", tools_dir(),
+             with_backend ? "--backend " : "", with_backend ? backend() : "", args, o, e);
+    int st = system(cmd);
+    free(g_out), free(g_err);
+    g_out = slurp(o);
+    g_err = slurp(e);
+    ck_assert_msg(st != -1 && WIFEXITED(st), "could not run: %s", cmd);
+    return WEXITSTATUS(st);
+}
+
+/* Runs a --json command that must succeed and returns the parsed document. */
+static cJSON *lab_json(const char *args)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "--json %s", args);
+    int rc = lab(1, a);
+    ck_assert_msg(rc == 0, "sdpa-lab %s: exit %d, stderr: %s", a, rc, g_err);
+    cJSON *doc = cJSON_Parse(g_out);
+    ck_assert_msg(doc != NULL, "sdpa-lab %s: output is not JSON: %.300s", a, g_out);
+    return doc;
+}
+
+static double num(const cJSON *obj, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsNumber(it), "missing number \"%s\"", key);
+    return it->valuedouble;
+}
+
+static const char *str(const cJSON *obj, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsString(it), "missing string \"%s\"", key);
+    return it->valuestring;
+}
+
+static const cJSON *arr(const cJSON *obj, const char *key, int n)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsArray(it), "missing array \"%s\"", key);
+    if (n >= 0)
+        ck_assert_int_eq(cJSON_GetArraySize(it), n);
+    return it;
+}
+
+START_TEST(test_variance_matches_sqrt_d)
+{
+    cJSON *doc = lab_json("variance --dims 8,64,512,4096");
+    ck_assert_str_eq(str(doc, "backend"), backend());
+    const cJSON *rows = arr(doc, "rows", 4), *r;
+    double last_pmax = 0;
+    cJSON_ArrayForEach(r, rows) {
+        double d = num(r, "d"), su = num(r, "std_unscaled"), ss = num(r, "std_scaled");
+        ck_assert_double_eq_tol(num(r, "expected_unscaled"), sqrt(d), 1e-6);
+        ck_assert_msg(fabs(su / sqrt(d) - 1) < 0.08, "d=%g: unscaled std %g, want %g", d,
+                      su, sqrt(d));
+        ck_assert_msg(fabs(ss - 1) < 0.08, "d=%g: scaled std %g, want 1", d, ss);
+        /* the library's scale is exactly 1/sqrt(d): same scores, rescaled */
+        ck_assert_msg(fabs(ss * sqrt(d) / su - 1) < 1e-3, "d=%g: %g vs %g", d, ss, su);
+        double pu = num(r, "pmax_unscaled");
+        ck_assert_msg(pu > last_pmax, "p_max unscaled must grow with d (%g)", pu);
+        ck_assert_msg(num(r, "pmax_scaled") < 0.2, "scaled p_max stays small");
+        last_pmax = pu;
+    }
+    ck_assert_msg(last_pmax > 0.9, "d=4096 unscaled is saturated (p_max %g)", last_pmax);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_saturation_collapses_jacobian)
+{
+    cJSON *doc = lab_json("saturation --scales 1,8,32,128");
+    const cJSON *rows = arr(doc, "rows", 4), *r;
+    double j[4], pm[4];
+    int i = 0;
+    cJSON_ArrayForEach(r, rows) {
+        pm[i] = num(r, "pmax");
+        j[i] = num(r, "jacobian_fro");
+        ck_assert_msg(fabs(pm[i] - num(r, "exact_pmax")) < 1e-3, "scale %g: p_max %g vs %g",
+                      num(r, "scale"), pm[i], num(r, "exact_pmax"));
+        ck_assert_msg(fabs(num(r, "entropy") - num(r, "exact_entropy")) < 1e-3,
+                      "scale %g: entropy", num(r, "scale"));
+        i++;
+    }
+    ck_assert_msg(fabs(j[0] / num(cJSON_GetArrayItem(rows, 0), "exact_jacobian_fro") - 1) <
+                      1e-3, "||J|| at scale 1: %g", j[0]);
+    ck_assert_msg(j[0] > 0.1 && j[0] > j[1] && j[1] > j[2] && j[3] <= j[2] + 1e-7,
+                  "||J|| must fall with scale: %g %g %g %g", j[0], j[1], j[2], j[3]);
+    ck_assert_msg(j[0] / fmax(j[2], 1e-30) > 1e3, "||J|| falls > 3 orders by scale 32: %g -> %g",
+                  j[0], j[2]);
+    ck_assert_msg(pm[0] < 0.2 && pm[3] > 0.999, "p_max %g .. %g", pm[0], pm[3]);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+static const cJSON *find_run(const cJSON *runs, int d, const char *scale)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs) {
+        if ((int)num(r, "d") == d && strcmp(str(r, "scale"), scale) == 0)
+            return r;
+    }
+    ck_abort_msg("no run d=%d scale=%s", d, scale);
+    return NULL;
+}
+
+START_TEST(test_train_quick_scaled_learns_unscaled_saturated)
+{
+    cJSON *doc = lab_json("--seed 3 train --quick");
+    const cJSON *runs = arr(doc, "runs", 4);
+    int dims[2] = {64, 1024};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *r = find_run(runs, dims[i], "rsqrt");
+        ck_assert_msg(num(r, "final_acc") >= 0.9, "d=%d 1/sqrt(d): accuracy %g", dims[i],
+                      num(r, "final_acc"));
+        ck_assert_msg(num(r, "initial_entropy") > 1.0, "d=%d 1/sqrt(d) starts diffuse",
+                      dims[i]);
+        arr(r, "epochs", 6); /* epochs 0..5 */
+    }
+    const cJSON *u = find_run(runs, 1024, "1"), *s = find_run(runs, 1024, "rsqrt");
+    ck_assert_msg(num(u, "initial_entropy") < 0.15, "unscaled d=1024 initial entropy %g",
+                  num(u, "initial_entropy"));
+    ck_assert_msg(num(u, "final_acc") < num(s, "final_acc") - 0.1,
+                  "unscaled d=1024 learns slower: %g vs %g", num(u, "final_acc"),
+                  num(s, "final_acc"));
+    const cJSON *e0 = cJSON_GetArrayItem(arr(u, "epochs", 6), 0);
+    ck_assert_msg(num(e0, "jacobian_fro") < 0.5 * num(cJSON_GetArrayItem(arr(s, "epochs", 6), 0),
+                                                      "jacobian_fro"),
+                  "unscaled Jacobian starts small");
+
+    /* same seed, same numbers (everything after the timing) */
+    char *first = strdup(strstr(g_out, "\"runs\""));
+    cJSON_Delete(doc);
+    doc = lab_json("--seed 3 train --quick");
+    ck_assert_str_eq(strstr(g_out, "\"runs\""), first);
+    free(first);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_qknorm_bounds_logits)
+{
+    cJSON *doc = lab_json("qknorm --quick --d 64");
+    const cJSON *runs = arr(doc, "runs", 2);
+    const cJSON *none = cJSON_GetArrayItem(runs, 0), *rms = cJSON_GetArrayItem(runs, 1);
+    ck_assert_str_eq(str(none, "qk_norm"), "none");
+    ck_assert_str_eq(str(rms, "qk_norm"), "rms");
+    ck_assert_msg(num(rms, "peak_logit_max") <= 8.0 * 1.001, "rms logits bounded by sqrt(64): %g",
+                  num(rms, "peak_logit_max"));
+    ck_assert_msg(num(none, "peak_logit_max") > 5 * num(rms, "peak_logit_max"),
+                  "logits grow without QK-norm: %g", num(none, "peak_logit_max"));
+    ck_assert_msg(num(none, "min_entropy") < 0.05, "entropy collapses: %g",
+                  num(none, "min_entropy"));
+    ck_assert_msg(num(rms, "min_entropy") > 0.1, "entropy stays: %g", num(rms, "min_entropy"));
+    ck_assert_msg(num(rms, "final_acc") >= 0.9, "rms learns: %g", num(rms, "final_acc"));
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_inspect_random_flags_heads)
+{
+    cJSON *doc = lab_json("inspect --random --shape 1,8,64,32");
+    const cJSON *heads = arr(doc, "heads", 8), *h;
+    cJSON_ArrayForEach(h, heads) {
+        int i = (int)num(h, "h");
+        double want = pow(2.0, i - 1);
+        ck_assert_msg(fabs(num(h, "logit_std") / want - 1) < 0.15, "head %d spread %g vs %g", i,
+                      num(h, "logit_std"), want);
+        ck_assert_double_eq(num(h, "empty_rows"), 0);
+        const cJSON *sat = cJSON_GetObjectItemCaseSensitive(h, "saturated");
+        const cJSON *col = cJSON_GetObjectItemCaseSensitive(h, "collapsed");
+        ck_assert(cJSON_IsBool(sat) && cJSON_IsBool(col));
+        ck_assert_int_eq(cJSON_IsTrue(sat), num(h, "saturated_frac") > 0.5);
+        ck_assert_int_eq(cJSON_IsTrue(col), num(h, "entropy_mean") < 0.1);
+        if (i <= 2)
+            ck_assert(!cJSON_IsTrue(sat) && !cJSON_IsTrue(col));
+    }
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(heads, 7),
+                                                            "saturated")));
+    cJSON_Delete(doc);
+
+    ck_assert_int_eq(lab(1, "inspect --random"), 0);
+    ck_assert_msg(strstr(g_out, "warning: batch 0 head 7 is saturated") != NULL, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "warning: batch 0 head 0") == NULL, "%s", g_out);
+    ck_assert_msg(strstr(g_out, "jacobian_fro_mean") != NULL, "table header");
+}
+END_TEST
+
+START_TEST(test_inspect_case_dir)
+{
+    const char *conf = getenv("SDPA_CONFORMANCE_DIR");
+    char args[1024];
+    snprintf(args, sizeof args, "inspect '%s/basic'", conf && *conf ? conf : "../shared/conformance");
+    int rc = lab(1, args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, g_err);
+    const char *p = strstr(g_out, "largest difference from the case's expected stats: ");
+    ck_assert_msg(p != NULL, "%s", g_out);
+    double diff = strtod(strchr(p, ':') + 1, NULL);
+    ck_assert_msg(diff < 1e-4, "stats differ from the case by %g", diff);
+    ck_assert_int_eq(lab(1, "inspect /nonexistent/case"), 1);
+    ck_assert_msg(strlen(g_err) > 0, "a message for a missing case");
+}
+END_TEST
+
+static void check_svg(const char *path)
+{
+    char *s = slurp(path);
+    size_t n = strlen(s);
+    ck_assert_msg(strncmp(s, "<?xml", 5) == 0 && strstr(s, "<svg") && strstr(s, "<polyline"),
+                  "%s is not an SVG chart", path);
+    ck_assert_msg(n > 8 && strcmp(s + n - 7, "</svg>\n") == 0, "%s is truncated", path);
+    ck_assert_msg(!strstr(s, "nan") && !strstr(s, "inf"), "%s has non-finite coordinates",
+                  path);
+    free(s);
+}
+
+START_TEST(test_plots)
+{
+    const char *cmds[] = {"variance --dims 8,64", "saturation", "train --quick --quiet",
+                          "qknorm --quick --quiet"};
+    for (int i = 0; i < 4; i++) {
+        char args[1024], path[512];
+        snprintf(path, sizeof path, "%s/plot%d.svg", g_tmp, i);
+        snprintf(args, sizeof args, "--plot '%s' %s", path, cmds[i]);
+        int rc = lab(1, args);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", args, rc, g_err);
+        check_svg(path);
+    }
+    ck_assert_int_eq(lab(1, "--plot /nonexistent/dir/x.svg variance --dims 8"), 1);
+}
+END_TEST
+
+START_TEST(test_bad_flags_exit_2)
+{
+    const char *bad[] = {
+        "",                                 /* no subcommand */
+        "bogus",                            /* unknown subcommand */
+        "--bogus variance",                 /* unknown global flag */
+        "--backend nosuch variance",        /* unknown backend */
+        "--seed -3 variance",               /* bad seed */
+        "--plot",                           /* missing value */
+        "variance --dims 0",                /* out of range */
+        "variance --dims 8,x",              /* junk in a list */
+        "variance --heads",                 /* missing value */
+        "variance extra",                   /* stray argument */
+        "variance --json=1",                /* value for a switch */
+        "saturation --scales -1",           /* non-positive scale */
+        "saturation --keys 1000",           /* too many keys */
+        "train --optim foo",                /* unknown optimizer */
+        "train --epochs 0",                 /* out of range */
+        "train --scales 2x",                /* bad scale */
+        "train --dims 16,,64",              /* empty list item */
+        "qknorm --d abc",                   /* not a number */
+        "qknorm --scale -2",                /* bad scale */
+        "inspect",                          /* no input */
+        "inspect --random --shape 1,2,3",   /* three axes */
+        "inspect --random somewhere",       /* both inputs */
+        "inspect a b",                      /* two case folders */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = lab(0, bad[i]);
+        ck_assert_msg(rc == 2, "'sdpa-lab %s' exited %d, want 2", bad[i], rc);
+        ck_assert_msg(strstr(g_err, "sdpa-lab") && strstr(g_err, "--help"),
+                      "'sdpa-lab %s': unclear message: %s", bad[i], g_err);
+        ck_assert_msg(g_out[0] == '\0', "'sdpa-lab %s' printed to stdout", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_help_exit_0)
+{
+    const char *cmds[] = {"--help", "variance --help", "saturation --help", "train --help",
+                          "qknorm --help", "inspect --help", "-h"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        ck_assert_int_eq(lab(0, cmds[i]), 0);
+        ck_assert_msg(strncmp(g_out, "usage: sdpa-lab", 15) == 0, "%s: %s", cmds[i], g_out);
+    }
+}
+END_TEST
+
+static Suite *lab_suite(void)
+{
+    Suite *s = suite_create("lab");
+    TCase *tc = tcase_create("sdpa-lab");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_variance_matches_sqrt_d);
+    tcase_add_test(tc, test_saturation_collapses_jacobian);
+    tcase_add_test(tc, test_train_quick_scaled_learns_unscaled_saturated);
+    tcase_add_test(tc, test_qknorm_bounds_logits);
+    tcase_add_test(tc, test_inspect_random_flags_heads);
+    tcase_add_test(tc, test_inspect_case_dir);
+    tcase_add_test(tc, test_plots);
+    tcase_add_test(tc, test_bad_flags_exit_2);
+    tcase_add_test(tc, test_help_exit_0);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return trun_suite(lab_suite()); }

@@ -1,0 +1,96 @@
+/*
+ * lab_task.h — the small learning task behind `sdpa-lab train` and
+ * `sdpa-lab qknorm`: associative recall with one attention layer.
+ *
+ * A sequence holds `pairs` (key token, value token) pairs with distinct keys
+ * and distinct values; each of its `queries` queries is one of its key
+ * tokens and must retrieve that key's value. Key tokens have fixed random
+ * embeddings E (vocab x d_model, unit-variance entries); the model learns
+ * only the query and key projections Wq, Wk (d_model x d), so
+ *   q = E[query] Wq,  k_j = E[key_j] Wk,  v_j = onehot(value_j),
+ *   o = softmax(scale * q.k) V   (libsdpa forward, on the chosen backend),
+ *   loss = cross-entropy of softmax(beta * o) against the right value.
+ * The gradients dq, dk come from sdpa_plan_backward; the tool applies the
+ * chain rule to Wq, Wk and takes an Adam or SGD step. The attention entropy,
+ * Jacobian norm, p_max and logit_max of each epoch come from the library's
+ * statistics output.
+ */
+#ifndef SDPA_LAB_TASK_H
+#define SDPA_LAB_TASK_H
+
+#include "lab_common.h"
+
+typedef struct lab_task_cfg {
+    int d;              /* head size of q and k */
+    double scale;       /* 1.0, SDPA_SCALE_DEFAULT (1/sqrt d), SDPA_SCALE_MUP (1/d) */
+    sdpa_qk_norm qk_norm;
+    int d_model;        /* embedding width */
+    int vocab;          /* key tokens */
+    int values;         /* value tokens (= Dv); >= pairs */
+    int pairs;          /* pairs per sequence; <= vocab */
+    int queries;        /* queries per sequence */
+    int batch;          /* sequences per step */
+    int steps;          /* optimizer steps per epoch */
+    int epochs;
+    int eval_batches;   /* held-out batches evaluated after each epoch */
+    int adam;           /* 1 = Adam (beta1 0.9, beta2 0.999, eps 1e-8), 0 = SGD */
+    double lr;
+    double beta;        /* readout sharpness: logits = beta * o */
+    double init_std;    /* std of Wq, Wk entries, times 1/sqrt(d_model) */
+    uint64_t seed;      /* data and embeddings; Wq/Wk also depend on d */
+} lab_task_cfg;
+
+/* Defaults for the train subcommand (see lab_task.c). */
+void lab_task_cfg_init(lab_task_cfg *cfg);
+
+/* Elements of the largest attention tensor a run with head size d would
+ * allocate; callers refuse runs above LAB_TASK_MAX_ELEMS. */
+#define LAB_TASK_MAX_ELEMS ((int64_t)1 << 26)
+int64_t lab_task_elems(const lab_task_cfg *cfg, int d);
+
+/* Measurements after an epoch (epoch 0 = before training), on the held-out
+ * batches. */
+typedef struct lab_epoch {
+    double loss;        /* mean cross-entropy */
+    double acc;         /* fraction of queries whose argmax o is the right value */
+    double entropy;     /* mean attention entropy (nats), from entropy_mean */
+    double jacobian;    /* mean softmax-Jacobian Frobenius norm */
+    double pmax;        /* mean max attention probability */
+    double logit_max;   /* largest score seen (logit_max) */
+    double wnorm;       /* sqrt(||Wq||^2 + ||Wk||^2) */
+    double grad_norm;   /* mean over the epoch's steps of ||dL/d(Wq,Wk)|| */
+} lab_epoch;
+
+/* Runs the task: out[0..epochs] receives the measurements. Returns 0;
+ * LAB_TASK_UNSUPPORTED (nothing printed) when the backend refuses the plan
+ * with SDPA_ERR_UNSUPPORTED (e.g. a head size above its limit); or 1 after
+ * printing the library's error. */
+#define LAB_TASK_UNSUPPORTED 2
+int lab_task_run(lab_env *env, const lab_task_cfg *cfg, lab_epoch *out);
+
+/* "1", "1/sqrt(d)", "1/d" or the number, for tables; "1", "rsqrt", "inv" or
+ * the number for JSON (`key` = 1). */
+const char *lab_scale_name(double scale, int key, char *buf, size_t cap);
+/* Parses "1" | "rsqrt" | "1/sqrt(d)" | "inv" | "1/d" | a positive number. */
+int lab_scale_parse(const char *s, double *out);
+
+/* ---- shared by the train and qknorm subcommands (lab_train.c) ---------- */
+
+typedef struct lab_task_opts {
+    lab_task_cfg cfg;
+    int epochs_set, steps_set, lr_set; /* given on the command line */
+    int quiet;                         /* --quiet: no per-epoch lines */
+} lab_task_opts;
+
+/* Handles --epochs, --steps, --batch, --lr, --optim, --pairs, --quiet at the
+ * current argument. Returns 0 when it is none of them; errors go to
+ * a->error. */
+int lab_task_flag(ta_args *a, lab_task_opts *o);
+
+/* One aligned line per epoch, under lab_print_epoch_head(). */
+void lab_print_epoch_head(void);
+void lab_print_epoch(int e, const lab_epoch *x);
+/* `"epochs":[{...}, ...]` for epochs 0..epochs. */
+void lab_json_epochs(const lab_epoch *ep, int epochs);
+
+#endif /* SDPA_LAB_TASK_H */
