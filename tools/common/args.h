@@ -1,0 +1,62 @@
+/*
+ * args.h — tiny flag parsing shared by the tools. Flags are GNU style:
+ * `--name VALUE` or `--name=VALUE`; `--` ends the flags. Numbers are parsed
+ * strictly (the whole string, no overflow). The tools print usage errors
+ * themselves and exit with TA_EXIT_USAGE.
+ */
+#ifndef SDPA_TOOLS_ARGS_H
+#define SDPA_TOOLS_ARGS_H
+
+#include <stdint.h>
+
+#include "sdpa.h"
+
+#define TA_EXIT_OK 0
+#define TA_EXIT_FAIL 1
+#define TA_EXIT_USAGE 2
+
+/* Walks argv. Typical use:
+ *   ta_args a; ta_init(&a, argc, argv);
+ *   while (ta_next(&a)) {
+ *       if (ta_flag(&a, "--json")) ...
+ *       else if (ta_value(&a, "--shape", &val)) ...   (val is NULL on error)
+ *       else if (a.positional) ...
+ *       else unknown flag
+ *   }
+ *   if (a.error) ...
+ */
+typedef struct ta_args {
+    int argc;
+    char **argv;
+    int i;              /* index of the current argument */
+    const char *arg;    /* the current argument */
+    int positional;     /* current argument is not a flag (or follows "--") */
+    int after_dashdash;
+    int error;          /* set when a flag's value was missing */
+    char message[256];  /* describes the first error */
+} ta_args;
+
+void ta_init(ta_args *a, int argc, char **argv);
+/* Advances to the next argument; 0 at the end. */
+int ta_next(ta_args *a);
+/* 1 if the current argument is exactly `name` (a flag without value).
+ * `--name=...` for a flag without value sets the error. */
+int ta_flag(ta_args *a, const char *name);
+/* 1 if the current argument is `name` or `name=...`; *value receives the value
+ * (the next argument, which is consumed). When the value is missing, sets the
+ * error and *value = NULL, and still returns 1. */
+int ta_value(ta_args *a, const char *name, const char **value);
+/* Sets a.error with a formatted message (keeps the first). */
+void ta_fail(ta_args *a, const char *fmt, ...);
+
+/* Strict parsers: return 1 on success, 0 on any junk or out-of-range value. */
+int ta_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int ta_parse_int(const char *s, int lo, int hi, int *out);
+int ta_parse_double(const char *s, double *out);
+/* "a,b,c" into out[0..n); between min_n and max_n values, each in [lo, hi]. */
+int ta_parse_i64_list(const char *s, int64_t lo, int64_t hi, int min_n, int max_n,
+                      int64_t *out, int *n);
+/* "f32" | "f16" | "bf16" (case-insensitive). */
+int ta_parse_float_dtype(const char *s, sdpa_dtype *out);
+
+#endif /* SDPA_TOOLS_ARGS_H */

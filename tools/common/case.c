@@ -1,0 +1,792 @@
+/*
+ * case.c — the sdpa-case/1 loader (see case.h and
+ * ../shared/conformance/README.md). A case folder is untrusted input: the
+ * JSON is size-limited and parsed with cJSON, every field's type is checked,
+ * shapes must be positive, bounded and consistent with q/k/v, element counts
+ * are multiplied with overflow checks, and each file must be a regular file of
+ * exactly count * element-size bytes (at most SC_MAX_FILE_BYTES). Any problem
+ * yields 0 and a one-line reason naming the field or file, never a crash.
+ *
+ * Invariant on success: every present tensor's data holds `count` elements of
+ * `dtype`, its shape agrees with the case dimensions (B, Hq, Hkv, Sq, Skv, D,
+ * Dv), so sc_run can hand it to the library as is.
+ * Called by sc_check_dir (case_run.c), sdpa-check and test_conformance.
+ */
+#include "case.h"
+#include "util.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The extra file dtype that only kv_len may use. */
+#define SC_FILE_I64 100
+
+static const char *const in_names[SC_IN_COUNT] = {
+    "q", "k", "v", "mask", "bias", "kv_len", "q_gain", "k_gain", "temperature", "dout"};
+static const char *const out_names[SC_OUT_COUNT] = {
+    "out", "lse", "stats", "dq", "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
+
+const char *sc_input_name(int which)
+{
+    return which >= 0 && which < SC_IN_COUNT ? in_names[which] : "?";
+}
+
+const char *sc_output_name(int which)
+{
+    return which >= 0 && which < SC_OUT_COUNT ? out_names[which] : "?";
+}
+
+typedef struct loader {
+    sc_case *c;
+    char *err;
+    size_t errcap;
+} loader;
+
+static int fail(loader *L, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(L->err, L->errcap, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* ---- small JSON helpers ----------------------------------------------------- */
+
+static int get_number(loader *L, const cJSON *obj, const char *key, double *out,
+                      int required, const char *where)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it) {
+        if (required)
+            return fail(L, "%s: missing \"%s\"", where, key);
+        return 1;
+    }
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return fail(L, "%s: \"%s\" must be a finite number", where, key);
+    *out = it->valuedouble;
+    return 1;
+}
+
+static int get_integer(loader *L, const cJSON *it, int64_t lo, int64_t hi,
+                       int64_t *out, const char *what)
+{
+    if (!cJSON_IsNumber(it))
+        return fail(L, "%s must be an integer", what);
+    double v = it->valuedouble;
+    if (!isfinite(v) || v != floor(v) || v < (double)lo || v > (double)hi)
+        return fail(L, "%s must be an integer in [%lld, %lld]", what, (long long)lo,
+                    (long long)hi);
+    *out = (int64_t)v;
+    return 1;
+}
+
+static const char *get_string(const cJSON *obj, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* ---- files ------------------------------------------------------------------- */
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+static void swap_bytes(void *data, size_t count, size_t esize)
+{
+    uint8_t *p = data;
+    for (size_t i = 0; i < count; i++, p += esize)
+        for (size_t a = 0, b = esize - 1; a < b; a++, b--) {
+            uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
+}
+
+/* A file name from case.json must stay inside the case folder. */
+static int safe_file_name(const char *f)
+{
+    if (!f || !*f || f[0] == '/')
+        return 0;
+    for (const char *p = f; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return 0;
+    const char *s = f;
+    while (*s) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return 0;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return 1;
+}
+
+/* Reads exactly `bytes` bytes of dir/name into a new buffer. */
+static int read_exact(loader *L, const char *name, size_t bytes, size_t max_bytes,
+                      void **out, const char *what)
+{
+    char path[4352];
+    *out = NULL;
+    if (!safe_file_name(name))
+        return fail(L, "%s: file name \"%s\" is not a relative path inside the case",
+                    what, name ? name : "");
+    if (!tu_path_join(path, sizeof path, L->c->dir, name))
+        return fail(L, "%s: path too long", what);
+    if (bytes > max_bytes)
+        return fail(L, "%s: %zu bytes exceeds the limit of %zu", what, bytes, max_bytes);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(L, "%s: cannot open %s", what, name);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return fail(L, "%s: %s is not a regular file", what, name);
+    }
+    if ((uint64_t)st.st_size != (uint64_t)bytes) {
+        fclose(f);
+        return fail(L, "%s: %s has %lld bytes, expected %zu (%s)", what, name,
+                    (long long)st.st_size, bytes,
+                    (uint64_t)st.st_size < (uint64_t)bytes ? "short file" : "file too long");
+    }
+    void *buf = malloc(bytes ? bytes : 1);
+    if (!buf) {
+        fclose(f);
+        return fail(L, "%s: out of memory for %zu bytes", what, bytes);
+    }
+    size_t got = bytes ? fread(buf, 1, bytes, f) : 0;
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != bytes || extra) {
+        free(buf);
+        return fail(L, "%s: %s changed size while being read", what, name);
+    }
+    *out = buf;
+    return 1;
+}
+
+/* ---- one tensor entry --------------------------------------------------------- */
+
+static int parse_dtype(const char *s, int *out)
+{
+    static const struct { const char *n; int d; } t[] = {
+        {"f32", SDPA_DTYPE_F32}, {"f16", SDPA_DTYPE_F16}, {"bf16", SDPA_DTYPE_BF16},
+        {"u8", SDPA_DTYPE_U8},   {"i32", SDPA_DTYPE_I32}, {"i64", SC_FILE_I64}};
+    if (!s)
+        return 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(s, t[i].n) == 0) {
+            *out = t[i].d;
+            return 1;
+        }
+    return 0;
+}
+
+static size_t file_dtype_size(int d) { return d == SC_FILE_I64 ? 8 : sdpa_dtype_size((sdpa_dtype)d); }
+
+static int is_float(int d)
+{
+    return d == SDPA_DTYPE_F32 || d == SDPA_DTYPE_F16 || d == SDPA_DTYPE_BF16;
+}
+
+/* Reads {dtype, shape, file}: checks the shape, reads the file and stores
+ * the data with its file dtype (i64 stays 8-byte here; see to_i32). */
+static int read_entry(loader *L, const cJSON *e, const char *what, sc_tensor *t,
+                      int *file_dtype)
+{
+    char w[96];
+    memset(t, 0, sizeof *t);
+    if (!cJSON_IsObject(e))
+        return fail(L, "%s: must be an object {dtype, shape, file}", what);
+    const char *ds = get_string(e, "dtype");
+    if (!ds)
+        return fail(L, "%s: missing string \"dtype\"", what);
+    if (!parse_dtype(ds, file_dtype))
+        return fail(L, "%s: unknown dtype \"%s\" (f32, f16, bf16, u8, i32, i64)", what, ds);
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    if (!cJSON_IsArray(sh))
+        return fail(L, "%s: missing array \"shape\"", what);
+    int rank = cJSON_GetArraySize(sh);
+    if (rank < 1 || rank > 4)
+        return fail(L, "%s: shape must have 1 to 4 axes, has %d", what, rank);
+    size_t count = 1;
+    for (int a = 0; a < rank; a++) {
+        snprintf(w, sizeof w, "%s: shape[%d]", what, a);
+        if (!get_integer(L, cJSON_GetArrayItem(sh, a), 1, SC_MAX_EXTENT, &t->shape[a], w))
+            return 0;
+        if (!tu_mul_size(count, (size_t)t->shape[a], &count))
+            return fail(L, "%s: element count overflows", what);
+    }
+    t->rank = rank;
+    t->count = count;
+    size_t bytes;
+    if (!tu_mul_size(count, file_dtype_size(*file_dtype), &bytes))
+        return fail(L, "%s: size overflows", what);
+    const char *file = get_string(e, "file");
+    if (!file)
+        return fail(L, "%s: missing string \"file\"", what);
+    if (!read_exact(L, file, bytes, SC_MAX_FILE_BYTES, &t->data, what))
+        return 0;
+    if (!host_is_little_endian() && file_dtype_size(*file_dtype) > 1)
+        swap_bytes(t->data, count, file_dtype_size(*file_dtype));
+    t->present = 1;
+    t->dtype = *file_dtype == SC_FILE_I64 ? SDPA_DTYPE_NONE : (sdpa_dtype)*file_dtype;
+    return 1;
+}
+
+/* Converts a float tensor to f32 in place (bias, gains, temperature). */
+static int to_f32(loader *L, sc_tensor *t, const char *what)
+{
+    if (t->dtype == SDPA_DTYPE_F32)
+        return 1;
+    if (!is_float(t->dtype))
+        return fail(L, "%s: dtype must be f32 (or f16/bf16), got %s", what,
+                    sdpa_dtype_name(t->dtype));
+    float *f = malloc(t->count * sizeof *f);
+    if (!f)
+        return fail(L, "%s: out of memory", what);
+    for (size_t i = 0; i < t->count; i++)
+        f[i] = (float)tu_load(t->data, t->dtype, i);
+    free(t->data);
+    t->data = f;
+    t->dtype = SDPA_DTYPE_F32;
+    return 1;
+}
+
+/* kv_len from i32 or i64, range-checked against [0, Skv]. */
+static int to_i32(loader *L, sc_tensor *t, int file_dtype, int64_t Skv)
+{
+    if (file_dtype != SDPA_DTYPE_I32 && file_dtype != SC_FILE_I64)
+        return fail(L, "kv_len: dtype must be i32 or i64");
+    int32_t *v = malloc(t->count * sizeof *v);
+    if (!v)
+        return fail(L, "kv_len: out of memory");
+    for (size_t i = 0; i < t->count; i++) {
+        int64_t x;
+        if (file_dtype == SC_FILE_I64)
+            memcpy(&x, (const char *)t->data + 8 * i, 8);
+        else
+            x = ((const int32_t *)t->data)[i];
+        if (x < 0 || x > Skv) {
+            free(v);
+            return fail(L, "kv_len[%zu] = %lld is outside [0, Skv = %lld]", i,
+                        (long long)x, (long long)Skv);
+        }
+        v[i] = (int32_t)x;
+    }
+    free(t->data);
+    t->data = v;
+    t->dtype = SDPA_DTYPE_I32;
+    return 1;
+}
+
+static void shape_str(const sc_tensor *t, char *buf, size_t cap)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (int a = 0; a < t->rank && n < cap; a++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", a ? "," : "", (long long)t->shape[a]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+/* The shape is either the short form `s` (rank r) or its 4-D library form. */
+static int expect_shape(loader *L, const sc_tensor *t, const char *what, int r,
+                        const int64_t *s, const int64_t lib[4])
+{
+    int ok = t->rank == r;
+    for (int a = 0; ok && a < r; a++)
+        ok = t->shape[a] == s[a];
+    if (!ok && t->rank == 4) {
+        ok = 1;
+        for (int a = 0; a < 4; a++)
+            ok = ok && t->shape[a] == lib[a];
+    }
+    if (ok)
+        return 1;
+    char got[96], want[96];
+    sc_tensor tmp = {0};
+    tmp.rank = r;
+    memcpy(tmp.shape, s, (size_t)r * sizeof *s);
+    shape_str(t, got, sizeof got);
+    shape_str(&tmp, want, sizeof want);
+    return fail(L, "%s: shape %s, expected %s", what, got, want);
+}
+
+/* ---- attributes ------------------------------------------------------------------- */
+
+static int parse_attrs(loader *L, const cJSON *attrs)
+{
+    sdpa_attention_desc *d = &L->c->attrs;
+    sdpa_attention_desc_init(d);
+    if (!attrs)
+        return 1; /* all defaults */
+    if (!cJSON_IsObject(attrs))
+        return fail(L, "attrs: must be an object");
+    static const char *const known[] = {"scale", "diagonal", "diagonal_offset", "window",
+                                        "softcap", "qk_norm", "qk_norm_eps",
+                                        "stats_saturation"};
+    for (const cJSON *it = attrs->child; it; it = it->next) {
+        size_t k = 0;
+        while (k < sizeof known / sizeof known[0] && strcmp(it->string, known[k]) != 0)
+            k++;
+        if (k == sizeof known / sizeof known[0])
+            return fail(L, "attrs: unknown attribute \"%s\"", it->string);
+    }
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(attrs, "scale");
+    if (sc && !cJSON_IsNull(sc)) {
+        if (!cJSON_IsNumber(sc) || !isfinite(sc->valuedouble) || sc->valuedouble <= 0)
+            return fail(L, "attrs.scale: must be null or a finite number > 0");
+        d->scale = sc->valuedouble;
+    }
+    const cJSON *dg = cJSON_GetObjectItemCaseSensitive(attrs, "diagonal");
+    if (dg) {
+        const char *s = cJSON_IsString(dg) ? dg->valuestring : "";
+        if (strcmp(s, "top_left") == 0)
+            d->diagonal = SDPA_DIAGONAL_TOP_LEFT;
+        else if (strcmp(s, "bottom_right") == 0)
+            d->diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+        else if (strcmp(s, "explicit") == 0)
+            d->diagonal = SDPA_DIAGONAL_EXPLICIT;
+        else
+            return fail(L, "attrs.diagonal: must be \"top_left\", \"bottom_right\" or \"explicit\"");
+    }
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(attrs, "diagonal_offset");
+    if (off && !get_integer(L, off, -SC_MAX_EXTENT, SC_MAX_EXTENT, &d->diagonal_offset,
+                            "attrs.diagonal_offset"))
+        return 0;
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(attrs, "window");
+    if (win) {
+        if (!cJSON_IsArray(win) || cJSON_GetArraySize(win) != 2)
+            return fail(L, "attrs.window: must be [left, right]");
+        if (!get_integer(L, cJSON_GetArrayItem(win, 0), -1, SC_MAX_EXTENT, &d->window_left,
+                         "attrs.window[0]") ||
+            !get_integer(L, cJSON_GetArrayItem(win, 1), -1, SC_MAX_EXTENT, &d->window_right,
+                         "attrs.window[1]"))
+            return 0;
+    }
+    if (!get_number(L, attrs, "softcap", &d->softcap, 0, "attrs"))
+        return 0;
+    if (d->softcap < 0)
+        return fail(L, "attrs.softcap: must be 0 (none) or > 0");
+    const cJSON *qn = cJSON_GetObjectItemCaseSensitive(attrs, "qk_norm");
+    if (qn) {
+        const char *s = cJSON_IsString(qn) ? qn->valuestring : "";
+        if (strcmp(s, "none") == 0)
+            d->qk_norm = SDPA_QK_NORM_NONE;
+        else if (strcmp(s, "rms") == 0)
+            d->qk_norm = SDPA_QK_NORM_RMS;
+        else if (strcmp(s, "layer") == 0)
+            d->qk_norm = SDPA_QK_NORM_LAYER;
+        else if (strcmp(s, "l2") == 0)
+            d->qk_norm = SDPA_QK_NORM_L2;
+        else
+            return fail(L, "attrs.qk_norm: must be \"none\", \"rms\", \"layer\" or \"l2\"");
+    }
+    if (!get_number(L, attrs, "qk_norm_eps", &d->qk_norm_eps, 0, "attrs") ||
+        !get_number(L, attrs, "stats_saturation", &d->stats_saturation, 0, "attrs"))
+        return 0;
+    return 1;
+}
+
+/* ---- inputs ----------------------------------------------------------------------- */
+
+static int find_index(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_inputs(loader *L, const cJSON *inputs)
+{
+    sc_case *c = L->c;
+    int fdt[SC_IN_COUNT] = {0};
+    char what[64];
+    if (!cJSON_IsObject(inputs))
+        return fail(L, "inputs: missing object \"inputs\"");
+    for (const cJSON *it = inputs->child; it; it = it->next) {
+        int w = find_index(in_names, SC_IN_COUNT, it->string);
+        if (w < 0)
+            return fail(L, "inputs: unknown input \"%s\"", it->string);
+        if (c->in[w].present)
+            return fail(L, "inputs: \"%s\" given twice", it->string);
+        snprintf(what, sizeof what, "inputs.%s", it->string);
+        if (!read_entry(L, it, what, &c->in[w], &fdt[w]))
+            return 0;
+    }
+    for (int w = SC_IN_Q; w <= SC_IN_V; w++)
+        if (!c->in[w].present)
+            return fail(L, "inputs: missing \"%s\"", in_names[w]);
+    if (c->backward && !c->in[SC_IN_DOUT].present)
+        return fail(L, "inputs: a backward case needs \"dout\"");
+    if (!c->backward && c->in[SC_IN_DOUT].present)
+        return fail(L, "inputs: \"dout\" given for a forward case");
+
+    /* q, k, v, dout: rank 4 in the storage dtype. */
+    for (int w = SC_IN_Q; w <= SC_IN_DOUT; w++) {
+        if (w > SC_IN_V && w != SC_IN_DOUT)
+            continue;
+        if (!c->in[w].present)
+            continue;
+        if (c->in[w].rank != 4)
+            return fail(L, "inputs.%s: shape must have 4 axes", in_names[w]);
+        if (fdt[w] != (int)c->dtype)
+            return fail(L, "inputs.%s: dtype %s differs from the case dtype %s", in_names[w],
+                        fdt[w] == SC_FILE_I64 ? "i64" : sdpa_dtype_name((sdpa_dtype)fdt[w]),
+                        sdpa_dtype_name(c->dtype));
+    }
+    const int64_t *q = c->in[SC_IN_Q].shape, *k = c->in[SC_IN_K].shape,
+                  *v = c->in[SC_IN_V].shape;
+    c->B = q[0];
+    c->Hq = q[1];
+    c->Sq = q[2];
+    c->D = q[3];
+    c->Hkv = k[1];
+    c->Skv = k[2];
+    c->Dv = v[3];
+    if (k[0] != c->B || k[3] != c->D)
+        return fail(L, "inputs.k: shape must be (B=%lld, Hkv, Skv, D=%lld)",
+                    (long long)c->B, (long long)c->D);
+    if (v[0] != c->B || v[1] != c->Hkv || v[2] != c->Skv)
+        return fail(L, "inputs.v: shape must be (B=%lld, Hkv=%lld, Skv=%lld, Dv)",
+                    (long long)c->B, (long long)c->Hkv, (long long)c->Skv);
+    if (c->Hq % c->Hkv != 0)
+        return fail(L, "inputs: Hq = %lld is not a multiple of Hkv = %lld", (long long)c->Hq,
+                    (long long)c->Hkv);
+    if (c->in[SC_IN_DOUT].present) {
+        const int64_t *g = c->in[SC_IN_DOUT].shape;
+        if (g[0] != c->B || g[1] != c->Hq || g[2] != c->Sq || g[3] != c->Dv)
+            return fail(L, "inputs.dout: shape must be (B, Hq, Sq, Dv)");
+    }
+
+    /* mask (u8) and bias (float): (B|1, Hq|1, Sq, Skv). */
+    for (int w = SC_IN_MASK; w <= SC_IN_BIAS; w++) {
+        sc_tensor *t = &c->in[w];
+        if (!t->present)
+            continue;
+        if (w == SC_IN_MASK && fdt[w] != SDPA_DTYPE_U8)
+            return fail(L, "inputs.mask: dtype must be u8");
+        if (w == SC_IN_BIAS && !to_f32(L, t, "inputs.bias"))
+            return 0;
+        if (t->rank != 4 || (t->shape[0] != 1 && t->shape[0] != c->B) ||
+            (t->shape[1] != 1 && t->shape[1] != c->Hq) || t->shape[2] != c->Sq ||
+            t->shape[3] != c->Skv) {
+            char got[96];
+            shape_str(t, got, sizeof got);
+            return fail(L, "inputs.%s: shape %s, expected (B|1, Hq|1, Sq=%lld, Skv=%lld)",
+                        in_names[w], got, (long long)c->Sq, (long long)c->Skv);
+        }
+    }
+    if (c->in[SC_IN_KV_LEN].present) {
+        const int64_t s[1] = {c->B}, lib[4] = {c->B, 1, 1, 1};
+        if (!expect_shape(L, &c->in[SC_IN_KV_LEN], "inputs.kv_len", 1, s, lib) ||
+            !to_i32(L, &c->in[SC_IN_KV_LEN], fdt[SC_IN_KV_LEN], c->Skv))
+            return 0;
+    }
+    for (int w = SC_IN_Q_GAIN; w <= SC_IN_TEMPERATURE; w++) {
+        sc_tensor *t = &c->in[w];
+        if (!t->present)
+            continue;
+        snprintf(what, sizeof what, "inputs.%s", in_names[w]);
+        int64_t n = w == SC_IN_TEMPERATURE ? c->Hq : c->D;
+        const int64_t s[1] = {n};
+        const int64_t lg[4] = {1, 1, 1, c->D}, lt[4] = {1, c->Hq, 1, 1};
+        if (!expect_shape(L, t, what, 1, s, w == SC_IN_TEMPERATURE ? lt : lg) ||
+            !to_f32(L, t, what))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- expected outputs -------------------------------------------------------------- */
+
+static int parse_stats_names(loader *L, const cJSON *e, int64_t cols)
+{
+    sc_case *c = L->c;
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
+    if (cols > (int64_t)(sizeof c->stats_map / sizeof c->stats_map[0]))
+        return fail(L, "expected.stats: too many columns (%lld)", (long long)cols);
+    c->stats_cols = (int)cols;
+    if (!names) {
+        if (cols != SDPA_STAT_COUNT)
+            return fail(L, "expected.stats: %lld columns need a \"names\" list", (long long)cols);
+        for (int i = 0; i < SDPA_STAT_COUNT; i++)
+            c->stats_map[i] = i;
+        return 1;
+    }
+    if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != cols)
+        return fail(L, "expected.stats: \"names\" must list %lld column names", (long long)cols);
+    for (int col = 0; col < (int)cols; col++) {
+        const cJSON *n = cJSON_GetArrayItem(names, col);
+        if (!cJSON_IsString(n))
+            return fail(L, "expected.stats: names[%d] must be a string", col);
+        int idx = -1;
+        for (int s = 0; s < SDPA_STAT_COUNT; s++) {
+            const char *sn = sdpa_stat_name(s);
+            if (sn && strcmp(sn, n->valuestring) == 0)
+                idx = s;
+        }
+        if (idx < 0)
+            return fail(L, "expected.stats: unknown statistic \"%s\"", n->valuestring);
+        c->stats_map[col] = idx;
+    }
+    return 1;
+}
+
+static int parse_expected(loader *L, const cJSON *exp)
+{
+    sc_case *c = L->c;
+    char what[64];
+    if (!cJSON_IsObject(exp) || !exp->child)
+        return fail(L, "expected: missing or empty object \"expected\"");
+    for (const cJSON *it = exp->child; it; it = it->next) {
+        int w = find_index(out_names, SC_OUT_COUNT, it->string);
+        if (w < 0)
+            return fail(L, "expected: unknown output \"%s\"", it->string);
+        if (c->want[w].present)
+            return fail(L, "expected: \"%s\" given twice", it->string);
+        if (w >= SC_OUT_DQ && !c->backward)
+            return fail(L, "expected: \"%s\" needs op \"backward\"", it->string);
+        snprintf(what, sizeof what, "expected.%s", it->string);
+        int fdt;
+        sc_tensor *t = &c->want[w];
+        if (!read_entry(L, it, what, t, &fdt))
+            return 0;
+        if (!is_float(fdt))
+            return fail(L, "%s: dtype must be f32, f16 or bf16", what);
+        int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv;
+        switch (w) {
+        case SC_OUT_OUT: {
+            const int64_t s[4] = {B, Hq, c->Sq, c->Dv};
+            if (!expect_shape(L, t, what, 4, s, s))
+                return 0;
+            break;
+        }
+        case SC_OUT_LSE: {
+            const int64_t s[3] = {B, Hq, c->Sq}, lib[4] = {B, Hq, c->Sq, 1};
+            if (!expect_shape(L, t, what, 3, s, lib))
+                return 0;
+            break;
+        }
+        case SC_OUT_STATS: {
+            int64_t cols = t->shape[t->rank - 1];
+            const int64_t s[3] = {B, Hq, cols}, lib[4] = {B, Hq, 1, cols};
+            if (!expect_shape(L, t, what, 3, s, lib) || !parse_stats_names(L, it, cols))
+                return 0;
+            break;
+        }
+        case SC_OUT_DQ: {
+            const int64_t s[4] = {B, Hq, c->Sq, c->D};
+            if (!expect_shape(L, t, what, 4, s, s))
+                return 0;
+            break;
+        }
+        case SC_OUT_DK:
+        case SC_OUT_DV: {
+            const int64_t s[4] = {B, Hkv, c->Skv, w == SC_OUT_DK ? c->D : c->Dv};
+            if (!expect_shape(L, t, what, 4, s, s))
+                return 0;
+            break;
+        }
+        case SC_OUT_DQ_GAIN:
+        case SC_OUT_DK_GAIN:
+        case SC_OUT_DTEMPERATURE: {
+            int src = w == SC_OUT_DQ_GAIN   ? SC_IN_Q_GAIN
+                      : w == SC_OUT_DK_GAIN ? SC_IN_K_GAIN
+                                            : SC_IN_TEMPERATURE;
+            if (!c->in[src].present)
+                return fail(L, "%s: needs inputs.%s", what, in_names[src]);
+            const int64_t s[1] = {w == SC_OUT_DTEMPERATURE ? Hq : c->D};
+            const int64_t lg[4] = {1, 1, 1, c->D}, lt[4] = {1, Hq, 1, 1};
+            if (!expect_shape(L, t, what, 1, s, w == SC_OUT_DTEMPERATURE ? lt : lg))
+                return 0;
+            break;
+        }
+        }
+    }
+    return 1;
+}
+
+/* ---- the whole case ------------------------------------------------------------------ */
+
+static int load_json(loader *L, char **text, size_t *len)
+{
+    char path[4352];
+    if (!tu_path_join(path, sizeof path, L->c->dir, "case.json"))
+        return fail(L, "case.json: path too long");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(L, "case.json: cannot open %s", path);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return fail(L, "case.json: not a regular file");
+    }
+    if ((uint64_t)st.st_size > SC_MAX_JSON_BYTES) {
+        fclose(f);
+        return fail(L, "case.json: %lld bytes exceeds the limit of %zu",
+                    (long long)st.st_size, SC_MAX_JSON_BYTES);
+    }
+    size_t n = (size_t)st.st_size;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        fclose(f);
+        return fail(L, "case.json: out of memory");
+    }
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    if (got != n) {
+        free(buf);
+        return fail(L, "case.json: read error");
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return 1;
+}
+
+static void json_error(loader *L, const char *text, const char *end)
+{
+    int line = 1, col = 1;
+    for (const char *p = text; end && p < end && *p; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    fail(L, "case.json: invalid JSON near line %d, column %d", line, col);
+}
+
+static const char *base_name(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t s = n;
+    while (s > 0 && dir[s - 1] != '/')
+        s--;
+    static _Thread_local char buf[128];
+    size_t len = n - s < sizeof buf - 1 ? n - s : sizeof buf - 1;
+    memcpy(buf, dir + s, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < cap; i++)
+        dst[i] = (unsigned char)src[i] < 0x20 || src[i] == ' ' ? '_' : src[i];
+    dst[i] = '\0';
+}
+
+int sc_load(const char *dir, sc_case *c, char *err, size_t errcap)
+{
+    loader L = {c, err, errcap};
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    int ok = 0;
+
+    memset(c, 0, sizeof *c);
+    if (errcap)
+        err[0] = '\0';
+    if (strlen(dir) >= sizeof c->dir)
+        return fail(&L, "case folder path too long");
+    strcpy(c->dir, dir);
+    copy_name(c->name, sizeof c->name, base_name(dir));
+
+    if (!load_json(&L, &text, &len))
+        goto done;
+    const char *end = NULL;
+    root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        json_error(&L, text, end);
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        fail(&L, "case.json: top level must be an object");
+        goto done;
+    }
+    const char *format = get_string(root, "format");
+    if (!format) {
+        fail(&L, "case.json: missing string \"format\"");
+        goto done;
+    }
+    if (strcmp(format, "sdpa-case/1") != 0) {
+        fail(&L, "case.json: unsupported format \"%s\" (this runner reads sdpa-case/1)", format);
+        goto done;
+    }
+    const char *name = get_string(root, "name");
+    if (name && *name)
+        copy_name(c->name, sizeof c->name, name);
+    const char *op = get_string(root, "op");
+    if (!op || (strcmp(op, "forward") != 0 && strcmp(op, "backward") != 0)) {
+        fail(&L, "case.json: \"op\" must be \"forward\" or \"backward\"");
+        goto done;
+    }
+    c->backward = strcmp(op, "backward") == 0;
+    const char *dts = get_string(root, "dtype");
+    int dt = 0;
+    if (!dts) {
+        fail(&L, "case.json: missing string \"dtype\"");
+        goto done;
+    }
+    if (!parse_dtype(dts, &dt) || !is_float(dt)) {
+        fail(&L, "case.json: dtype \"%s\" is not a storage dtype (f32, f16, bf16)", dts);
+        goto done;
+    }
+    c->dtype = (sdpa_dtype)dt;
+    if (!parse_attrs(&L, cJSON_GetObjectItemCaseSensitive(root, "attrs")) ||
+        !parse_inputs(&L, cJSON_GetObjectItemCaseSensitive(root, "inputs")) ||
+        !parse_expected(&L, cJSON_GetObjectItemCaseSensitive(root, "expected")))
+        goto done;
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
+    if (!cJSON_IsObject(tol)) {
+        fail(&L, "case.json: missing object \"tolerance\"");
+        goto done;
+    }
+    if (!get_number(&L, tol, "max_abs", &c->tol_max_abs, 1, "tolerance") ||
+        !get_number(&L, tol, "rel_l2", &c->tol_rel_l2, 1, "tolerance"))
+        goto done;
+    if (c->tol_max_abs < 0 || c->tol_rel_l2 < 0) {
+        fail(&L, "tolerance: values must be >= 0");
+        goto done;
+    }
+    ok = 1;
+done:
+    cJSON_Delete(root);
+    free(text);
+    if (!ok) {
+        char keep[128];
+        memcpy(keep, c->name, sizeof keep);
+        sc_free(c);
+        memcpy(c->name, keep, sizeof keep);
+    }
+    return ok;
+}
+
+void sc_free(sc_case *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < SC_IN_COUNT; i++)
+        free(c->in[i].data);
+    for (int i = 0; i < SC_OUT_COUNT; i++)
+        free(c->want[i].data);
+    memset(c, 0, sizeof *c);
+}

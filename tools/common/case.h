@@ -1,0 +1,119 @@
+/*
+ * case.h — loader and runner for conformance cases in the sdpa-case/1 format
+ * (../shared/conformance/README.md, DESIGN section 8): a folder with case.json
+ * and one raw little-endian file per tensor.
+ *
+ * sc_load() reads and checks a case completely (JSON structure, dtypes, shapes
+ * against each other, exact file sizes, size limits) and never crashes on bad
+ * input: it returns 0 with a one-line reason instead. sc_run() builds the
+ * attention descriptor with host tensors mapped to the library's 4-D shapes,
+ * runs the forward (and the backward for op = "backward") on a context with
+ * every output poisoned (NaN) first, and compares each expected output.
+ * Used by tools/sdpa-check.c and tests/test_conformance.c.
+ */
+#ifndef SDPA_TOOLS_CASE_H
+#define SDPA_TOOLS_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sdpa.h"
+
+/* Limits for untrusted case folders. */
+#define SC_MAX_JSON_BYTES ((size_t)4 << 20)   /* case.json */
+#define SC_MAX_FILE_BYTES ((size_t)1 << 30)   /* one tensor file or output */
+#define SC_MAX_EXTENT ((int64_t)INT32_MAX)    /* one axis */
+#define SC_MAX_DEPTH 4                        /* folder nesting for sc_find */
+
+enum {
+    SC_IN_Q, SC_IN_K, SC_IN_V, SC_IN_MASK, SC_IN_BIAS, SC_IN_KV_LEN,
+    SC_IN_Q_GAIN, SC_IN_K_GAIN, SC_IN_TEMPERATURE, SC_IN_DOUT, SC_IN_COUNT
+};
+enum {
+    SC_OUT_OUT, SC_OUT_LSE, SC_OUT_STATS, SC_OUT_DQ, SC_OUT_DK, SC_OUT_DV,
+    SC_OUT_DQ_GAIN, SC_OUT_DK_GAIN, SC_OUT_DTEMPERATURE, SC_OUT_COUNT
+};
+
+/* One tensor as read from its file. Integer kv_len files (i32 or i64) are
+ * held as i32; bias, gains and temperature as f32; q/k/v/dout in the case's
+ * storage dtype; expected outputs in their file's float dtype. */
+typedef struct sc_tensor {
+    int present;
+    sdpa_dtype dtype;   /* dtype of `data` */
+    int rank;           /* as written in case.json (1..4) */
+    int64_t shape[4];
+    size_t count;       /* elements */
+    void *data;
+} sc_tensor;
+
+typedef struct sc_case {
+    char name[128];
+    char dir[4096];
+    int backward;                 /* op = "backward" */
+    sdpa_dtype dtype;             /* storage dtype of q, k, v, out */
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    sdpa_attention_desc attrs;    /* attributes only; tensors unset */
+    sc_tensor in[SC_IN_COUNT];
+    sc_tensor want[SC_OUT_COUNT];
+    int stats_cols;               /* columns of the expected stats */
+    int stats_map[32];            /* expected column -> sdpa_stat index */
+    double tol_max_abs, tol_rel_l2;
+} sc_case;
+
+typedef enum sc_verdict { SC_PASS = 0, SC_FAIL = 1, SC_UNSUPPORTED = 2 } sc_verdict;
+
+typedef struct sc_compare {
+    int which;            /* SC_OUT_* */
+    double max_abs;       /* worst |got - want| over finite expected entries */
+    double rel_l2;        /* ||got - want|| / ||want|| over finite entries */
+    size_t bad_nonfinite; /* non-finite expected entries not matched exactly */
+    size_t worst;         /* flat index of the worst entry */
+    int ok;
+} sc_compare;
+
+typedef struct sc_result {
+    sc_verdict verdict;
+    char name[128];
+    char reason[512];     /* empty on PASS */
+    int ncmp;
+    sc_compare cmp[SC_OUT_COUNT];
+    double seconds;       /* plan + run time */
+    double tol_max_abs, tol_rel_l2; /* the case's tolerance (0 if not loaded) */
+} sc_result;
+
+/* "q", "mask", ... / "out", "lse", "stats", "dq", ... */
+const char *sc_input_name(int which);
+const char *sc_output_name(int which);
+
+/* Loads the case in folder `dir`. Returns 1 on success; otherwise 0 with a
+ * reason in err (and *c holds nothing that needs freeing). */
+int sc_load(const char *dir, sc_case *c, char *err, size_t errcap);
+void sc_free(sc_case *c);
+
+/* Runs a loaded case on ctx and fills r (name, verdict, comparisons). */
+void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r);
+
+/* Loads and runs the case in `dir`: a load failure is a FAIL with the reason;
+ * the name falls back to the folder's base name. */
+void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r);
+
+/* Compares got against want (n doubles each) as sc_compare does. */
+void sc_compare_values(const double *got, const double *want, size_t n,
+                       double tol_max_abs, double tol_rel_l2, sc_compare *out);
+
+/* A sorted list of case folders. */
+typedef struct sc_list {
+    char **paths;
+    size_t n, cap;
+} sc_list;
+
+/* Adds `path` if it holds case.json, else every case folder below it (sorted
+ * by name, down to SC_MAX_DEPTH levels, hidden folders skipped). `list`
+ * starts zeroed ({0}) or holds earlier results. Returns 0 when `path`
+ * cannot be read (reason in err; the list is then freed and empty);
+ * unreadable folders below it are passed over, and finding no case is not an
+ * error here (the caller decides). */
+int sc_find(const char *path, sc_list *list, char *err, size_t errcap);
+void sc_list_free(sc_list *list);
+
+#endif /* SDPA_TOOLS_CASE_H */

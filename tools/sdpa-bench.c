@@ -1,0 +1,960 @@
+/*
+ * sdpa-bench — forward/backward timings side by side across backends.
+ *
+ *   sdpa-bench [--backend LIST] [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--preset P]...
+ *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
+ *              [--dtype f32|f16|bf16] [--backward] [--stats] [--threads N]
+ *              [--device SEL] [--repeat N] [--warmup N] [--json | --csv]
+ *              [--plot FILE.svg] [--max-seconds S] [--no-peak] [--help]
+ *
+ * Inputs live in device buffers (sdpa_buffer_create + sdpa_tensor_buffer), so
+ * timings cover the plan's enqueue + completion only, never host copies. For
+ * each shape, the repetitions interleave the backends (rep 1: A B C, rep 2:
+ * A B C, ...) so machine noise hits all alike. Reported per row: plan creation
+ * time, median/min/max ms, GFLOP/s over the kept (i, j) pairs of the band
+ * (exactly counted), the fraction of the host CPU's measured FMA peak for
+ * CPU devices (tools/common/peak.c), memory of buffers + workspace, and the
+ * speedup relative to the first backend listed; --plot draws GFLOP/s against
+ * Skv as SVG (tools/common/plot.c). Exit status: 0 ok, 1 when a run failed
+ * (errors other than unsupported), 2 on usage errors.
+ * Thin program over sdpa.h (SDPA_EXPERIMENTAL for plan info) and tools/common.
+ */
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "peak.h"
+#include "plot.h"
+#include "sdpa.h"
+#include "util.h"
+
+#define MAX_BACKENDS 8
+#define MAX_SHAPES 64
+
+typedef struct shape {
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    int64_t wl, wr;        /* window; -1 = unbounded */
+    sdpa_diagonal diagonal;
+} shape;
+
+typedef struct options {
+    sdpa_backend_kind backends[MAX_BACKENDS];
+    int nbackends;
+    shape shapes[MAX_SHAPES];
+    int nshapes;
+    int causal, has_window, has_diagonal;
+    int64_t wl, wr;
+    sdpa_diagonal diagonal;
+    sdpa_dtype dtype;
+    int backward, stats, threads, repeat, warmup, json, csv, no_peak;
+    const char *device;
+    const char *plot;       /* --plot FILE.svg, NULL = none */
+    double max_seconds;     /* per backend and shape; 0 = no limit */
+} options;
+
+/* One backend on one shape. */
+typedef struct job {
+    sdpa_backend_kind kind;
+    sdpa_context *ctx;          /* borrowed */
+    sdpa_buffer *buf[10];
+    sdpa_plan *plan;
+    sdpa_forward_tensors fwd;
+    sdpa_backward_tensors bwd;
+    sdpa_status status;         /* first failure, SDPA_OK while usable */
+    char error[256];
+    double plan_ms;
+    size_t mem_bytes;
+    char kernel[96];
+    double *t_fwd, *t_bwd;      /* repeat samples, ms */
+    int nrun;                   /* timed runs done */
+    double spent;               /* seconds spent running (warm-up + timed) */
+} job;
+
+/* ---- usage -------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sdpa-bench [options]\n"
+            "\n"
+            "Times attention forward (and backward) on one or more backends, side by side.\n"
+            "\n"
+            "  --backend LIST   comma list of auto|reference|cpu|opencl|vulkan, or `all`\n"
+            "                   (every compiled backend with a device except reference;\n"
+            "                   name reference explicitly to add it). Default: cpu\n"
+            "  --shape B,Hq,Hkv,Sq,Skv,D[,Dv]   problem shape (repeatable; Dv = D if\n"
+            "                   omitted). Default when no shape or preset is given:\n"
+            "                   1,8,8,1024,1024,64\n"
+            "  --preset NAME    llm-decode | llm-prefill | vit | mobile (repeatable)\n"
+            "  --causal         causal attention, window (-1, 0)\n"
+            "  --window L,R     band i+off-L <= j <= i+off+R (-1 = unbounded)\n"
+            "  --diagonal D     top_left | bottom_right (default bottom_right: off = Skv-Sq)\n"
+            "  --dtype T        f32 (default) | f16 | bf16 storage\n"
+            "  --backward       also time the backward pass (rows with op bwd)\n"
+            "  --stats          request the in-kernel statistics output\n"
+            "  --threads N      CPU threads (default: all cores)\n"
+            "  --device SEL     device index or name substring for every backend\n"
+            "  --repeat N       timed repetitions (default 10)\n"
+            "  --warmup N       untimed repetitions first (default 2)\n"
+            "  --json | --csv   machine-readable output instead of the table\n"
+            "  --plot FILE.svg  also draw GFLOP/s against sequence length (Skv) per\n"
+            "                   backend and op\n"
+            "  --max-seconds S  stop repeating a backend on a shape once its runs took\n"
+            "                   S seconds (at least one timed run; `runs` says how many)\n"
+            "  --no-peak        skip the CPU FMA peak measurement (%% peak column)\n"
+            "  -h, --help       this text\n"
+            "\n"
+            "GFLOP/s counts 2*(D+Dv) flops per kept (query, key) pair (4*D when Dv = D),\n"
+            "exactly over the band for causal/window; the backward counts 2.5x the\n"
+            "forward. `vs first` is the first listed backend's median divided by this\n"
+            "row's (above 1 = faster). `%% peak` compares GFLOP/s with the host CPU's\n"
+            "fp32 FMA peak, measured at start (about 0.2 s), for backends whose device\n"
+            "is a CPU; GPU peaks are not measured yet.\n"
+            "Exit status: 0 ok, 1 a run failed, 2 usage error.\n");
+}
+
+/* ---- shapes and flops ------------------------------------------------------------ */
+
+static int add_shape(options *o, int64_t B, int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Skv,
+                     int64_t D, int64_t Dv, int causal)
+{
+    if (o->nshapes >= MAX_SHAPES)
+        return 0;
+    shape *s = &o->shapes[o->nshapes++];
+    s->B = B, s->Hq = Hq, s->Hkv = Hkv, s->Sq = Sq, s->Skv = Skv, s->D = D, s->Dv = Dv;
+    s->wl = -1;
+    s->wr = causal ? 0 : -1;
+    s->diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    return 1;
+}
+
+static int add_preset(options *o, const char *name)
+{
+    if (strcmp(name, "llm-decode") == 0) {
+        /* one new token against a KV cache, GQA 4:1, D 128 */
+        const int64_t skv[] = {1024, 4096, 16384};
+        for (int i = 0; i < 3; i++)
+            if (!add_shape(o, 1, 32, 8, 1, skv[i], 128, 128, 1))
+                return 0;
+    } else if (strcmp(name, "llm-prefill") == 0) {
+        const int64_t t[] = {512, 1024, 2048};
+        for (int i = 0; i < 3; i++)
+            if (!add_shape(o, 1, 32, 8, t[i], t[i], 128, 128, 1))
+                return 0;
+    } else if (strcmp(name, "vit") == 0) {
+        /* ViT-B/16 at 224 px (197 tokens, 12 heads) and ViT-L/14 at 336 px */
+        if (!add_shape(o, 1, 12, 12, 197, 197, 64, 64, 0) ||
+            !add_shape(o, 1, 16, 16, 577, 577, 64, 64, 0))
+            return 0;
+    } else if (strcmp(name, "mobile") == 0) {
+        /* small on-device models: prefill of a short prompt and decode */
+        if (!add_shape(o, 1, 8, 8, 256, 256, 64, 64, 1) ||
+            !add_shape(o, 1, 8, 2, 1, 2048, 64, 64, 1) ||
+            !add_shape(o, 1, 8, 8, 1024, 1024, 64, 64, 0))
+            return 0;
+    } else {
+        return -1;
+    }
+    return 1;
+}
+
+/* Kept (i, j) pairs of the band for one (batch, head), with kv_len = Skv. */
+static double kept_pairs(const shape *s)
+{
+    int64_t off = s->diagonal == SDPA_DIAGONAL_BOTTOM_RIGHT ? s->Skv - s->Sq : 0;
+    if (s->wl < 0 && s->wr < 0)
+        return (double)s->Sq * (double)s->Skv;
+    double n = 0;
+    for (int64_t i = 0; i < s->Sq; i++) {
+        int64_t lo = s->wl < 0 ? 0 : i + off - s->wl;
+        int64_t hi = s->wr < 0 ? s->Skv - 1 : i + off + s->wr;
+        if (lo < 0)
+            lo = 0;
+        if (hi > s->Skv - 1)
+            hi = s->Skv - 1;
+        if (hi >= lo)
+            n += (double)(hi - lo + 1);
+    }
+    return n;
+}
+
+static double forward_flops(const shape *s)
+{
+    return (double)s->B * (double)s->Hq * kept_pairs(s) * 2.0 * (double)(s->D + s->Dv);
+}
+
+static void shape_str(const shape *s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)s->B, (long long)s->Hq,
+             (long long)s->Hkv, (long long)s->Sq, (long long)s->Skv, (long long)s->D,
+             (long long)s->Dv);
+}
+
+static void band_str(const shape *s, char *buf, size_t cap)
+{
+    const char *dg = s->diagonal == SDPA_DIAGONAL_TOP_LEFT ? "tl" : "br";
+    if (s->wl < 0 && s->wr < 0)
+        snprintf(buf, cap, "none");
+    else if (s->wl < 0 && s->wr == 0)
+        snprintf(buf, cap, "causal-%s", dg);
+    else
+        snprintf(buf, cap, "win(%lld,%lld)-%s", (long long)s->wl, (long long)s->wr, dg);
+}
+
+/* ---- argument parsing ------------------------------------------------------------- */
+
+static int add_backend(options *o, sdpa_backend_kind k)
+{
+    for (int i = 0; i < o->nbackends; i++)
+        if (o->backends[i] == k)
+            return 1;
+    if (o->nbackends >= MAX_BACKENDS)
+        return 0;
+    o->backends[o->nbackends++] = k;
+    return 1;
+}
+
+static int parse_backends(options *o, const char *list, ta_args *a)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf || !*list) {
+        ta_fail(a, "--backend: bad list \"%s\"", list);
+        return 0;
+    }
+    strcpy(buf, list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (strcasecmp(tok, "all") == 0) {
+            const sdpa_backend_kind ks[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
+                                            SDPA_BACKEND_VULKAN};
+            for (int i = 0; i < 3; i++) {
+                int n = 0;
+                if (sdpa_backend_compiled(ks[i]) && sdpa_device_count(ks[i], &n) == SDPA_OK &&
+                    n > 0)
+                    add_backend(o, ks[i]);
+            }
+            continue;
+        }
+        sdpa_backend_kind k;
+        if (sdpa_backend_parse(tok, &k) != SDPA_OK || k == SDPA_BACKEND_DEFAULT) {
+            ta_fail(a, "--backend: unknown backend \"%s\" (auto, reference, cpu, opencl, "
+                       "vulkan, all)", tok);
+            return 0;
+        }
+        if (!add_backend(o, k)) {
+            ta_fail(a, "--backend: too many backends");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int parse_args(options *o, int argc, char **argv, int *help)
+{
+    ta_args a;
+    memset(o, 0, sizeof *o);
+    o->dtype = SDPA_DTYPE_F32;
+    o->threads = SDPA_AUTO;
+    o->repeat = 10;
+    o->warmup = 2;
+    o->diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    *help = 0;
+    ta_init(&a, argc, argv);
+    int64_t v[8];
+    int n;
+    while (!a.error && ta_next(&a)) {
+        const char *val;
+        if (a.positional) {
+            ta_fail(&a, "unexpected argument %s", a.arg);
+        } else if (ta_flag(&a, "--help") || ta_flag(&a, "-h")) {
+            *help = 1;
+        } else if (ta_value(&a, "--backend", &val)) {
+            if (val)
+                parse_backends(o, val, &a);
+        } else if (ta_value(&a, "--shape", &val)) {
+            if (!val)
+                break;
+            if (!ta_parse_i64_list(val, 1, (int64_t)1 << 31, 6, 7, v, &n))
+                ta_fail(&a, "--shape: expected B,Hq,Hkv,Sq,Skv,D[,Dv] with positive integers, "
+                            "got \"%s\"", val);
+            else if (v[1] % v[2] != 0)
+                ta_fail(&a, "--shape: Hq (%lld) must be a multiple of Hkv (%lld)",
+                        (long long)v[1], (long long)v[2]);
+            else if (!add_shape(o, v[0], v[1], v[2], v[3], v[4], v[5], n == 7 ? v[6] : v[5], 0))
+                ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
+        } else if (ta_value(&a, "--preset", &val)) {
+            if (!val)
+                break;
+            int r = add_preset(o, val);
+            if (r < 0)
+                ta_fail(&a, "--preset: unknown preset \"%s\" (llm-decode, llm-prefill, vit, "
+                            "mobile)", val);
+            else if (r == 0)
+                ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
+        } else if (ta_flag(&a, "--causal")) {
+            o->causal = 1;
+        } else if (ta_value(&a, "--window", &val)) {
+            if (!val)
+                break;
+            if (!ta_parse_i64_list(val, -1, (int64_t)1 << 31, 2, 2, v, &n))
+                ta_fail(&a, "--window: expected L,R with integers >= -1, got \"%s\"", val);
+            o->has_window = 1;
+            o->wl = v[0];
+            o->wr = v[1];
+        } else if (ta_value(&a, "--diagonal", &val)) {
+            if (!val)
+                break;
+            o->has_diagonal = 1;
+            if (strcmp(val, "top_left") == 0)
+                o->diagonal = SDPA_DIAGONAL_TOP_LEFT;
+            else if (strcmp(val, "bottom_right") == 0)
+                o->diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+            else
+                ta_fail(&a, "--diagonal: expected top_left or bottom_right, got \"%s\"", val);
+        } else if (ta_value(&a, "--dtype", &val)) {
+            if (val && !ta_parse_float_dtype(val, &o->dtype))
+                ta_fail(&a, "--dtype: expected f32, f16 or bf16, got \"%s\"", val);
+        } else if (ta_flag(&a, "--backward")) {
+            o->backward = 1;
+        } else if (ta_flag(&a, "--stats")) {
+            o->stats = 1;
+        } else if (ta_value(&a, "--threads", &val)) {
+            if (val && !ta_parse_int(val, 1, 4096, &o->threads))
+                ta_fail(&a, "--threads: expected an integer in [1, 4096], got \"%s\"", val);
+        } else if (ta_value(&a, "--device", &val)) {
+            if (val && !*val)
+                ta_fail(&a, "--device: empty value");
+            o->device = val;
+        } else if (ta_value(&a, "--repeat", &val)) {
+            if (val && !ta_parse_int(val, 1, 1000000, &o->repeat))
+                ta_fail(&a, "--repeat: expected an integer in [1, 1000000], got \"%s\"", val);
+        } else if (ta_value(&a, "--warmup", &val)) {
+            if (val && !ta_parse_int(val, 0, 1000000, &o->warmup))
+                ta_fail(&a, "--warmup: expected an integer in [0, 1000000], got \"%s\"", val);
+        } else if (ta_flag(&a, "--json")) {
+            o->json = 1;
+        } else if (ta_flag(&a, "--csv")) {
+            o->csv = 1;
+        } else if (ta_value(&a, "--max-seconds", &val)) {
+            if (val && (!ta_parse_double(val, &o->max_seconds) || o->max_seconds <= 0))
+                ta_fail(&a, "--max-seconds: expected a number > 0, got \"%s\"", val);
+        } else if (ta_flag(&a, "--no-peak")) {
+            o->no_peak = 1;
+        } else if (ta_value(&a, "--plot", &val)) {
+            if (val && !*val)
+                ta_fail(&a, "--plot: empty file name");
+            o->plot = val;
+        } else {
+            ta_fail(&a, "unknown option %s", a.arg);
+        }
+    }
+    if (!a.error && o->causal && o->has_window)
+        ta_fail(&a, "--causal and --window exclude each other (causal is --window -1,0)");
+    if (!a.error && o->json && o->csv)
+        ta_fail(&a, "--json and --csv exclude each other");
+    if (a.error) {
+        fprintf(stderr, "sdpa-bench: %s\nTry 'sdpa-bench --help'.\n", a.message);
+        return 0;
+    }
+    if (*help)
+        return 1;
+    if (o->nbackends == 0)
+        add_backend(o, SDPA_BACKEND_CPU);
+    if (o->nshapes == 0)
+        add_shape(o, 1, 8, 8, 1024, 1024, 64, 64, 0);
+    for (int i = 0; i < o->nshapes; i++) {
+        shape *s = &o->shapes[i];
+        if (o->causal)
+            s->wl = -1, s->wr = 0;
+        if (o->has_window)
+            s->wl = o->wl, s->wr = o->wr;
+        if (o->has_diagonal)
+            s->diagonal = o->diagonal;
+    }
+    return 1;
+}
+
+/* ---- one backend on one shape ------------------------------------------------------ */
+
+enum { BQ, BK, BV, BOUT, BLSE, BSTATS, BDOUT, BDQ, BDK, BDV };
+
+static void job_fail(job *j, sdpa_status st, const char *what)
+{
+    if (j->status != SDPA_OK)
+        return;
+    j->status = st;
+    sdpa_error_info info;
+    memset(&info, 0, sizeof info);
+    const char *msg = "";
+    if (j->ctx && sdpa_context_last_error(j->ctx, &info) == SDPA_OK && info.message)
+        msg = info.message;
+    snprintf(j->error, sizeof j->error, "%s: %s%s%s", what, sdpa_status_name(st),
+             *msg ? ": " : "", msg);
+}
+
+/* Makes buffer b with the given shape, filled from host data (or left
+ * undefined for outputs when host is NULL). */
+static int make_buffer(job *j, int b, sdpa_dtype dt, const int64_t sh[4], const void *host,
+                       sdpa_tensor *t)
+{
+    size_t n = 1, bytes;
+    for (int a = 0; a < 4; a++)
+        if (!tu_mul_size(n, (size_t)sh[a], &n)) {
+            job_fail(j, SDPA_ERR_SHAPE, "tensor size overflows");
+            return 0;
+        }
+    if (!tu_mul_size(n, sdpa_dtype_size(dt), &bytes)) {
+        job_fail(j, SDPA_ERR_SHAPE, "tensor size overflows");
+        return 0;
+    }
+    sdpa_status st = sdpa_buffer_create(j->ctx, bytes, &j->buf[b]);
+    if (st != SDPA_OK) {
+        job_fail(j, st, "sdpa_buffer_create");
+        return 0;
+    }
+    if (host && (st = sdpa_buffer_write(j->buf[b], 0, host, bytes)) != SDPA_OK) {
+        job_fail(j, st, "sdpa_buffer_write");
+        return 0;
+    }
+    j->mem_bytes += bytes;
+    *t = sdpa_tensor_buffer(j->buf[b], 0, dt, sh[0], sh[1], sh[2], sh[3]);
+    return 1;
+}
+
+/* Host inputs shared by all backends of one shape. */
+typedef struct host_inputs {
+    void *q, *k, *v, *dout;
+} host_inputs;
+
+static void *random_array(size_t n, sdpa_dtype dt, uint64_t seed)
+{
+    size_t bytes;
+    if (!tu_mul_size(n, sdpa_dtype_size(dt), &bytes))
+        return NULL;
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        return NULL;
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        tu_store(p, dt, i, tu_rng_normal(&r));
+    return p;
+}
+
+static size_t count4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    size_t n = 1;
+    const int64_t e[4] = {a, b, c, d};
+    for (int i = 0; i < 4; i++)
+        if (!tu_mul_size(n, (size_t)e[i], &n))
+            return 0;
+    return n;
+}
+
+static int host_inputs_make(host_inputs *h, const shape *s, const options *o)
+{
+    memset(h, 0, sizeof *h);
+    size_t nq = count4(s->B, s->Hq, s->Sq, s->D), nk = count4(s->B, s->Hkv, s->Skv, s->D);
+    size_t nv = count4(s->B, s->Hkv, s->Skv, s->Dv), no = count4(s->B, s->Hq, s->Sq, s->Dv);
+    if (!nq || !nk || !nv || !no)
+        return 0;
+    h->q = random_array(nq, o->dtype, 1);
+    h->k = random_array(nk, o->dtype, 2);
+    h->v = random_array(nv, o->dtype, 3);
+    if (o->backward)
+        h->dout = random_array(no, o->dtype, 4);
+    return h->q && h->k && h->v && (!o->backward || h->dout);
+}
+
+static void host_inputs_free(host_inputs *h)
+{
+    free(h->q);
+    free(h->k);
+    free(h->v);
+    free(h->dout);
+}
+
+static void job_setup(job *j, const shape *s, const options *o, const host_inputs *h)
+{
+    sdpa_attention_desc desc;
+    sdpa_attention_desc_init(&desc);
+    desc.diagonal = s->diagonal;
+    desc.window_left = s->wl;
+    desc.window_right = s->wr;
+    sdpa_forward_tensors *t = &j->fwd;
+    memset(t, 0, sizeof *t);
+    memset(&j->bwd, 0, sizeof j->bwd);
+    sdpa_dtype dt = o->dtype;
+    const int64_t sq[4] = {s->B, s->Hq, s->Sq, s->D}, sk[4] = {s->B, s->Hkv, s->Skv, s->D};
+    const int64_t sv[4] = {s->B, s->Hkv, s->Skv, s->Dv}, so[4] = {s->B, s->Hq, s->Sq, s->Dv};
+    const int64_t sl[4] = {s->B, s->Hq, s->Sq, 1}, ss[4] = {s->B, s->Hq, 1, SDPA_STAT_COUNT};
+    if (!make_buffer(j, BQ, dt, sq, h->q, &t->q) || !make_buffer(j, BK, dt, sk, h->k, &t->k) ||
+        !make_buffer(j, BV, dt, sv, h->v, &t->v) || !make_buffer(j, BOUT, dt, so, NULL, &t->out))
+        return;
+    if (o->backward && !make_buffer(j, BLSE, SDPA_DTYPE_F32, sl, NULL, &t->lse))
+        return;
+    if (o->stats && !make_buffer(j, BSTATS, SDPA_DTYPE_F32, ss, NULL, &t->stats))
+        return;
+    if (o->backward &&
+        (!make_buffer(j, BDOUT, dt, so, h->dout, &j->bwd.dout) ||
+         !make_buffer(j, BDQ, dt, sq, NULL, &j->bwd.dq) ||
+         !make_buffer(j, BDK, dt, sk, NULL, &j->bwd.dk) ||
+         !make_buffer(j, BDV, dt, sv, NULL, &j->bwd.dv)))
+        return;
+    desc.tensors = *t;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    if (o->backward)
+        po.flags |= SDPA_PLAN_BACKWARD;
+    double t0 = tu_now();
+    sdpa_status st = sdpa_plan_create(j->ctx, &desc, &po, &j->plan);
+    j->plan_ms = 1e3 * (tu_now() - t0);
+    if (st != SDPA_OK) {
+        job_fail(j, st, "sdpa_plan_create");
+        return;
+    }
+    j->mem_bytes += sdpa_plan_workspace_size(j->plan);
+    sdpa_plan_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.struct_size = sizeof pi;
+    if (sdpa_plan_get_info(j->plan, &pi) == SDPA_OK) {
+        pi.kernel[sizeof pi.kernel - 1] = '\0';
+        snprintf(j->kernel, sizeof j->kernel, "%s", pi.kernel);
+    }
+}
+
+static void job_teardown(job *j)
+{
+    sdpa_plan_destroy(j->plan);
+    j->plan = NULL;
+    for (int b = 0; b < 10; b++) {
+        sdpa_buffer_destroy(j->buf[b]);
+        j->buf[b] = NULL;
+    }
+}
+
+/* One forward (and backward); times in ms, or -1 on failure. */
+static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
+{
+    *fwd_ms = *bwd_ms = -1;
+    if (j->status != SDPA_OK)
+        return;
+    double t0 = tu_now();
+    sdpa_status st = sdpa_plan_forward(j->plan, &j->fwd);
+    if (st == SDPA_OK)
+        st = sdpa_context_finish(j->ctx);
+    if (st != SDPA_OK) {
+        job_fail(j, st, "sdpa_plan_forward");
+        return;
+    }
+    *fwd_ms = 1e3 * (tu_now() - t0);
+    if (!o->backward)
+        return;
+    t0 = tu_now();
+    st = sdpa_plan_backward(j->plan, &j->fwd, &j->bwd);
+    if (st == SDPA_OK)
+        st = sdpa_context_finish(j->ctx);
+    if (st != SDPA_OK) {
+        job_fail(j, st, "sdpa_plan_backward");
+        return;
+    }
+    *bwd_ms = 1e3 * (tu_now() - t0);
+}
+
+/* ---- results ------------------------------------------------------------------------- */
+
+typedef struct row {
+    const char *backend;
+    const char *device;
+    const char *op;
+    char shape[96];
+    char band[48];
+    const char *dtype;
+    const char *status;      /* "ok", "unsupported", "error" */
+    char error[256];
+    char kernel[96];
+    double plan_ms, med, min, max, gflops, speedup, mem_mib, peak, peak_frac;
+    int64_t skv;
+    int has_speedup;
+    int runs;                /* timed runs behind the statistics */
+} row;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarize(double *t, int n, double *med, double *mn, double *mx)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    *mn = t[0];
+    *mx = t[n - 1];
+    *med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void fmt(char *b, size_t cap, const char *f, double v)
+{
+    if (isnan(v))
+        snprintf(b, cap, "-");
+    else
+        snprintf(b, cap, f, v);
+}
+
+static void print_table(const row *rows, int n, int csv)
+{
+    const char *head[] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask", "dtype",
+                          "plan ms", "runs", "median ms", "min ms", "max ms", "GFLOP/s",
+                          "% peak", "vs first", "mem MiB", "kernel", "status"};
+    const char *head_csv[] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
+                              "runs", "median_ms", "min_ms", "max_ms", "gflops", "peak_frac",
+                              "vs_first", "mem_mib", "kernel", "status"};
+    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+    tu_table t;
+    tu_table_init(&t, 17, csv ? head_csv : head, right);
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        char c[9][48], dev[48], st[300], pk[48], runs[16];
+        if (!csv && strlen(r->device) > 28)
+            snprintf(dev, sizeof dev, "%.25s...", r->device);
+        else
+            snprintf(dev, sizeof dev, "%s", r->device);
+        fmt(c[0], 48, "%.2f", r->plan_ms);
+        fmt(c[1], 48, "%.3f", r->med);
+        fmt(c[2], 48, "%.3f", r->min);
+        fmt(c[3], 48, "%.3f", r->max);
+        fmt(c[4], 48, "%.1f", r->gflops);
+        fmt(c[5], 48, csv ? "%.3f" : "%.2fx", r->has_speedup ? r->speedup : NAN);
+        fmt(c[6], 48, "%.1f", r->mem_mib);
+        snprintf(runs, sizeof runs, "%d", r->runs);
+        fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
+        if (r->error[0])
+            snprintf(st, sizeof st, "%s: %s", r->status, r->error);
+        else
+            snprintf(st, sizeof st, "%s", r->status);
+        const char *cells[] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0], runs, c[1],
+                               c[2], c[3], c[4], pk, c[5], c[6], r->kernel[0] ? r->kernel : "-", st};
+        tu_table_add(&t, cells);
+    }
+    if (csv)
+        tu_table_print_csv(&t, stdout);
+    else
+        tu_table_print(&t, stdout);
+    tu_table_free(&t);
+}
+
+static void add_num(cJSON *o, const char *k, double v, int ok)
+{
+    if (ok && isfinite(v))
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+typedef struct peak_info {
+    double gflops;  /* 0 = not measured */
+    int threads;
+    const char *isa;
+} peak_info;
+
+static int print_json(const row *rows, int n, const options *o, const peak_info *pk)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "version", sdpa_version_string());
+    cJSON_AddNumberToObject(root, "repeat", o->repeat);
+    cJSON_AddNumberToObject(root, "warmup", o->warmup);
+    if (o->threads == SDPA_AUTO)
+        cJSON_AddNullToObject(root, "threads");
+    else
+        cJSON_AddNumberToObject(root, "threads", o->threads);
+    if (pk->gflops > 0) {
+        cJSON *p = cJSON_AddObjectToObject(root, "cpu_peak");
+        cJSON_AddNumberToObject(p, "gflops", pk->gflops);
+        cJSON_AddNumberToObject(p, "threads", pk->threads);
+        cJSON_AddStringToObject(p, "isa", pk->isa);
+    } else {
+        cJSON_AddNullToObject(root, "cpu_peak");
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "backend", r->backend);
+        cJSON_AddStringToObject(x, "device", r->device);
+        cJSON_AddStringToObject(x, "op", r->op);
+        cJSON_AddStringToObject(x, "shape", r->shape);
+        cJSON_AddStringToObject(x, "mask", r->band);
+        cJSON_AddStringToObject(x, "dtype", r->dtype);
+        cJSON_AddStringToObject(x, "status", r->status);
+        if (r->error[0])
+            cJSON_AddStringToObject(x, "error", r->error);
+        cJSON_AddStringToObject(x, "kernel", r->kernel);
+        add_num(x, "plan_ms", r->plan_ms, 1);
+        cJSON_AddNumberToObject(x, "runs", r->runs);
+        add_num(x, "median_ms", r->med, 1);
+        add_num(x, "min_ms", r->min, 1);
+        add_num(x, "max_ms", r->max, 1);
+        add_num(x, "gflops", r->gflops, 1);
+        add_num(x, "peak_gflops", r->peak, 1);
+        add_num(x, "peak_frac", r->peak_frac, 1);
+        add_num(x, "vs_first", r->speedup, r->has_speedup);
+        add_num(x, "mem_mib", r->mem_mib, 1);
+        cJSON_AddItemToArray(arr, x);
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!s)
+        return 0;
+    printf("%s\n", s);
+    cJSON_free(s);
+    return 1;
+}
+
+/* Whether the backend's device named `name` is a CPU (reference and cpu
+ * always are; OpenCL/Vulkan devices say so in their info). */
+static int device_is_cpu(sdpa_backend_kind kind, const char *name)
+{
+    if (kind == SDPA_BACKEND_REFERENCE || kind == SDPA_BACKEND_CPU)
+        return 1;
+    int n = 0;
+    if (!name || sdpa_device_count(kind, &n) != SDPA_OK)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        sdpa_device_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        if (sdpa_device_get_info(kind, i, &info) == SDPA_OK &&
+            strncmp(info.name, name, sizeof info.name) == 0)
+            return !info.is_gpu;
+    }
+    return 0;
+}
+
+/* GFLOP/s against Skv, one series per (backend, op). */
+static int write_plot(const char *path, const row *rows, int n, const options *o)
+{
+    tp_series ser[2 * MAX_BACKENDS];
+    char names[2 * MAX_BACKENDS][64];
+    double *xs = calloc((size_t)n + 1, sizeof *xs), *ys = calloc((size_t)n + 1, sizeof *ys);
+    int ns = 0, used = 0;
+    if (!xs || !ys) {
+        free(xs);
+        free(ys);
+        fprintf(stderr, "sdpa-bench: out of memory\n");
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s %s", rows[i].backend, rows[i].op);
+        int k = 0;
+        while (k < ns && strcmp(names[k], name) != 0)
+            k++;
+        if (k < ns || ns >= 2 * MAX_BACKENDS)
+            continue;
+        /* a new series: gather its points sorted by Skv */
+        snprintf(names[ns], sizeof names[ns], "%s", name);
+        int start = used;
+        for (int j = i; j < n; j++) {
+            char nj[64];
+            snprintf(nj, sizeof nj, "%s %s", rows[j].backend, rows[j].op);
+            if (strcmp(nj, name) != 0)
+                continue;
+            int p = used++;
+            while (p > start && xs[p - 1] > (double)rows[j].skv) {
+                xs[p] = xs[p - 1];
+                ys[p] = ys[p - 1];
+                p--;
+            }
+            xs[p] = (double)rows[j].skv;
+            ys[p] = rows[j].gflops;
+        }
+        ser[ns].name = names[ns];
+        ser[ns].n = used - start;
+        ser[ns].x = xs + start;
+        ser[ns].y = ys + start;
+        ns++;
+    }
+    char title[128], err[256];
+    snprintf(title, sizeof title, "sdpa-bench: attention %s, %s", o->backward ? "fwd/bwd" : "forward",
+             sdpa_dtype_name(o->dtype));
+    int ok = tp_plot_svg(path, title, "sequence length (keys, Skv)", "GFLOP/s", 1, ser, ns, err,
+                         sizeof err);
+    if (!ok)
+        fprintf(stderr, "sdpa-bench: --plot: %s\n", err);
+    free(xs);
+    free(ys);
+    return ok;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    options o;
+    int help;
+    if (!parse_args(&o, argc, argv, &help))
+        return TA_EXIT_USAGE;
+    if (help) {
+        usage(stdout);
+        return TA_EXIT_OK;
+    }
+
+    sdpa_context *ctx[MAX_BACKENDS] = {0};
+    char ctx_err[MAX_BACKENDS][256];
+    const char *devname[MAX_BACKENDS];
+    for (int b = 0; b < o.nbackends; b++) {
+        sdpa_context_options co;
+        sdpa_context_options_init(&co);
+        co.backend = o.backends[b];
+        co.device = o.device;
+        co.threads = o.threads;
+        ctx_err[b][0] = '\0';
+        sdpa_status st = sdpa_context_create(&co, &ctx[b]);
+        if (st != SDPA_OK) {
+            snprintf(ctx_err[b], sizeof ctx_err[b], "sdpa_context_create: %s", sdpa_status_name(st));
+            fprintf(stderr, "sdpa-bench: %s: %s\n", sdpa_backend_name(o.backends[b]), ctx_err[b]);
+            ctx[b] = NULL;
+        }
+        devname[b] = ctx[b] ? sdpa_context_device_name(ctx[b]) : "-";
+    }
+
+    /* The host CPU's FMA peak, for backends whose device is a CPU. */
+    int on_cpu[MAX_BACKENDS] = {0}, need_peak = 0;
+    for (int b = 0; b < o.nbackends; b++) {
+        on_cpu[b] = ctx[b] && device_is_cpu(sdpa_context_backend(ctx[b]), devname[b]);
+        need_peak |= on_cpu[b];
+    }
+    peak_info pk = {0, 0, "none"};
+    if (need_peak && !o.no_peak) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        pk.threads = o.threads != SDPA_AUTO ? o.threads : ncpu > 0 ? (int)ncpu : 1;
+        pk.gflops = tp_cpu_peak_gflops(pk.threads, 0.15, &pk.isa);
+    }
+
+    int nops = o.backward ? 2 : 1;
+    int maxrows = o.nshapes * o.nbackends * nops;
+    row *rows = calloc((size_t)maxrows, sizeof *rows);
+    job *jobs = calloc((size_t)o.nbackends, sizeof *jobs);
+    double *samples = calloc((size_t)o.nbackends * 2 * (size_t)o.repeat, sizeof *samples);
+    if (!rows || !jobs || !samples) {
+        fprintf(stderr, "sdpa-bench: out of memory\n");
+        return TA_EXIT_FAIL;
+    }
+    int nrows = 0, any_error = 0;
+    int progress = !o.json && !o.csv && isatty(STDERR_FILENO);
+
+    for (int si = 0; si < o.nshapes; si++) {
+        const shape *s = &o.shapes[si];
+        char sstr[96];
+        shape_str(s, sstr, sizeof sstr);
+        host_inputs h;
+        int have_inputs = host_inputs_make(&h, s, &o);
+        for (int b = 0; b < o.nbackends; b++) {
+            job *j = &jobs[b];
+            memset(j, 0, sizeof *j);
+            j->kind = o.backends[b];
+            j->ctx = ctx[b];
+            j->t_fwd = samples + (size_t)b * 2 * (size_t)o.repeat;
+            j->t_bwd = j->t_fwd + o.repeat;
+            if (!ctx[b]) {
+                j->status = SDPA_ERR_NO_DEVICE;
+                snprintf(j->error, sizeof j->error, "%s", ctx_err[b]);
+            } else if (!have_inputs) {
+                j->status = SDPA_ERR_OUT_OF_MEMORY;
+                snprintf(j->error, sizeof j->error, "cannot allocate host inputs");
+            } else {
+                job_setup(j, s, &o, &h);
+            }
+        }
+        /* warm-up, then timed repetitions, backends interleaved */
+        for (int rep = 0; rep < o.warmup + o.repeat; rep++) {
+            if (progress)
+                fprintf(stderr, "\rshape %d/%d %s: %s %d/%d   ", si + 1, o.nshapes, sstr,
+                        rep < o.warmup ? "warm-up" : "repeat",
+                        rep < o.warmup ? rep + 1 : rep - o.warmup + 1,
+                        rep < o.warmup ? o.warmup : o.repeat);
+            for (int b = 0; b < o.nbackends; b++) {
+                job *j = &jobs[b];
+                double f, g;
+                int timed = rep >= o.warmup;
+                if (o.max_seconds > 0 && j->spent >= o.max_seconds && !(timed && j->nrun == 0))
+                    continue; /* over budget: keep what we have */
+                job_run(j, &o, &f, &g);
+                j->spent += 1e-3 * ((f > 0 ? f : 0) + (g > 0 ? g : 0));
+                if (timed && f >= 0) {
+                    j->t_fwd[j->nrun] = f;
+                    j->t_bwd[j->nrun] = g;
+                    j->nrun++;
+                }
+            }
+        }
+        if (progress)
+            fprintf(stderr, "\r%*s\r", 70, "");
+        double flops = forward_flops(s);
+        for (int op = 0; op < nops; op++) {
+            double base = NAN;
+            for (int b = 0; b < o.nbackends; b++) {
+                job *j = &jobs[b];
+                row *r = &rows[nrows++];
+                r->backend = sdpa_backend_name(ctx[b] ? sdpa_context_backend(ctx[b]) : o.backends[b]);
+                r->device = devname[b] ? devname[b] : "-";
+                r->op = op ? "bwd" : "fwd";
+                snprintf(r->shape, sizeof r->shape, "%s", sstr);
+                band_str(s, r->band, sizeof r->band);
+                r->dtype = sdpa_dtype_name(o.dtype);
+                snprintf(r->kernel, sizeof r->kernel, "%s", j->kernel);
+                r->plan_ms = j->plan ? j->plan_ms : NAN;
+                r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
+                r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
+                r->peak = on_cpu[b] && pk.gflops > 0 ? pk.gflops : NAN;
+                r->skv = s->Skv;
+                if (j->status != SDPA_OK) {
+                    r->status = j->status == SDPA_ERR_UNSUPPORTED ? "unsupported" : "error";
+                    if (j->status != SDPA_ERR_UNSUPPORTED)
+                        any_error = 1;
+                    snprintf(r->error, sizeof r->error, "%s", j->error);
+                    if (b == 0)
+                        base = NAN;
+                    continue;
+                }
+                r->status = "ok";
+                r->runs = j->nrun;
+                summarize(op ? j->t_bwd : j->t_fwd, j->nrun, &r->med, &r->min, &r->max);
+                r->gflops = (op ? 2.5 : 1.0) * flops / (r->med * 1e-3) / 1e9;
+                r->peak_frac = r->gflops / r->peak;
+                if (b == 0)
+                    base = r->med;
+                if (!isnan(base)) {
+                    r->speedup = base / r->med;
+                    r->has_speedup = 1;
+                }
+            }
+        }
+        for (int b = 0; b < o.nbackends; b++)
+            job_teardown(&jobs[b]);
+        host_inputs_free(&h);
+    }
+
+    if (o.json) {
+        print_json(rows, nrows, &o, &pk);
+    } else {
+        print_table(rows, nrows, o.csv);
+        if (!o.csv && pk.gflops > 0)
+            printf("%% peak: of the host CPU's measured fp32 FMA peak, %.0f GFLOP/s (%s, %d "
+                   "thread%s)\n", pk.gflops, pk.isa, pk.threads, pk.threads == 1 ? "" : "s");
+    }
+    if (o.plot && !write_plot(o.plot, rows, nrows, &o))
+        any_error = 1;
+
+    for (int b = 0; b < o.nbackends; b++)
+        sdpa_context_destroy(ctx[b]);
+    free(rows);
+    free(jobs);
+    free(samples);
+    return any_error ? TA_EXIT_FAIL : TA_EXIT_OK;
+}

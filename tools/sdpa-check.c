@@ -1,0 +1,174 @@
+/*
+ * sdpa-check — runs conformance cases (sdpa-case/1, DESIGN section 8) on one
+ * backend and prints one line per case, then `N passed, N failed, N skipped`.
+ *
+ *   sdpa-check [--backend NAME] [--device SEL] [-v] [--help] PATH...
+ *
+ * PATH is a case folder (holding case.json) or a folder of case folders
+ * (searched a few levels deep, in name order). Exit status: 0 when nothing
+ * failed, 1 when a case failed (a malformed case, an unreadable PATH or a
+ * library error counts as a failure), 2 for usage errors or when no context
+ * can be created on the requested backend. UNSUPPORTED cases (the backend
+ * answered SDPA_ERR_UNSUPPORTED) are counted as skipped.
+ * Thin program over sdpa.h and tools/common (case.c, case_run.c, args.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "case.h"
+#include "sdpa.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sdpa-check [--backend NAME] [--device SEL] [-v] [--help] PATH...\n"
+            "\n"
+            "Runs sdpa-case/1 conformance cases and compares every expected output.\n"
+            "PATH is a case folder (with case.json) or a folder of case folders.\n"
+            "\n"
+            "  --backend NAME  auto|reference|cpu|opencl|vulkan (default: $SDPA_BACKEND,\n"
+            "                  else auto)\n"
+            "  --device SEL    device index or name substring (default: $SDPA_DEVICE,\n"
+            "                  else the first)\n"
+            "  -v, --verbose   print the backend and device, each case's folder, its\n"
+            "                  tolerance and run time, and the library's INFO log\n"
+            "  -h, --help      this text\n"
+            "\n"
+            "Output: one line per case, `PASS|FAIL|UNSUPPORTED name  out max_abs=..\n"
+            "rel_l2=..  lse ...`, then `N passed, N failed, N skipped`.\n"
+            "Exit status: 0 all passed or skipped, 1 a case failed, 2 usage error or\n"
+            "no usable backend.\n");
+}
+
+static const char *verdict_name(sc_verdict v)
+{
+    return v == SC_PASS ? "PASS" : v == SC_UNSUPPORTED ? "UNSUPPORTED" : "FAIL";
+}
+
+static void print_result(const sc_result *r, int verbose)
+{
+    printf("%s %s", verdict_name(r->verdict), r->name);
+    for (int i = 0; i < r->ncmp; i++) {
+        const sc_compare *c = &r->cmp[i];
+        printf("  %s max_abs=%.2e rel_l2=%.2e", sc_output_name(c->which), c->max_abs,
+               c->rel_l2);
+        if (c->bad_nonfinite)
+            printf(" nonfinite_mismatch=%zu", c->bad_nonfinite);
+    }
+    if (r->verdict != SC_PASS && r->reason[0])
+        printf("  (%s)", r->reason);
+    if (verbose) {
+        if (r->tol_max_abs > 0 || r->tol_rel_l2 > 0)
+            printf("  [tolerance max_abs=%.1e rel_l2=%.1e, %.3g ms]", r->tol_max_abs,
+                   r->tol_rel_l2, 1e3 * r->seconds);
+        else
+            printf("  [%.3g ms]", 1e3 * r->seconds);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = NULL, *device = NULL;
+    int verbose = 0, help = 0;
+    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    int npaths = 0;
+    if (!paths)
+        return TA_EXIT_FAIL;
+
+    ta_args a;
+    ta_init(&a, argc, argv);
+    while (ta_next(&a)) {
+        const char *val;
+        if (a.positional)
+            paths[npaths++] = a.arg;
+        else if (ta_flag(&a, "--help") || ta_flag(&a, "-h"))
+            help = 1;
+        else if (ta_flag(&a, "-v") || ta_flag(&a, "--verbose"))
+            verbose = 1;
+        else if (ta_value(&a, "--backend", &val))
+            backend = val;
+        else if (ta_value(&a, "--device", &val))
+            device = val;
+        else
+            ta_fail(&a, "unknown option %s", a.arg);
+        if (a.error)
+            break;
+    }
+    if (help && !a.error) {
+        usage(stdout);
+        free(paths);
+        return TA_EXIT_OK;
+    }
+    sdpa_backend_kind kind = SDPA_BACKEND_DEFAULT;
+    if (!a.error && backend && sdpa_backend_parse(backend, &kind) != SDPA_OK)
+        ta_fail(&a, "unknown backend \"%s\" (auto, reference, cpu, opencl, vulkan)", backend);
+    if (!a.error && device && !*device)
+        ta_fail(&a, "--device needs a non-empty value");
+    if (!a.error && npaths == 0)
+        ta_fail(&a, "no PATH given");
+    if (a.error) {
+        fprintf(stderr, "sdpa-check: %s\n", a.message);
+        fprintf(stderr, "Try 'sdpa-check --help'.\n");
+        free(paths);
+        return TA_EXIT_USAGE;
+    }
+
+    sdpa_context_options opt;
+    sdpa_context_options_init(&opt);
+    opt.backend = kind;
+    opt.device = device;
+    if (verbose)
+        opt.log_level = SDPA_LOG_INFO;
+    sdpa_context *ctx = NULL;
+    sdpa_status st = sdpa_context_create(&opt, &ctx);
+    if (st != SDPA_OK) {
+        fprintf(stderr, "sdpa-check: cannot create a context on backend %s: %s (%s)\n",
+                backend ? backend : "default", sdpa_status_name(st), sdpa_status_string(st));
+        free(paths);
+        return TA_EXIT_USAGE;
+    }
+    if (verbose)
+        printf("# backend %s, device %s, libsdpa %s\n",
+               sdpa_backend_name(sdpa_context_backend(ctx)), sdpa_context_device_name(ctx),
+               sdpa_version_string());
+
+    int passed = 0, failed = 0, skipped = 0;
+    for (int p = 0; p < npaths; p++) {
+        sc_list list = {0};
+        char err[512];
+        sc_result r;
+        if (!sc_find(paths[p], &list, err, sizeof err) || list.n == 0) {
+            memset(&r, 0, sizeof r);
+            snprintf(r.name, sizeof r.name, "%s", paths[p]);
+            r.verdict = SC_FAIL;
+            snprintf(r.reason, sizeof r.reason, "%s", list.n == 0 && !err[0]
+                                                          ? "no case.json found here or below"
+                                                          : err);
+            print_result(&r, verbose);
+            failed++;
+            sc_list_free(&list);
+            continue;
+        }
+        for (size_t i = 0; i < list.n; i++) {
+            if (verbose)
+                printf("# %s\n", list.paths[i]);
+            sc_check_dir(ctx, list.paths[i], &r);
+            print_result(&r, verbose);
+            if (r.verdict == SC_PASS)
+                passed++;
+            else if (r.verdict == SC_UNSUPPORTED)
+                skipped++;
+            else
+                failed++;
+        }
+        sc_list_free(&list);
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    sdpa_context_destroy(ctx);
+    free(paths);
+    return failed ? TA_EXIT_FAIL : TA_EXIT_OK;
+}
