@@ -1,0 +1,343 @@
+/*
+ * fwd.cl — fused attention forward. Each work-item owns RPW consecutive query
+ * rows, walks the union of their kept key ranges in tiles of KT keys with an
+ * online softmax, and keeps the rows' output accumulators and running (m, l)
+ * in private memory (registers).
+ *
+ * Scores of a tile are outer products: for d in 0..HD-1,
+ * s[r][0..KT) += q_r[d] * Kt[d][j0..j0+KT), so one vector load of K feeds
+ * RPW rows x KW keys and no horizontal sums are needed; likewise each loaded
+ * V vector feeds RPW rows (register blocking: this is what makes the kernel
+ * fast on CPU OpenCL, where K/V otherwise stream from L2 once per row).
+ * With STAGE_KV = 1 the work-group first copies the K^T and V tiles into
+ * local memory (GPU style) and all its work-items walk the union of the
+ * group's ranges (barriers need uniform loops).
+ *
+ * Inputs come packed by pack.cl: Qs (q after QK-norm, gain and scale, rows
+ * padded to SqP), Kt (k after norm and gain, tile-major: tile j0 / KT is a
+ * contiguous HD x KT block at Kt + j0 * HD, zero-padded to a multiple of 64
+ * keys), Vp (v row-major, padded). Masks,
+ * biases and kv_len are read in place through their strides.
+ *
+ * Invariants: every accumulation is f32; a dropped key has probability
+ * exactly 0 (true -inf, never a large negative); a row with no kept key
+ * writes out = 0 and lse = -inf; NaN scores propagate to their row; tiles
+ * outside every row's band are never visited (band-aware skipping).
+ * With nsplit > 1 (split-KV decode) the key range is cut into `chunk`-sized
+ * pieces, one per get_group_id(2), and normalised partial outputs plus
+ * their LSE go to part_o/part_l for combine.cl. With HAS_STATS each row
+ * writes a ROWSTAT record for stats.cl (never with nsplit > 1).
+ * Rows: the G = Hq / Hkv query heads that share a KV head are folded into
+ * one row space of G * Sq rows, so K/V tiles are shared across them.
+ * Called by cl_forward.c with local size (WG, 1, 1) and global size
+ * (ceil(G * Sq / (WG * RPW)) * WG, B * Hkv, nsplit).
+ */
+
+#ifndef HD
+#define HD 64 /* head size of q and k (compile time, so loops unroll) */
+#endif
+#ifndef HDV
+#define HDV 64 /* head size of v and out */
+#endif
+#ifndef WG
+#define WG 8 /* work-items per work-group */
+#endif
+#ifndef RPW
+#define RPW 1 /* query rows per work-item: 1, 2 or 4 (query tile = WG * RPW) */
+#endif
+#ifndef KT
+#define KT 16 /* keys per tile: 2, 4, 8, 16, 32 or 64 (one rescale per tile) */
+#endif
+#ifndef OV
+#define OV 16 /* width of the output accumulator vectors; divides HDV */
+#endif
+#ifndef STAGE_KV
+#define STAGE_KV 0 /* 1 = stage K/V tiles in local memory (GPUs) */
+#endif
+#ifndef HAS_MASK
+#define HAS_MASK 0 /* bool mask input present */
+#endif
+#ifndef HAS_BIAS
+#define HAS_BIAS 0 /* additive f32 bias input present */
+#endif
+#ifndef HAS_SOFTCAP
+#define HAS_SOFTCAP 0 /* s = softcap * tanh(s / softcap) before bias/mask */
+#endif
+#ifndef HAS_STATS
+#define HAS_STATS 0 /* accumulate the per-row statistics of DESIGN section 4 */
+#endif
+
+#define ROWSTAT 10 /* floats per row record: see stats.cl */
+/* Score vectors: KT keys as NKV vectors of KW lanes. */
+#if KT > 16
+#define KW 16
+#else
+#define KW KT
+#endif
+#define NKV (KT / KW)
+#define KVEC FLOATN(KW)
+#define OVEC FLOATN(OV)
+#define NOV (HDV / OV)
+/* Tiles need per-key work with masks, biases, statistics, or at band edges. */
+#define FWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_STATS)
+
+#if HAS_SOFTCAP
+#define FWD_SOFTCAP_V(v) v = (KVEC)(softcap) * tanh(v / (KVEC)(softcap))
+#else
+#define FWD_SOFTCAP_V(v)
+#endif
+#if HAS_MASK
+#define FWD_MASK(keep, h, i, j) \
+    if (keep) keep = mask[m_off + b * ms.s0 + (h) * ms.s1 + (i) * ms.s2 + (j) * ms.s3] != 0
+#else
+#define FWD_MASK(keep, h, i, j)
+#endif
+#if HAS_BIAS
+#define FWD_BIAS(keep, x, h, i, j) \
+    if (keep) x += bias[b_off + b * bs.s0 + (h) * bs.s1 + (i) * bs.s2 + (j) * bs.s3]
+#else
+#define FWD_BIAS(keep, x, h, i, j)
+#endif
+#if HAS_STATS
+#define FWD_STAT_KEY(r, x, j)                      \
+    if (x > SDPA_NEG_INF) {                        \
+        st_n[r] += 1.0f;                           \
+        st_sum[r] += x;                            \
+        st_sq[r] = fma(x, x, st_sq[r]);            \
+        st_min[r] = fmin(st_min[r], x);            \
+        st_max[r] = fmax(st_max[r], x);            \
+        if ((j) == 0) st_s0[r] = x;                \
+    }
+#define FWD_STAT_TILE(r, alpha, pv, sv)                                \
+    {                                                                  \
+        float a2 = alpha * alpha;                                      \
+        st_a[r] *= alpha;                                              \
+        st_l2[r] *= a2;                                                \
+        st_l3[r] *= a2 * alpha;                                        \
+        for (int t = 0; t < KT; t++) {                                 \
+            float pt = pv[t];                                          \
+            if (pt > 0.0f) {                                           \
+                st_a[r] = fma(pt, sv[t], st_a[r]);                     \
+                st_l2[r] = fma(pt, pt, st_l2[r]);                      \
+                st_l3[r] = fma(pt * pt, pt, st_l3[r]);                 \
+            }                                                          \
+        }                                                              \
+    }
+#else
+#define FWD_STAT_KEY(r, x, j)
+#define FWD_STAT_TILE(r, alpha, pv, sv)
+#endif
+
+/* One key tile: KSRC points at Kt[0][j0] with row stride KSTR, VSRC at V row j0. */
+#define FWD_TILE(KSRC, KSTR, VSRC)                                                 \
+    {                                                                              \
+        KVEC s[RPW][NKV];                                                          \
+        SDPA_UNROLL for (int r = 0; r < RPW; r++)                                  \
+            SDPA_UNROLL for (int u = 0; u < NKV; u++) s[r][u] = (KVEC)(0.0f);      \
+        for (int d = 0; d < HD; d++) {                                             \
+            KVEC kv[NKV];                                                          \
+            SDPA_UNROLL for (int u = 0; u < NKV; u++)                              \
+                kv[u] = VLOADN(KW)(u, (KSRC) + d * (KSTR));                        \
+            SDPA_UNROLL for (int r = 0; r < RPW; r++) {                            \
+                KVEC qd = (KVEC)(qrow[r][d]);                                      \
+                SDPA_UNROLL for (int u = 0; u < NKV; u++)                          \
+                    s[r][u] = fma(qd, kv[u], s[r][u]);                             \
+            }                                                                      \
+        }                                                                          \
+        float pv[RPW][KT];                                                         \
+        SDPA_UNROLL for (int r = 0; r < RPW; r++) {                                \
+            float sv[KT];                                                          \
+            SDPA_UNROLL for (int u = 0; u < NKV; u++) {                            \
+                FWD_SOFTCAP_V(s[r][u]);                                            \
+                VSTOREN(KW)(s[r][u], u, sv);                                       \
+            }                                                                      \
+            float tmax = SDPA_NEG_INF;                                             \
+            if (FWD_PER_KEY || j0 < lo[r] || j0 + KT > hi[r]) {                    \
+                for (int t = 0; t < KT; t++) {                                     \
+                    long j = j0 + t;                                               \
+                    float x = sv[t];                                               \
+                    bool keep = j >= lo[r] && j < hi[r];                           \
+                    FWD_MASK(keep, hr[r], ic[r], j);                               \
+                    FWD_BIAS(keep, x, hr[r], ic[r], j);                            \
+                    x = keep ? x : SDPA_NEG_INF;                                   \
+                    FWD_STAT_KEY(r, x, j);                                         \
+                    sv[t] = x;                                                     \
+                    tmax = (isnan(x) || x > tmax) ? x : tmax;                      \
+                }                                                                  \
+            } else {                                                               \
+                KVEC vm = s[r][0];                                                 \
+                SDPA_UNROLL for (int u = 1; u < NKV; u++) vm = fmax(vm, s[r][u]);  \
+                tmax = HMAXN(KW)(vm);                                              \
+            }                                                                      \
+            if (tmax != SDPA_NEG_INF) {                                            \
+                float mn = isnan(tmax) ? tmax : fmax(m[r], tmax);                  \
+                float alpha = mn == m[r] ? 1.0f : exp(m[r] - mn);                  \
+                KVEC ps = (KVEC)(0.0f);                                            \
+                SDPA_UNROLL for (int u = 0; u < NKV; u++) {                        \
+                    KVEC pu = exp(VLOADN(KW)(u, sv) - (KVEC)(mn));                 \
+                    ps += pu;                                                      \
+                    VSTOREN(KW)(pu, u, pv[r]);                                     \
+                }                                                                  \
+                l[r] = fma(l[r], alpha, HSUMN(KW)(ps));                            \
+                FWD_STAT_TILE(r, alpha, pv[r], sv);                                \
+                if (alpha != 1.0f)                                                 \
+                    SDPA_UNROLL for (int c = 0; c < NOV; c++) o[r][c] *= alpha;    \
+                m[r] = mn;                                                         \
+            } else {                                                               \
+                for (int t = 0; t < KT; t++) pv[r][t] = 0.0f;                      \
+            }                                                                      \
+        }                                                                          \
+        for (int t = 0; t < KT; t++) {                                             \
+            SDPA_UNROLL for (int c = 0; c < NOV; c++) {                            \
+                OVEC vv = VLOADN(OV)(c, (VSRC) + t * HDV);                         \
+                SDPA_UNROLL for (int r = 0; r < RPW; r++)                          \
+                    o[r][c] = fma((OVEC)(pv[r][t]), vv, o[r][c]);                  \
+            }                                                                      \
+        }                                                                          \
+    }
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
+              int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
+              int diag, long diag_off, long left, long right, float softcap,
+              global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
+              global const uchar *mask, long m_off, long4 ms,
+              global const float *bias, long b_off, long4 bs,
+              global STYPE *out, long o_off, long4 os,
+              global float *lse, long l_off, long4 ls, int has_lse,
+              global float *rowstats,
+              int nsplit, int chunk, global float *part_o, global float *part_l)
+{
+    /* Rows of a work-group are the G = Hq / Hkv query heads sharing one KV
+     * head, folded: row index rho = (h - hk * G) * Sq + i, so every loaded K/V
+     * tile serves all of them (GQA decode reads K/V once per KV head). */
+    int lid = get_local_id(0);
+    long ibase = ((long)get_group_id(0) * WG + lid) * RPW;
+    long bhk = get_group_id(1);
+    int split = get_group_id(2);
+    int G = Hq / Hkv;
+    long NR = (long)G * Sq;
+    long b = bhk / Hkv;
+    int hk = (int)(bhk % Hkv);
+    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
+    long slo = 0, shi = Skv;
+    if (nsplit > 1) {
+        slo = (long)split * chunk;
+        shi = (long)(split + 1) * chunk;
+    }
+    (void)softcap; (void)ms; (void)bs; (void)m_off; (void)b_off; (void)mask; (void)bias;
+
+    long lo[RPW], hi[RPW], ic[RPW];
+    int hr[RPW];
+    bool act[RPW];
+    global const float *qrow[RPW];
+    long ulo = Skv, uhi = 0; /* union of this work-item's row ranges */
+    SDPA_UNROLL for (int r = 0; r < RPW; r++) {
+        act[r] = ibase + r < NR;
+        long rho = act[r] ? ibase + r : NR - 1;
+        hr[r] = hk * G + (int)(rho / Sq);
+        ic[r] = rho % Sq;
+        sdpa_row_range(ic[r], off, left, right, kvl, &lo[r], &hi[r]);
+        lo[r] = max(lo[r], slo);
+        hi[r] = min(hi[r], shi);
+        if (hi[r] < lo[r] || !act[r]) hi[r] = lo[r];
+        if (lo[r] < hi[r]) {
+            ulo = min(ulo, lo[r]);
+            uhi = max(uhi, hi[r]);
+        }
+        qrow[r] = Qs + ((b * Hq + hr[r]) * SqP + ic[r]) * HD;
+    }
+
+    OVEC o[RPW][NOV];
+    float m[RPW], l[RPW];
+    SDPA_UNROLL for (int r = 0; r < RPW; r++) {
+        m[r] = SDPA_NEG_INF;
+        l[r] = 0.0f;
+        SDPA_UNROLL for (int c = 0; c < NOV; c++) o[r][c] = (OVEC)(0.0f);
+    }
+#if HAS_STATS
+    float st_a[RPW], st_l2[RPW], st_l3[RPW], st_n[RPW], st_sum[RPW], st_sq[RPW];
+    float st_min[RPW], st_max[RPW], st_s0[RPW];
+    for (int r = 0; r < RPW; r++) {
+        st_a[r] = st_l2[r] = st_l3[r] = st_n[r] = st_sum[r] = st_sq[r] = 0.0f;
+        st_min[r] = INFINITY;
+        st_max[r] = st_s0[r] = SDPA_NEG_INF;
+    }
+#endif
+    global const float *kt = Kt + bhk * HD * SDPA_PAD64(Skv);
+    global const float *vp = Vp + bhk * SkvP * HDV;
+
+#if STAGE_KV
+    local float kt_l[HD * KT];
+    local float v_l[KT * HDV];
+    /* Group-uniform range: union over the group's rows. */
+    long glo = Skv, ghi = 0;
+    long g0 = (long)get_group_id(0) * WG * RPW;
+    for (long rho = g0; rho < min(g0 + WG * RPW, NR); rho++) {
+        long a, z;
+        sdpa_row_range(rho % Sq, off, left, right, kvl, &a, &z);
+        a = max(a, slo);
+        z = min(z, shi);
+        if (a < z) {
+            glo = min(glo, a);
+            ghi = max(ghi, z);
+        }
+    }
+    for (long j0 = glo / KT * KT; j0 < ghi; j0 += KT) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = lid; e < HD * KT; e += WG)
+            kt_l[e] = kt[j0 * HD + e];
+        for (int e = lid; e < KT * HDV; e += WG)
+            v_l[e] = vp[j0 * HDV + e];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (j0 + KT > ulo && j0 < uhi)
+            FWD_TILE(kt_l, KT, v_l)
+    }
+#else
+    for (long j0 = ulo / KT * KT; j0 < uhi; j0 += KT)
+        FWD_TILE(kt + j0 * HD, KT, vp + j0 * HDV)
+#endif
+
+    SDPA_UNROLL for (int r = 0; r < RPW; r++) {
+        if (!act[r]) continue;
+        long i = ic[r];
+        int h = hr[r];
+        long bh = b * Hq + h;
+        float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+        float row_lse = l[r] == 0.0f ? SDPA_NEG_INF : m[r] + log(l[r]);
+        if (nsplit > 1) {
+            long pr = (long)split * get_num_groups(1) * NR + bh * Sq + i;
+            SDPA_UNROLL for (int c = 0; c < NOV; c++)
+                VSTOREN(OV)(o[r][c] * inv, c, part_o + pr * HDV);
+            part_l[pr] = row_lse;
+            continue;
+        }
+        long obase = o_off + b * os.s0 + h * os.s1 + i * os.s2;
+        SDPA_UNROLL for (int c = 0; c < NOV; c++) {
+            float ov[OV];
+            VSTOREN(OV)(o[r][c] * inv, 0, ov);
+            for (int e = 0; e < OV; e++) ST(out, obase + (c * OV + e) * os.s3, ov[e]);
+        }
+        if (has_lse) lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2] = row_lse;
+#if HAS_STATS
+        global float *rs = rowstats + (bh * Sq + i) * ROWSTAT;
+        if (l[r] > 0.0f) {
+            float il = 1.0f / l[r];
+            float sp2 = st_l2[r] * il * il, sp3 = st_l3[r] * il * il * il;
+            rs[0] = 1.0f;
+            rs[1] = st_n[r];
+            rs[2] = st_sum[r];
+            rs[3] = st_sq[r];
+            rs[4] = st_min[r];
+            rs[5] = st_max[r];
+            rs[6] = m[r] + log(l[r]) - st_a[r] * il;
+            rs[7] = il;
+            rs[8] = sqrt(fmax(sp2 - 2.0f * sp3 + sp2 * sp2, 0.0f));
+            rs[9] = st_s0[r] > SDPA_NEG_INF ? exp(st_s0[r] - m[r]) * il : 0.0f;
+        } else {
+            for (int e = 0; e < ROWSTAT; e++) rs[e] = 0.0f;
+        }
+#endif
+    }
+}

@@ -1,0 +1,133 @@
+/*
+ * prelude.cl — helpers shared by every libsdpa OpenCL kernel.
+ *
+ * What it does: storage-dtype loads/stores (f32 directly, f16 through
+ * vload_half/vstore_half so no cl_khr_fp16 is needed, bf16 through bit
+ * operations), vector-width helpers (FLOATN(n), VLOADN(n), VSTOREN(n) for
+ * n in 1,2,4,8,16), the band test of DESIGN section 3 and the QK-norm helpers.
+ * Invariants: uses no extension; every accumulation is f32; NaN stays NaN in
+ * conversions; stores round to nearest even.
+ * Who uses it: src/backend/opencl/cl_program.c prepends it (after the device
+ * quirk block) to every kernel file before building.
+ */
+
+#ifndef STORE_DT
+#define STORE_DT 1 /* storage dtype of q/k/v/out and gradients: 1 f32, 2 f16, 3 bf16 */
+#endif
+
+#define SDPA_NEG_INF (-INFINITY)
+
+/* Full unrolling of short loops over vector accumulators keeps them in
+ * registers (usable inside macros). */
+#define SDPA_UNROLL _Pragma("unroll")
+
+#define SDPA_CAT_(a, b) a##b
+#define SDPA_CAT(a, b) SDPA_CAT_(a, b)
+
+/* float vectors of width n (float1 = float) and their loads/stores. */
+typedef float float1;
+#define FLOATN(n) SDPA_CAT(float, n)
+#define VLOAD_1(o, p) ((p)[(o)])
+#define VLOAD_2 vload2
+#define VLOAD_4 vload4
+#define VLOAD_8 vload8
+#define VLOAD_16 vload16
+#define VSTORE_1(v, o, p) ((p)[(o)] = (v))
+#define VSTORE_2 vstore2
+#define VSTORE_4 vstore4
+#define VSTORE_8 vstore8
+#define VSTORE_16 vstore16
+#define VLOADN(n) SDPA_CAT(VLOAD_, n)
+#define VSTOREN(n) SDPA_CAT(VSTORE_, n)
+
+/* Horizontal sum / max of a float vector of width n: HSUMN(n)(v), HMAXN(n)(v).
+ * Tree reductions (lo + hi halves), so they vectorise. HMAX drops NaN lanes
+ * like fmax. */
+inline float sdpa_hsum_1(float v) { return v; }
+inline float sdpa_hsum_2(float2 v) { return v.s0 + v.s1; }
+inline float sdpa_hsum_4(float4 v) { return sdpa_hsum_2(v.lo + v.hi); }
+inline float sdpa_hsum_8(float8 v) { return sdpa_hsum_4(v.lo + v.hi); }
+inline float sdpa_hsum_16(float16 v) { return sdpa_hsum_8(v.lo + v.hi); }
+inline float sdpa_hmax_1(float v) { return v; }
+inline float sdpa_hmax_2(float2 v) { return fmax(v.s0, v.s1); }
+inline float sdpa_hmax_4(float4 v) { return sdpa_hmax_2(fmax(v.lo, v.hi)); }
+inline float sdpa_hmax_8(float8 v) { return sdpa_hmax_4(fmax(v.lo, v.hi)); }
+inline float sdpa_hmax_16(float16 v) { return sdpa_hmax_8(fmax(v.lo, v.hi)); }
+#define HSUMN(n) SDPA_CAT(sdpa_hsum_, n)
+#define HMAXN(n) SDPA_CAT(sdpa_hmax_, n)
+
+/* Storage element type and its conversions. */
+#if STORE_DT == 2
+#define STYPE half
+#define LD(p, e) vload_half((size_t)(e), (p))
+#define ST(p, e, v) vstore_half_rte((v), (size_t)(e), (p))
+#elif STORE_DT == 3
+#define STYPE ushort
+inline float sdpa_bf16_to_f32(ushort b) { return as_float(((uint)b) << 16); }
+inline ushort sdpa_f32_to_bf16(float f)
+{
+    uint u = as_uint(f);
+    if (isnan(f))
+        return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+#define LD(p, e) sdpa_bf16_to_f32((p)[(e)])
+#define ST(p, e, v) ((p)[(e)] = sdpa_f32_to_bf16(v))
+#else
+#define STYPE float
+#define LD(p, e) ((p)[(e)])
+#define ST(p, e, v) ((p)[(e)] = (v))
+#endif
+
+/* Keys of the tile-major packed K (pack.cl transpose = 2): a multiple of 64. */
+#define SDPA_PAD64(n) ((((long)(n)) + 63) / 64 * 64)
+
+/* Diagonal offset of DESIGN section 3: kind 0 top-left, 1 bottom-right,
+ * 2 explicit. */
+inline long sdpa_diag_off(int kind, long explicit_off, long kvl, long Sq)
+{
+    return kind == 1 ? kvl - Sq : (kind == 2 ? explicit_off : 0);
+}
+
+/* Kept-key range [lo, hi) of row i from kv_len and the band. */
+inline void sdpa_row_range(long i, long off, long left, long right, long kvl,
+                           long *lo, long *hi)
+{
+    long a = 0, b = kvl;
+    if (left >= 0 && i + off - left > a) a = i + off - left;
+    if (right >= 0 && i + off + right + 1 < b) b = i + off + right + 1;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+/* Valid keys of batch b (kv_len clamped into [0, Skv]; Skv without kv_len). */
+inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
+                        int has, long b, long Skv)
+{
+    if (!has) return Skv;
+    long v = kv_len[off + b * stride0];
+    return v < 0 ? 0 : (v > Skv ? Skv : v);
+}
+
+/* QK-norm of DESIGN section 3 (norm: 0 none, 1 RMS, 2 layer, 3 L2) over one
+ * strided row of `dim` elements: returns r and *mean such that the
+ * normalised element is (x - *mean) * r. Two passes, f32. */
+inline float sdpa_norm_params(global const STYPE *x, long base, long st, int dim,
+                              int norm, float eps, float *mean)
+{
+    float mu = 0.0f, acc = 0.0f;
+    *mean = 0.0f;
+    if (norm == 0) return 1.0f;
+    if (norm == 2) {
+        for (int d = 0; d < dim; d++) mu += LD(x, base + d * st);
+        mu /= (float)dim;
+    }
+    for (int d = 0; d < dim; d++) {
+        float c = LD(x, base + d * st) - mu;
+        acc = fma(c, c, acc);
+    }
+    *mean = mu;
+    if (norm == 3) return 1.0f / sqrt(acc + eps);
+    return 1.0f / sqrt(acc / (float)dim + eps);
+}

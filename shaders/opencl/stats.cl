@@ -1,0 +1,55 @@
+/*
+ * stats.cl — reduces the per-row statistic records written by fwd.cl into
+ * the (B, Hq, SDPA_STAT_COUNT) stats output (definitions: DESIGN section 4
+ * and shared/conformance/README.md).
+ *
+ * Row record (ROWSTAT floats): 0 non-empty flag, 1 kept-key count, 2 sum s,
+ * 3 sum s^2, 4 min s, 5 max s, 6 entropy, 7 p_max, 8 Jacobian Frobenius
+ * norm, 9 p of key 0. Empty rows hold zeros and only count as empty.
+ * One work-item per (b, h) sums its rows in order, so results are
+ * deterministic. Called by cl_forward.c after sdpa_fwd when stats are wanted.
+ */
+
+__kernel void sdpa_stats(global const float *rowstats, long BH, int Hq, int Sq,
+                         float saturation, global float *stats, long s_off, long4 ss)
+{
+    long bh = get_global_id(0);
+    if (bh >= BH) return;
+    long b = bh / Hq, h = bh % Hq;
+    float rows = 0.0f, n = 0.0f, sum = 0.0f, sq = 0.0f;
+    float mn = INFINITY, mx = SDPA_NEG_INF, ent = 0.0f, ent_min = INFINITY;
+    float pmax = 0.0f, sat = 0.0f, jac = 0.0f, sink = 0.0f;
+    for (int i = 0; i < Sq; i++) {
+        global const float *rs = rowstats + (bh * Sq + i) * 10;
+        if (rs[0] == 0.0f) continue;
+        rows += 1.0f;
+        n += rs[1];
+        sum += rs[2];
+        sq += rs[3];
+        mn = fmin(mn, rs[4]);
+        mx = fmax(mx, rs[5]);
+        ent += rs[6];
+        ent_min = fmin(ent_min, rs[6]);
+        pmax += rs[7];
+        sat += rs[7] > saturation ? 1.0f : 0.0f;
+        jac += rs[8];
+        sink += rs[9];
+    }
+    float v[11];
+    for (int c = 0; c < 11; c++) v[c] = 0.0f;
+    if (rows > 0.0f) {
+        float mean = sum / n;
+        v[0] = mean;
+        v[1] = sqrt(fmax(sq / n - mean * mean, 0.0f));
+        v[2] = mn;
+        v[3] = mx;
+        v[4] = ent / rows;
+        v[5] = ent_min;
+        v[6] = pmax / rows;
+        v[7] = sat / rows;
+        v[8] = jac / rows;
+        v[9] = sink / rows;
+    }
+    v[10] = (float)Sq - rows;
+    for (int c = 0; c < 11; c++) stats[s_off + b * ss.s0 + h * ss.s1 + c * ss.s3] = v[c];
+}

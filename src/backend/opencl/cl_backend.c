@@ -1,0 +1,31 @@
+/*
+ * cl_backend.c — the OpenCL backend's function table (sdpa__backend_opencl).
+ *
+ * Device memory backend: buffer handles are cl_mem, host tensors are staged
+ * by the core. Every slot is filled; see cl_internal.h for the files behind
+ * each. Referenced by src/core/registry.c when SDPA_HAVE_OPENCL is defined.
+ */
+#include "cl_internal.h"
+
+const sdpa__backend sdpa__backend_opencl = {
+    .api_version = SDPA__BACKEND_API_VERSION,
+    .kind = SDPA_BACKEND_OPENCL,
+    .name = "opencl",
+    .host_memory = false,
+    .device_count = sdpa__cl_device_count,
+    .device_info = sdpa__cl_device_info,
+    .context_init = sdpa__cl_context_init,
+    .context_free = sdpa__cl_context_free,
+    .buffer_alloc = sdpa__cl_buffer_alloc,
+    .buffer_free = sdpa__cl_buffer_free,
+    .buffer_write = sdpa__cl_buffer_write,
+    .buffer_read = sdpa__cl_buffer_read,
+    .supports = sdpa__cl_supports,
+    .plan_create = sdpa__cl_plan_create,
+    .plan_free = sdpa__cl_plan_free,
+    .plan_workspace = sdpa__cl_plan_workspace,
+    .plan_describe = sdpa__cl_plan_describe,
+    .forward = sdpa__cl_forward,
+    .backward = sdpa__cl_backward,
+    .finish = sdpa__cl_finish,
+};

@@ -1,0 +1,197 @@
+/*
+ * cl_device.c — OpenCL device discovery and capability probe.
+ *
+ * Devices are every device of every platform the ICD loader reports, in
+ * platform order then device order; that index is the one users pass as
+ * SDPA_DEVICE and the core passes to context_init (the core orders AUTO by
+ * is_gpu). Nothing is cached: listing reflects the loader's answer now, and
+ * a machine without platforms simply has zero devices. Also owns the device
+ * quirk table (defines prepended to every kernel source, one reason each).
+ * Called by cl_backend.c (device_count/device_info), cl_context.c and
+ * cl_program.c.
+ */
+#include "cl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n)
+{
+    cl_uint np = 0;
+    *out = NULL;
+    *n = 0;
+    if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
+        return SDPA_OK; /* no platform (CL_PLATFORM_NOT_FOUND_KHR): no devices */
+    cl_platform_id *plats = calloc(np, sizeof *plats);
+    if (!plats) return SDPA_ERR_OUT_OF_MEMORY;
+    if (clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+        free(plats);
+        return SDPA_OK;
+    }
+    sdpa__cl_device *list = NULL;
+    int count = 0;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
+            continue;
+        cl_device_id *devs = calloc(nd, sizeof *devs);
+        sdpa__cl_device *grown = realloc(list, (size_t)(count + (int)nd) * sizeof *list);
+        if (!devs || !grown) {
+            free(devs);
+            free(grown ? grown : list);
+            free(plats);
+            return SDPA_ERR_OUT_OF_MEMORY;
+        }
+        list = grown;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL) == CL_SUCCESS) {
+            for (cl_uint d = 0; d < nd; d++) {
+                list[count].platform = plats[p];
+                list[count].device = devs[d];
+                count++;
+            }
+        }
+        free(devs);
+    }
+    free(plats);
+    *out = list;
+    *n = count;
+    return SDPA_OK;
+}
+
+static void get_str(cl_device_id d, cl_device_info what, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (clGetDeviceInfo(d, what, size - 1, buf, NULL) != CL_SUCCESS) buf[0] = '\0';
+    buf[size - 1] = '\0';
+}
+
+static int has_ext(cl_device_id d, const char *ext)
+{
+    size_t n = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0)
+        return 0;
+    char *s = malloc(n + 1);
+    if (!s) return 0;
+    int found = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, n, s, NULL) == CL_SUCCESS) {
+        s[n] = '\0';
+        found = strstr(s, ext) != NULL;
+    }
+    free(s);
+    return found;
+}
+
+void sdpa__cl_probe(cl_platform_id platform, cl_device_id d, sdpa__cl_props *p)
+{
+    memset(p, 0, sizeof *p);
+    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof p->platform_name - 1,
+                          p->platform_name, NULL) != CL_SUCCESS)
+        p->platform_name[0] = '\0';
+    get_str(d, CL_DEVICE_NAME, p->device_name, sizeof p->device_name);
+    get_str(d, CL_DEVICE_VENDOR, p->vendor, sizeof p->vendor);
+    get_str(d, CL_DRIVER_VERSION, p->driver, sizeof p->driver);
+    get_str(d, CL_DEVICE_VERSION, p->device_version, sizeof p->device_version);
+    cl_device_type type = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    p->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+    p->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+    p->is_pocl = strstr(p->platform_name, "Portable Computing Language") != NULL ||
+                 strstr(p->device_version, "PoCL") != NULL;
+    cl_uint cu = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    p->compute_units = (int)cu;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof p->max_wg, &p->max_wg, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof p->local_mem, &p->local_mem, NULL);
+    cl_device_local_mem_type lt = CL_GLOBAL;
+    clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_TYPE, sizeof lt, &lt, NULL);
+    p->local_mem_is_local = lt == CL_LOCAL;
+    clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof p->global_mem, &p->global_mem, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof p->max_alloc, &p->max_alloc, NULL);
+    cl_uint vw = 0;
+    clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL);
+    p->pref_vec_float = (int)vw;
+    p->fp16 = has_ext(d, "cl_khr_fp16");
+    p->subgroups = has_ext(d, "cl_khr_subgroups") || has_ext(d, "cl_intel_subgroups");
+    if (p->max_wg == 0) p->max_wg = 1;
+}
+
+void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *info)
+{
+    size_t ss = info->struct_size;
+    memset(info, 0, sizeof *info);
+    info->struct_size = ss ? ss : sizeof *info;
+    info->backend = SDPA_BACKEND_OPENCL;
+    info->index = index;
+    sdpa__strlcpy(info->name, p->device_name, sizeof info->name);
+    sdpa__strlcpy(info->vendor, p->vendor, sizeof info->vendor);
+    char drv[512];
+    snprintf(drv, sizeof drv, "%s (%s)", p->driver, p->platform_name);
+    sdpa__strlcpy(info->driver, drv, sizeof info->driver);
+    info->is_gpu = p->is_gpu;
+    info->compute_units = p->compute_units;
+    info->global_mem_bytes = (int64_t)p->global_mem;
+    info->local_mem_bytes = (int64_t)p->local_mem;
+    info->max_workgroup_size = (int)p->max_wg;
+    info->subgroup_size = p->subgroup_size;
+    info->fp16 = p->fp16;
+    info->storage16 = 1; /* vload_half/vstore_half and bit operations */
+    snprintf(info->details, sizeof info->details,
+             "%s; local memory %llu KiB (%s); max work-group %zu; "
+             "preferred float vector %d; subgroups %s; fp16 arithmetic %s; "
+             "program binary cache: %s",
+             p->device_version, (unsigned long long)(p->local_mem / 1024),
+             p->local_mem_is_local ? "dedicated" : "emulated in global memory",
+             p->max_wg, p->pref_vec_float, p->subgroups ? "yes" : "no",
+             p->fp16 ? "yes" : "no",
+             p->is_pocl ? "skipped (PoCL caches compiled kernels itself)"
+                        : "on disk (SDPA_CACHE_DIR)");
+}
+
+/* Device quirk table: each define carries its one-line reason, and ends up at
+ * the top of every assembled source. Keep it short and factual. */
+void sdpa__cl_quirks(const sdpa__cl_props *p, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+#define QUIRK(cond, text)                                              \
+    if ((cond) && n < size) {                                          \
+        int w = snprintf(buf + n, size - n, "%s\n", text);             \
+        if (w > 0) n += (size_t)w;                                     \
+    }
+    QUIRK(1, "/* device quirks (cl_device.c) */");
+    QUIRK(p->is_pocl,
+          "#define SDPA_QUIRK_POCL 1 /* PoCL: local memory is ordinary cache; "
+          "register-blocked kernels are ~10x faster than tiled ones */");
+    QUIRK(!p->local_mem_is_local,
+          "#define SDPA_QUIRK_EMULATED_LOCAL 1 /* local memory emulated in "
+          "global memory: staging K/V gains nothing */");
+#undef QUIRK
+}
+
+sdpa_status sdpa__cl_device_count(int *count)
+{
+    sdpa__cl_device *list;
+    int n;
+    sdpa_status s = sdpa__cl_enumerate(&list, &n);
+    free(list);
+    *count = s == SDPA_OK ? n : 0;
+    return s;
+}
+
+sdpa_status sdpa__cl_device_info(int index, sdpa_device_info *info)
+{
+    sdpa__cl_device *list;
+    int n;
+    sdpa_status s = sdpa__cl_enumerate(&list, &n);
+    if (s != SDPA_OK) return s;
+    if (index < 0 || index >= n) {
+        free(list);
+        return n == 0 ? SDPA_ERR_NO_DEVICE : SDPA_ERR_INVALID_ARG;
+    }
+    sdpa__cl_props p;
+    sdpa__cl_probe(list[index].platform, list[index].device, &p);
+    sdpa__cl_fill_info(&p, index, info);
+    free(list);
+    return SDPA_OK;
+}

@@ -1,0 +1,148 @@
+/*
+ * cl_forward.c — enqueues the forward pass of a plan.
+ *
+ * Sequence: pack q (norm, gain, scale), k (norm, gain; tile-major) and v
+ * into the plan's workspace; run sdpa_fwd; then either sdpa_combine (split-KV
+ * decode) or, with statistics, sdpa_stats. Everything is enqueued in order
+ * on the context's queue and nothing is allocated. Also exports the pack
+ * helper used by cl_backward.c. Called through the backend table.
+ */
+#include "cl_internal.h"
+
+#include "cl_forward.h"
+
+/* Work-group size for the simple per-row kernels (pack, combine, stats,
+ * prep, reduce). 64 on GPUs; 128 on CPU devices, where each work-group costs
+ * a scheduling round trip (PoCL) and the work-items of a group run as a loop. */
+size_t sdpa__cl_small_wg(const sdpa__cl_state *st)
+{
+    size_t ls = st->props.is_gpu ? 64 : 128;
+    return ls > st->props.max_wg ? st->props.max_wg : ls;
+}
+
+sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                          const sdpa__problem *p, const sdpa__ref *x, int64_t H,
+                          int64_t S, int SP, int64_t dim, int transpose, bool normed,
+                          const sdpa__ref *gain, const sdpa__ref *temp, float scale,
+                          cl_mem dst)
+{
+    sdpa__cl_args a = {pl->k_pack, 0, CL_SUCCESS, st->dummy};
+    int64_t rows = p->B * H * SP;
+    sdpa__cl_arg_ref(&a, x);
+    sdpa__cl_arg_i32(&a, (int)H);
+    sdpa__cl_arg_i32(&a, (int)S);
+    sdpa__cl_arg_i32(&a, SP);
+    sdpa__cl_arg_i32(&a, (int)dim);
+    sdpa__cl_arg_i64(&a, rows);
+    sdpa__cl_arg_i32(&a, transpose);
+    sdpa__cl_arg_i32(&a, pl->kt);
+    sdpa__cl_arg_i32(&a, normed ? (int)p->qk_norm : 0);
+    sdpa__cl_arg_f32(&a, (float)p->qk_norm_eps);
+    bool has_gain = normed && gain && gain->mem;
+    bool has_temp = temp && temp->mem;
+    sdpa__cl_arg_mem(&a, has_gain ? (cl_mem)gain->mem : NULL);
+    sdpa__cl_arg_i64(&a, has_gain ? (int64_t)gain->offset : 0);
+    sdpa__cl_arg_i64(&a, has_gain ? gain->stride[3] : 0);
+    sdpa__cl_arg_i32(&a, has_gain);
+    sdpa__cl_arg_mem(&a, has_temp ? (cl_mem)temp->mem : NULL);
+    sdpa__cl_arg_i64(&a, has_temp ? (int64_t)temp->offset : 0);
+    sdpa__cl_arg_i64(&a, has_temp ? temp->stride[1] : 0);
+    sdpa__cl_arg_i32(&a, has_temp);
+    sdpa__cl_arg_f32(&a, scale);
+    sdpa__cl_arg_mem(&a, dst);
+    SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_pack)");
+    size_t g = (size_t)rows, l = sdpa__cl_small_wg(st);
+    return sdpa__cl_launch(ctx, st, pl->k_pack, "sdpa_pack", 1, &g, &l);
+}
+
+/* Arguments common to sdpa_fwd, sdpa_bwd_dq and sdpa_bwd_dkdv after the
+ * packed arrays: dims, band, softcap, kv_len, mask, bias. */
+void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
+                          const sdpa__problem *p, const sdpa__fwd_args *f)
+{
+    sdpa__cl_arg_i32(a, (int)p->Hq);
+    sdpa__cl_arg_i32(a, (int)p->Hkv);
+    sdpa__cl_arg_i32(a, (int)p->Sq);
+    sdpa__cl_arg_i32(a, (int)p->Skv);
+    sdpa__cl_arg_i32(a, pl->SqP);
+    sdpa__cl_arg_i32(a, pl->SkvP);
+    sdpa__cl_arg_i32(a, (int)p->diagonal);
+    sdpa__cl_arg_i64(a, p->diagonal_offset);
+    sdpa__cl_arg_i64(a, p->window_left);
+    sdpa__cl_arg_i64(a, p->window_right);
+    sdpa__cl_arg_f32(a, (float)p->softcap);
+    sdpa__cl_arg_mem(a, p->has_kv_len ? (cl_mem)f->kv_len.mem : NULL);
+    sdpa__cl_arg_i64(a, p->has_kv_len ? (int64_t)f->kv_len.offset : 0);
+    sdpa__cl_arg_i64(a, p->has_kv_len ? f->kv_len.stride[0] : 0);
+    sdpa__cl_arg_i32(a, p->has_kv_len);
+    sdpa__cl_arg_ref(a, &f->mask);
+    sdpa__cl_arg_ref(a, &f->bias);
+}
+
+float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
+
+sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                             const sdpa__fwd_args *f)
+{
+    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_plan *pl = plan_state;
+    const sdpa__ref *temp = p->has_temperature ? &f->temperature : NULL;
+    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, false, true,
+                            p->has_q_gain ? &f->q_gain : NULL, temp, sdpa__cl_scale(p),
+                            pl->ws_q));
+    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
+                            p->has_k_gain ? &f->k_gain : NULL, NULL, 1.0f, pl->ws_kt));
+    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, false,
+                            false, NULL, NULL, 1.0f, pl->ws_v));
+
+    sdpa__cl_args a = {pl->k_fwd, 0, CL_SUCCESS, st->dummy};
+    sdpa__cl_arg_mem(&a, pl->ws_q);
+    sdpa__cl_arg_mem(&a, pl->ws_kt);
+    sdpa__cl_arg_mem(&a, pl->ws_v);
+    sdpa__cl_common_args(&a, pl, p, f);
+    sdpa__cl_arg_ref(&a, &f->out);
+    sdpa__cl_arg_ref(&a, &f->lse);
+    sdpa__cl_arg_i32(&a, p->has_lse);
+    sdpa__cl_arg_mem(&a, pl->ws_rowstats);
+    sdpa__cl_arg_i32(&a, pl->nsplit);
+    sdpa__cl_arg_i32(&a, pl->chunk);
+    sdpa__cl_arg_mem(&a, pl->ws_part_o);
+    sdpa__cl_arg_mem(&a, pl->ws_part_l);
+    SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_fwd)");
+    size_t wg = (size_t)pl->wg, rows = (size_t)(pl->wg * pl->rpw);
+    size_t nr = (size_t)(p->Hq / p->Hkv * p->Sq); /* GQA heads folded into rows */
+    size_t g3[3] = {(nr + rows - 1) / rows * wg, (size_t)(p->B * p->Hkv), (size_t)pl->nsplit};
+    size_t l3[3] = {wg, 1, 1};
+    SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_fwd, "sdpa_fwd", 3, g3, l3));
+
+    size_t ls = sdpa__cl_small_wg(st);
+    int64_t R = p->B * p->Hq * p->Sq;
+    if (pl->nsplit > 1) {
+        sdpa__cl_args c = {pl->k_combine, 0, CL_SUCCESS, st->dummy};
+        sdpa__cl_arg_mem(&c, pl->ws_part_o);
+        sdpa__cl_arg_mem(&c, pl->ws_part_l);
+        sdpa__cl_arg_i32(&c, pl->nsplit);
+        sdpa__cl_arg_i64(&c, R);
+        sdpa__cl_arg_i32(&c, (int)p->Hq);
+        sdpa__cl_arg_i32(&c, (int)p->Sq);
+        sdpa__cl_arg_ref(&c, &f->out);
+        sdpa__cl_arg_ref(&c, &f->lse);
+        sdpa__cl_arg_i32(&c, p->has_lse);
+        SDPA__CL_CHECK(ctx, c.err, "clSetKernelArg(sdpa_combine)");
+        size_t g = (size_t)R;
+        SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &g, &ls));
+    }
+    if (p->has_stats) {
+        sdpa__cl_args s = {pl->k_stats, 0, CL_SUCCESS, st->dummy};
+        sdpa__cl_arg_mem(&s, pl->ws_rowstats);
+        sdpa__cl_arg_i64(&s, p->B * p->Hq);
+        sdpa__cl_arg_i32(&s, (int)p->Hq);
+        sdpa__cl_arg_i32(&s, (int)p->Sq);
+        sdpa__cl_arg_f32(&s, (float)p->stats_saturation);
+        sdpa__cl_arg_ref(&s, &f->stats);
+        SDPA__CL_CHECK(ctx, s.err, "clSetKernelArg(sdpa_stats)");
+        size_t g = (size_t)(p->B * p->Hq);
+        SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_stats, "sdpa_stats", 1, &g, &ls));
+    }
+    return SDPA_OK;
+}

@@ -1,0 +1,21 @@
+/*
+ * cl_forward.h — helpers cl_forward.c shares with cl_backward.c: packing a
+ * tensor into workspace and the argument block common to the attention
+ * kernels. See cl_forward.c.
+ */
+#ifndef SDPA_CL_FORWARD_H
+#define SDPA_CL_FORWARD_H
+
+#include "cl_internal.h"
+
+size_t sdpa__cl_small_wg(const sdpa__cl_state *st);
+sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                          const sdpa__problem *p, const sdpa__ref *x, int64_t H,
+                          int64_t S, int SP, int64_t dim, int transpose, bool normed,
+                          const sdpa__ref *gain, const sdpa__ref *temp, float scale,
+                          cl_mem dst);
+void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
+                          const sdpa__problem *p, const sdpa__fwd_args *f);
+float sdpa__cl_scale(const sdpa__problem *p);
+
+#endif

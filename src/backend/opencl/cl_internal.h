@@ -1,0 +1,176 @@
+/*
+ * cl_internal.h — private declarations of the OpenCL backend: the context
+ * state, the plan state, and the helpers the backend's files share
+ * (device probing, program building and caching, argument setting).
+ *
+ * Files: cl_device.c (platforms, devices, capability probe, quirks),
+ * cl_context.c (context state, buffers, finish), cl_program.c (source
+ * assembly, build, in-memory cache), cl_diskcache.c (program binary cache on
+ * disk), cl_plan.c (supports, tile choice, workspace), cl_forward.c,
+ * cl_backward.c (enqueue), cl_backend.c (the function table), cl_interop.c
+ * (include/sdpa_opencl.h).
+ * Buffer handles given to the front end are plain cl_mem.
+ */
+#ifndef SDPA_CL_INTERNAL_H
+#define SDPA_CL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+
+#include "internal.h"
+
+/* One device as found through the ICD loader. */
+typedef struct sdpa__cl_device {
+    cl_platform_id platform;
+    cl_device_id device;
+} sdpa__cl_device;
+
+/* Properties the plan code needs (filled by sdpa__cl_probe). */
+typedef struct sdpa__cl_props {
+    char platform_name[128];
+    char device_name[256];
+    char vendor[128];
+    char driver[128];
+    char device_version[128];
+    int is_gpu, is_cpu, is_pocl;
+    int compute_units;
+    size_t max_wg;
+    cl_ulong local_mem;
+    int local_mem_is_local; /* CL_LOCAL (dedicated) vs CL_GLOBAL (emulated) */
+    cl_ulong global_mem;
+    cl_ulong max_alloc;
+    int fp16, subgroups;
+    int pref_vec_float;
+    int subgroup_size;
+} sdpa__cl_props;
+
+/* A built program kept in the context's in-memory cache. */
+typedef struct sdpa__cl_prog {
+    struct sdpa__cl_prog *next;
+    char *key;           /* options + source hash */
+    cl_program program;
+} sdpa__cl_prog;
+
+/* Context state (what context_init stores). */
+typedef struct sdpa__cl_state {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    sdpa__cl_props props;
+    sdpa__cl_prog *programs;
+    cl_mem dummy;        /* bound to absent optional pointer arguments */
+} sdpa__cl_state;
+
+extern const sdpa__backend sdpa__backend_opencl;
+
+/* ---- cl_device.c ---- */
+/* Enumerates every device of every platform, in platform order. *out is
+ * malloc'd (NULL when *n == 0). SDPA_OK with *n == 0 when no platform. */
+sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n);
+void sdpa__cl_probe(cl_platform_id platform, cl_device_id device, sdpa__cl_props *p);
+void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *info);
+/* Appends the device quirk defines (each with a one-line reason) to buf. */
+void sdpa__cl_quirks(const sdpa__cl_props *p, char *buf, size_t size);
+sdpa_status sdpa__cl_device_count(int *count);
+sdpa_status sdpa__cl_device_info(int index, sdpa_device_info *info);
+
+/* ---- cl_context.c ---- */
+sdpa_status sdpa__cl_context_init(sdpa_context *ctx, int device_index, void **state);
+void sdpa__cl_context_free(sdpa_context *ctx, void *state);
+/* Finishes state setup (probe, dummy buffer) around a context/queue. */
+sdpa_status sdpa__cl_state_setup(sdpa_context *ctx, sdpa__cl_state *st);
+void sdpa__cl_state_release(sdpa__cl_state *st);
+sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
+void sdpa__cl_buffer_free(sdpa_context *ctx, void *handle);
+sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+                                  const void *src, size_t bytes);
+sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+                                 void *dst, size_t bytes);
+sdpa_status sdpa__cl_finish(sdpa_context *ctx);
+/* Records a failed OpenCL call (SDPA_ERR_DEVICE or OUT_OF_MEMORY by code). */
+sdpa_status sdpa__cl_fail(sdpa_context *ctx, cl_int err, const char *what,
+                          const char *file, int line);
+#define SDPA__CL_CHECK(ctx, err, what)                                         \
+    do {                                                                       \
+        cl_int sdpa__e_ = (err);                                               \
+        if (sdpa__e_ != CL_SUCCESS)                                            \
+            return sdpa__cl_fail((ctx), sdpa__e_, (what), __FILE__, __LINE__); \
+    } while (0)
+
+/* ---- cl_program.c ---- */
+/* Builds (or reuses) a program from the named kernel files (in order, after
+ * the quirk block and prelude.cl) with the given -D options. */
+sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
+                             const char *const *files, int nfiles,
+                             const char *options, cl_program *out);
+void sdpa__cl_programs_free(sdpa__cl_state *st);
+uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n);
+#define SDPA__CL_HASH_INIT 1469598103934665603ull
+
+/* ---- cl_diskcache.c ---- */
+/* Loads a program binary for `key` from the disk cache into *out (built),
+ * or returns false (missing, stale, corrupt: the caller rebuilds). */
+bool sdpa__cl_disk_load(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
+                        const char *options, cl_program *out);
+void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
+                         cl_program program);
+/* Whether the disk cache is used on this device (not on PoCL, which caches
+ * on its own, unless SDPA_CL_DISK_CACHE=1 forces it for testing). */
+bool sdpa__cl_disk_enabled(const sdpa__cl_state *st);
+
+/* ---- cl_plan.c ---- */
+typedef struct sdpa__cl_plan {
+    cl_program program;        /* owned by the context cache, not the plan */
+    cl_kernel k_pack, k_fwd, k_combine, k_stats;
+    cl_kernel k_prep, k_dq, k_dkdv, k_reduce;
+    int wg, rpw, kt, ov, qv, stage_kv, nsplit, chunk;
+    int SqP, SkvP;
+    int SkvT;                  /* keys of the tile-major K: multiple of 64 */
+    bool backward;
+    char config[256];
+    char source[64];
+    /* workspace */
+    cl_mem ws_q, ws_kt, ws_v, ws_rowstats, ws_part_o, ws_part_l;
+    cl_mem ws_qt, ws_kp, ws_vt, ws_dop, ws_dot, ws_l, ws_dsum;
+    cl_mem ws_gq, ws_gk, ws_tp;
+    size_t ws_bytes;
+} sdpa__cl_plan;
+
+sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
+                              unsigned plan_flags);
+sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                 const sdpa_plan_options *options, void **plan_state);
+void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state);
+size_t sdpa__cl_plan_workspace(const void *plan_state);
+void sdpa__cl_plan_describe(const void *plan_state, sdpa_plan_info *info);
+
+/* ---- cl_forward.c / cl_backward.c ---- */
+sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state,
+                             const sdpa__problem *p, const sdpa__fwd_args *a);
+sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state,
+                              const sdpa__problem *p, const sdpa__fwd_args *a,
+                              const sdpa__bwd_args *g);
+
+/* Kernel argument builder: sets arguments in order, remembers the first
+ * failure (shared by cl_forward.c and cl_backward.c). */
+typedef struct sdpa__cl_args {
+    cl_kernel k;
+    cl_uint n;
+    cl_int err;
+    cl_mem dummy;
+} sdpa__cl_args;
+void sdpa__cl_arg(sdpa__cl_args *a, size_t size, const void *value);
+void sdpa__cl_arg_mem(sdpa__cl_args *a, cl_mem m);   /* NULL -> dummy */
+void sdpa__cl_arg_i32(sdpa__cl_args *a, int v);
+void sdpa__cl_arg_i64(sdpa__cl_args *a, int64_t v);
+void sdpa__cl_arg_f32(sdpa__cl_args *a, float v);
+/* A tensor: mem, offset (long) and strides (long4). */
+void sdpa__cl_arg_ref(sdpa__cl_args *a, const sdpa__ref *r);
+/* Enqueues a 1-D/2-D/3-D range with explicit local size (global rounded up). */
+sdpa_status sdpa__cl_launch(sdpa_context *ctx, sdpa__cl_state *st, cl_kernel k,
+                            const char *name, cl_uint dims, const size_t *global,
+                            const size_t *local);
+
+#endif /* SDPA_CL_INTERNAL_H */

@@ -1,0 +1,703 @@
+/*
+ * test_opencl.c — the OpenCL backend (on PoCL here) against the float64
+ * reference, plus its error paths, caches and interop.
+ *
+ * Parity: every feature of DESIGN section 3 alone and combined, lengths that
+ * cross tile edges (1, 7, 63, 65, 257, 1000), head sizes 32..256 (and odd
+ * ones), f32/f16/bf16 storage, GQA with Dv != D, BSHD strides, decode shapes
+ * (automatic and forced split-KV), statistics, forced tile configurations
+ * (GPU-style local-memory staging, small vectors); backward with every
+ * gradient, bit-identical reruns. Error paths: a broken kernel through
+ * SDPA_KERNEL_DIR gives SDPA_ERR_BUILD with a build log, and AUTO falls back
+ * to the CPU; no OpenCL platform (OCL_ICD_VENDORS pointing at an empty
+ * folder, in a forked child because the ICD loader caches its platform list)
+ * gives SDPA_ERR_NO_DEVICE; buffers of another context are rejected; forced
+ * unsupported configurations are refused. Disk cache (forced on PoCL):
+ * entries are written, and corrupt entries are rebuilt. Interop: a context
+ * around an application's cl_context/queue and wrapped cl_mem buffers.
+ *
+ * Every output is poisoned with NaN first (testutil). Contexts are created
+ * per test inside Check's forked child (PoCL's threads do not survive fork).
+ * Kernel variants are kept few (each costs ~1 s to build cold on PoCL; PoCL
+ * caches them on disk afterwards). Run time on the 2-core machine: ~2.5
+ * minutes cold (PoCL cache empty), 15-40 s warm.
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "sdpa_opencl.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static sdpa_context *g_cl, *g_ref;
+
+static sdpa_context *cl_context_or_fail(void)
+{
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(SDPA_BACKEND_OPENCL, &st);
+    ck_assert_msg(ctx != NULL, "opencl context: %s", sdpa_status_name(st));
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    return ctx;
+}
+
+static void setup(void)
+{
+    g_cl = cl_context_or_fail();
+    sdpa_status st;
+    g_ref = tcontext(SDPA_BACKEND_REFERENCE, &st);
+    ck_assert_msg(g_ref != NULL, "reference context: %s", sdpa_status_name(st));
+}
+
+static void teardown(void)
+{
+    sdpa_context_destroy(g_cl);
+    sdpa_context_destroy(g_ref);
+    g_cl = g_ref = NULL;
+}
+
+/* ---- case table ------------------------------------------------------------ */
+
+enum { F_CAUSAL = 1, F_BR = 2, F_EXPL = 4, F_WIN = 8, F_WIN2 = 16, F_CAP = 32,
+       F_BIAS = 64, F_MASK = 128, F_KVLEN = 256, F_RMS = 512, F_LAYER = 1024,
+       F_L2T = 2048, F_GAINS = 4096, F_STATS = 8192, F_BSHD = 16384,
+       F_BCAST = 32768, F_F16 = 65536, F_BF16 = 131072, F_HOT = 262144,
+       F_MUP = 524288 };
+
+typedef struct fcase {
+    const char *name;
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    unsigned f;
+} fcase;
+
+/* Feature sets are shared between rows where possible: a kernel variant is
+ * fixed by (dtype, D, Dv, mask, bias, softcap, stats), not by lengths. */
+static const fcase fcases[] = {
+    {"len1_d32", 1, 2, 2, 1, 1, 32, 32, 0},
+    {"len7_d64", 2, 2, 1, 7, 7, 64, 64, F_CAUSAL},
+    {"len63x65_d64", 1, 3, 3, 63, 65, 64, 64, 0},
+    {"len65x63_d64_br", 1, 2, 2, 65, 63, 64, 64, F_CAUSAL | F_BR},
+    {"len257_d256", 1, 1, 1, 257, 257, 256, 256, F_CAUSAL},
+    {"len257_d64_stats", 1, 2, 2, 257, 257, 64, 64, F_STATS},
+    {"len1000_causal_stats", 1, 1, 1, 1000, 1000, 64, 64, F_CAUSAL | F_STATS},
+    {"len1000_window", 1, 1, 1, 1000, 1000, 32, 32, F_WIN | F_CAUSAL},
+    {"d128_len65", 1, 2, 2, 65, 65, 128, 128, 0},
+    {"d80_odd", 1, 2, 2, 63, 65, 80, 80, F_CAUSAL},
+    {"d33_dv17", 1, 2, 1, 7, 9, 33, 17, 0},
+    {"gqa_dv", 2, 8, 2, 65, 130, 64, 32, F_CAUSAL | F_BR},
+    {"window_local", 1, 2, 2, 200, 200, 64, 64, F_WIN2},
+    {"window_explicit", 2, 2, 2, 63, 257, 32, 32, F_EXPL | F_WIN},
+    {"kvlen_br", 3, 2, 2, 65, 129, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
+    {"kvlen_stats", 3, 2, 1, 40, 100, 64, 64, F_KVLEN | F_STATS},
+    {"softcap_bias", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS},
+    {"mask_bcast", 2, 2, 2, 65, 130, 64, 64, F_MASK | F_BCAST},
+    {"bias_bcast_mask_stats", 2, 4, 2, 33, 77, 64, 64, F_MASK | F_BIAS | F_BCAST | F_STATS},
+    {"everything", 2, 4, 2, 70, 90, 64, 48,
+     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR | F_STATS},
+    {"rms_gain", 1, 2, 2, 65, 65, 64, 64, F_RMS | F_GAINS},
+    {"layer_norm", 1, 2, 2, 65, 65, 64, 64, F_LAYER | F_GAINS | F_CAUSAL},
+    {"cosine_temp_stats", 1, 4, 4, 65, 65, 64, 64, F_L2T | F_STATS},
+    {"bshd", 2, 4, 2, 65, 65, 64, 64, F_BSHD | F_CAUSAL},
+    {"f16", 1, 4, 2, 65, 257, 64, 64, F_F16 | F_CAUSAL},
+    {"f16_d128_len1000", 1, 1, 1, 1000, 1000, 128, 128, F_F16},
+    {"bf16", 1, 4, 2, 65, 257, 128, 128, F_BF16},
+    {"f16_features", 2, 2, 2, 63, 63, 64, 64, F_F16 | F_MASK | F_BIAS | F_CAP},
+    {"hot_mup_stats", 1, 2, 2, 65, 300, 64, 64, F_HOT | F_MUP | F_STATS | F_CAUSAL},
+    {"decode_gqa", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN},
+    {"decode_long", 1, 4, 1, 1, 4100, 64, 64, 0},
+    {"decode_window", 1, 4, 4, 3, 2000, 64, 64, F_EXPL | F_WIN},
+    {"decode_bf16_stats", 1, 4, 2, 2, 1000, 64, 64, F_BF16 | F_STATS},
+};
+#define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
+
+static tcase make_case(const fcase *f)
+{
+    tcase c;
+    tcase_init(&c, f->name, f->B, f->Hq, f->Hkv, f->Sq, f->Skv, f->D, f->Dv);
+    c.seed = 4321u + (uint64_t)f->Sq * 7u + (uint64_t)f->D;
+    c.lse = true;
+    if (f->f & F_CAUSAL) c.window_right = 0;
+    if (f->f & F_BR) c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    if (f->f & F_EXPL) {
+        c.diagonal = SDPA_DIAGONAL_EXPLICIT;
+        c.diagonal_offset = f->Skv - f->Sq - 5;
+    }
+    if (f->f & F_WIN) {
+        c.window_left = 37;
+        c.window_right = 0;
+    }
+    if (f->f & F_WIN2) c.window_left = c.window_right = 20;
+    if (f->f & F_CAP) c.softcap = 5.0;
+    if (f->f & F_BIAS) {
+        c.bias = true;
+        c.bias_broadcast = (f->f & F_BCAST) != 0;
+    }
+    if (f->f & F_MASK) {
+        c.mask = true;
+        c.mask_broadcast = (f->f & F_BCAST) != 0;
+        c.mask_keep = 0.7;
+    }
+    c.kv_len = (f->f & F_KVLEN) != 0;
+    if (f->f & F_RMS) c.qk_norm = SDPA_QK_NORM_RMS;
+    if (f->f & F_LAYER) c.qk_norm = SDPA_QK_NORM_LAYER;
+    if (f->f & F_L2T) {
+        c.qk_norm = SDPA_QK_NORM_L2;
+        c.temperature = true;
+    }
+    c.gains = (f->f & F_GAINS) != 0;
+    c.stats = (f->f & F_STATS) != 0;
+    c.bshd = (f->f & F_BSHD) != 0;
+    if (f->f & F_F16) c.dtype = SDPA_DTYPE_F16;
+    if (f->f & F_BF16) c.dtype = SDPA_DTYPE_BF16;
+    if (f->f & F_HOT) c.input_scale = 3.0;
+    if (f->f & F_MUP) c.scale = SDPA_SCALE_MUP;
+    return c;
+}
+
+static const fcase *find_case(const fcase *table, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0) return &table[i];
+    ck_abort_msg("no case %s", name);
+    return NULL;
+}
+
+START_TEST(forward_parity)
+{
+    tcase c = make_case(&fcases[_i]);
+    tcompare r = tparity_forward(g_cl, g_ref, &c, NULL);
+    if (getenv("TEST_OPENCL_VERBOSE"))
+        fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
+}
+END_TEST
+
+/* Forced tile configurations: GPU-style staging in local memory, small
+ * vectors, larger work-groups, forced split-KV; each on a masked causal
+ * case and on a kv_len case. */
+START_TEST(forward_forced_tiles)
+{
+    static const struct { int wg, q, kt, vec, stage, split; } cfg[] = {
+        {16, SDPA_AUTO, 8, 4, 1, SDPA_AUTO}, /* GPU style: local-memory tiles */
+        {8, SDPA_AUTO, 4, 1, 0, 3},          /* scalar accumulators, forced split */
+        {32, SDPA_AUTO, 16, 8, 1, 2},        /* staged + split */
+        {8, 16, 16, 4, 1, SDPA_AUTO},        /* 2 rows per work-item, staged */
+        {4, 16, 64, 8, 0, 2},                /* 4 rows per work-item, split */
+    };
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.wg_size = cfg[_i].wg;
+    tc.q_tile = cfg[_i].q;
+    tc.k_tile = cfg[_i].kt;
+    tc.vec_width = cfg[_i].vec;
+    tc.stage_kv = cfg[_i].stage;
+    tc.split_kv = cfg[_i].split;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    tcase c = make_case(find_case(fcases, N_FCASES, "gqa_dv"));
+    tparity_forward(g_cl, g_ref, &c, &o);
+    c = make_case(find_case(fcases, N_FCASES, "kvlen_br"));
+    tparity_forward(g_cl, g_ref, &c, &o);
+    c = make_case(find_case(fcases, N_FCASES, "decode_window"));
+    tparity_forward(g_cl, g_ref, &c, &o);
+    c = make_case(find_case(fcases, N_FCASES, "everything"));
+    tparity_forward(g_cl, g_ref, &c, &o);
+}
+END_TEST
+
+/* Decode shapes pick the split-KV kernel; its plan says so. */
+START_TEST(decode_uses_split)
+{
+    tcase c = make_case(find_case(fcases, N_FCASES, "decode_long"));
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &p.desc, NULL, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    ck_assert_int_eq(info.backend, SDPA_BACKEND_OPENCL);
+    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
+    ck_assert_uint_gt(sdpa_plan_workspace_size(plan), 0);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&p);
+}
+END_TEST
+
+/* ---- backward ------------------------------------------------------------------ */
+
+static const fcase bcases[] = {
+    {"b_basic", 1, 2, 2, 65, 63, 64, 64, 0},
+    {"b_len1", 2, 2, 1, 1, 7, 32, 32, 0},
+    {"b_causal_gqa", 2, 4, 2, 65, 130, 64, 48, F_CAUSAL | F_BR},
+    {"b_len257_d128", 1, 1, 1, 257, 257, 128, 128, F_CAUSAL},
+    {"b_d256", 1, 1, 1, 63, 65, 256, 256, 0},
+    {"b_window", 1, 2, 2, 100, 100, 64, 64, F_WIN2},
+    {"b_softcap_bias_mask", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS | F_MASK | F_BCAST},
+    {"b_kvlen", 3, 2, 2, 40, 90, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
+    {"b_rms_gains", 1, 4, 2, 65, 65, 64, 64, F_RMS | F_GAINS | F_CAUSAL},
+    {"b_layer_gains", 1, 2, 2, 33, 40, 64, 64, F_LAYER | F_GAINS},
+    {"b_cosine_temp", 1, 4, 2, 65, 65, 64, 64, F_L2T | F_GAINS},
+    {"b_everything", 2, 4, 2, 50, 70, 64, 32,
+     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR},
+    {"b_f16", 1, 2, 2, 65, 65, 64, 64, F_F16 | F_CAUSAL},
+    {"b_bf16_gqa", 1, 4, 2, 63, 65, 64, 64, F_BF16},
+    {"b_bshd_explicit", 2, 2, 2, 30, 80, 64, 64, F_BSHD | F_EXPL | F_WIN},
+    {"b_len1000", 1, 1, 1, 1000, 1000, 32, 32, F_CAUSAL},
+};
+#define N_BCASES (int)(sizeof bcases / sizeof bcases[0])
+
+START_TEST(backward_parity)
+{
+    tcase c = make_case(&bcases[_i]);
+    tcompare r = tparity_backward(g_cl, g_ref, &c, NULL);
+    if (getenv("TEST_OPENCL_VERBOSE"))
+        fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
+}
+END_TEST
+
+/* Forced configurations in the backward: one row per work-item with small
+ * tiles, and two rows per work-item with a large key tile. */
+START_TEST(backward_forced_tiles)
+{
+    static const struct { int wg, q, kt, vec; } cfg[] = {
+        {8, 8, 4, 2},
+        {4, 8, 64, 8},
+    };
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.wg_size = cfg[_i].wg;
+    tc.q_tile = cfg[_i].q;
+    tc.k_tile = cfg[_i].kt;
+    tc.vec_width = cfg[_i].vec;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    tcase c = make_case(find_case(bcases, N_BCASES, "b_everything"));
+    tparity_backward(g_cl, g_ref, &c, &o);
+    c = make_case(find_case(bcases, N_BCASES, "b_causal_gqa"));
+    tparity_backward(g_cl, g_ref, &c, &o);
+}
+END_TEST
+
+/* Same inputs twice: every gradient bit-identical (no atomics). */
+START_TEST(backward_deterministic)
+{
+    tcase c = make_case(find_case(bcases, N_BCASES, "b_everything"));
+    c.lse = true;
+    tproblem a, b;
+    tproblem_make(&a, &c);
+    tproblem_make(&b, &c);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &a.desc, &o, &plan), SDPA_OK);
+    tproblem *runs[2] = {&a, &b};
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(sdpa_plan_forward(plan, &runs[r]->desc.tensors), SDPA_OK);
+        ck_assert_int_eq(sdpa_plan_backward(plan, &runs[r]->desc.tensors, &runs[r]->bwd), SDPA_OK);
+    }
+    ck_assert_int_eq(sdpa_context_finish(g_cl), SDPA_OK);
+    size_t es = sdpa_dtype_size(c.dtype);
+    ck_assert(memcmp(a.dq, b.dq, a.n_q * es) == 0);
+    ck_assert(memcmp(a.dk, b.dk, a.n_k * es) == 0);
+    ck_assert(memcmp(a.dv, b.dv, a.n_v * es) == 0);
+    ck_assert(memcmp(a.dq_gain, b.dq_gain, (size_t)c.D * 4) == 0);
+    ck_assert(memcmp(a.dk_gain, b.dk_gain, (size_t)c.D * 4) == 0);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&a);
+    tproblem_free(&b);
+}
+END_TEST
+
+/* ---- error paths ------------------------------------------------------------------ */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(build_failure_reports_log_and_auto_falls_back)
+{
+    char dir[] = "/tmp/sdpa-cl-broken-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/fwd.cl", dir);
+    write_file(path, "/* deliberately broken */\n__kernel void sdpa_fwd(global float *x) "
+                     "{ this_is_not_opencl(x) }\n");
+    setenv("SDPA_KERNEL_DIR", dir, 1);
+
+    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_context *ctx = cl_context_or_fail();
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_ERR_BUILD);
+    ck_assert_ptr_null(plan);
+    sdpa_error_info info;
+    ck_assert_int_eq(sdpa_context_last_error(ctx, &info), SDPA_OK);
+    ck_assert_int_eq(info.status, SDPA_ERR_BUILD);
+    ck_assert_int_ne(info.native_code, 0);
+    ck_assert_msg(info.build_log && strlen(info.build_log) > 0, "empty build log");
+    sdpa_context_destroy(ctx);
+
+    /* AUTO, steered to the OpenCL device by name, falls back to the CPU. */
+    sdpa_device_info di;
+    memset(&di, 0, sizeof di);
+    di.struct_size = sizeof di;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_AUTO;
+    o.device = di.name;
+    o.log_level = SDPA_LOG_ERROR;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
+    sdpa_plan_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.struct_size = sizeof pi;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &pi), SDPA_OK);
+    ck_assert_int_ne(pi.backend, SDPA_BACKEND_OPENCL);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p.desc.tensors), SDPA_OK);
+    ck_assert(isfinite(tload(p.out, c.dtype, 0)));
+    sdpa_plan_destroy(plan);
+    sdpa_context_destroy(ctx);
+    tproblem_free(&p);
+    unsetenv("SDPA_KERNEL_DIR");
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* With no OpenCL platform: the device count is 0, an explicit OPENCL
+ * context fails with SDPA_ERR_NO_DEVICE and AUTO still works. Runs in a
+ * forked child: the ICD loader reads OCL_ICD_VENDORS once per process. */
+START_TEST(no_platform)
+{
+    char dir[] = "/tmp/sdpa-cl-novendors-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("OCL_ICD_VENDORS", dir, 1);
+        int count = -1;
+        if (sdpa_device_count(SDPA_BACKEND_OPENCL, &count) != SDPA_OK || count != 0) _exit(1);
+        sdpa_status st;
+        sdpa_context *ctx = tcontext(SDPA_BACKEND_OPENCL, &st);
+        if (ctx || st != SDPA_ERR_NO_DEVICE) _exit(2);
+        ctx = tcontext(SDPA_BACKEND_AUTO, &st);
+        if (!ctx || st != SDPA_OK) _exit(3);
+        if (sdpa_context_backend(ctx) == SDPA_BACKEND_OPENCL) _exit(4);
+        sdpa_context_destroy(ctx);
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    rmdir(dir);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child failed at step %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+END_TEST
+
+START_TEST(buffer_from_other_context_rejected)
+{
+    sdpa_context *other = cl_context_or_fail();
+    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tproblem p;
+    tproblem_make(&p, &c);
+    size_t bytes = p.n_q * sdpa_dtype_size(c.dtype);
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(other, bytes, &buf), SDPA_OK);
+    ck_assert_int_eq(sdpa_buffer_write(buf, 0, p.q, bytes), SDPA_OK);
+    sdpa_tensor q = p.desc.tensors.q;
+    q.host = NULL;
+    q.buf = buf;
+    q.offset = 0;
+    p.desc.tensors.q = q;
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(g_cl, &p.desc, NULL, &plan);
+    if (st == SDPA_OK) {
+        st = sdpa_plan_forward(plan, &p.desc.tensors);
+        sdpa_plan_destroy(plan);
+    }
+    ck_assert_int_eq(st, SDPA_ERR_MISMATCHED_CONTEXT);
+    sdpa_buffer_destroy(buf);
+    sdpa_context_destroy(other);
+    tproblem_free(&p);
+}
+END_TEST
+
+START_TEST(unsupported_requests_refused)
+{
+    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_tile_config tc;
+    sdpa_plan_options o;
+    sdpa_plan *plan = NULL;
+    static const struct { int field, value; } bad[] = {
+        {0, 1}, {1, 3}, {2, 32}, {3, 2}, {4, 100000},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sdpa_tile_config_init(&tc);
+        switch (bad[i].field) {
+        case 0: tc.unfused = bad[i].value; break;
+        case 1: tc.k_tile = bad[i].value; break;
+        case 2: tc.vec_width = bad[i].value; break;
+        case 3: tc.stage_kv = bad[i].value; break;
+        default: tc.wg_size = bad[i].value; break;
+        }
+        sdpa_plan_options_init(&o);
+        o.tile = &tc;
+        ck_assert_int_eq(sdpa_plan_create(g_cl, &p.desc, &o, &plan), SDPA_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(plan);
+    }
+    tproblem_free(&p);
+    /* Head size above 256. */
+    tcase_init(&c, "d512", 1, 1, 1, 4, 4, 512, 512);
+    tproblem_make(&p, &c);
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &p.desc, NULL, &plan), SDPA_ERR_UNSUPPORTED);
+    tproblem_free(&p);
+}
+END_TEST
+
+/* ---- devices, caches, interop ------------------------------------------------------ */
+
+START_TEST(device_info)
+{
+    int n = 0;
+    ck_assert_int_eq(sdpa_device_count(SDPA_BACKEND_OPENCL, &n), SDPA_OK);
+    ck_assert_int_ge(n, 1);
+    for (int i = 0; i < n; i++) {
+        sdpa_device_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, i, &info), SDPA_OK);
+        ck_assert_int_eq(info.backend, SDPA_BACKEND_OPENCL);
+        ck_assert_int_eq(info.index, i);
+        ck_assert(strlen(info.name) > 0);
+        ck_assert_int_gt(info.compute_units, 0);
+        ck_assert_int_gt(info.max_workgroup_size, 0);
+        ck_assert(strstr(info.details, "program binary cache") != NULL);
+        if (strstr(info.driver, "Portable Computing Language"))
+            ck_assert(strstr(info.details, "PoCL") != NULL);
+    }
+    sdpa_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_ne(sdpa_device_get_info(SDPA_BACKEND_OPENCL, n, &info), SDPA_OK);
+}
+END_TEST
+
+static int count_cache_files(const char *dir, char *first, size_t size)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s/cl-*.bin 2>/dev/null", dir);
+    FILE *f = popen(cmd, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (n == 0 && first) snprintf(first, size, "%s", line);
+        n++;
+    }
+    pclose(f);
+    return n;
+}
+
+START_TEST(disk_cache_written_and_corrupt_entries_rebuilt)
+{
+    char dir[] = "/tmp/sdpa-cl-cache-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("SDPA_CL_DISK_CACHE", "1", 1);
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_OPENCL;
+    o.cache_dir = dir;
+    o.log_level = SDPA_LOG_ERROR;
+    tcase c = make_case(find_case(fcases, N_FCASES, "len63x65_d64"));
+    char file[512] = "";
+    for (int round = 0; round < 3; round++) {
+        sdpa_context *ctx = NULL;
+        ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+        tparity_forward(ctx, g_ref, &c, NULL);
+        sdpa_context_destroy(ctx);
+        ck_assert_int_eq(count_cache_files(dir, file, sizeof file), 1);
+        if (round == 0) {
+            /* Corrupt a byte in the middle of the binary. */
+            FILE *f = fopen(file, "r+b");
+            ck_assert_ptr_nonnull(f);
+            fseek(f, 0, SEEK_END);
+            long size = ftell(f);
+            ck_assert_int_gt(size, 64);
+            fseek(f, size / 2, SEEK_SET);
+            int ch = fgetc(f);
+            fseek(f, size / 2, SEEK_SET);
+            fputc(ch ^ 0x5a, f);
+            fclose(f);
+        } else if (round == 1) {
+            ck_assert_int_eq(truncate(file, 20), 0); /* truncated header */
+        }
+    }
+    unsetenv("SDPA_CL_DISK_CACHE");
+    remove(file);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(interop_app_context_and_wrapped_buffers)
+{
+    cl_platform_id plat;
+    cl_device_id dev;
+    ck_assert_int_eq(clGetPlatformIDs(1, &plat, NULL), CL_SUCCESS);
+    ck_assert_int_eq(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL), CL_SUCCESS);
+    cl_int err;
+    cl_context clctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_command_queue queue = clCreateCommandQueue(clctx, dev, 0, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    sdpa_context_options opts;
+    sdpa_context_options_init(&opts);
+    opts.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_opencl_context_create(&opts, clctx, dev, queue, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    ck_assert_ptr_eq(sdpa_opencl_queue(ctx), queue);
+
+    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tproblem got, want;
+    tproblem_make(&got, &c);
+    tproblem_make(&want, &c);
+    size_t es = sdpa_dtype_size(c.dtype);
+    void *hosts[4] = {got.q, got.k, got.v, got.out};
+    size_t counts[4] = {got.n_q, got.n_k, got.n_v, got.n_out};
+    sdpa_tensor *ts[4] = {&got.desc.tensors.q, &got.desc.tensors.k, &got.desc.tensors.v,
+                          &got.desc.tensors.out};
+    cl_mem mems[4];
+    sdpa_buffer *bufs[4];
+    for (int i = 0; i < 4; i++) {
+        mems[i] = clCreateBuffer(clctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                 counts[i] * es, hosts[i], &err);
+        ck_assert_int_eq(err, CL_SUCCESS);
+        ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, mems[i], &bufs[i]), SDPA_OK);
+        ck_assert_ptr_eq(sdpa_opencl_buffer_mem(bufs[i]), mems[i]);
+        ck_assert_uint_eq(sdpa_buffer_size(bufs[i]), counts[i] * es);
+        ts[i]->host = NULL;
+        ts[i]->buf = bufs[i];
+        ts[i]->offset = 0;
+    }
+    got.desc.tensors.lse.dtype = SDPA_DTYPE_NONE;
+    want.desc.tensors.lse.dtype = SDPA_DTYPE_NONE;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &got.desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &got.desc.tensors), SDPA_OK);
+    /* The work is on the application's queue, in order. */
+    ck_assert_int_eq(clEnqueueReadBuffer(queue, mems[3], CL_TRUE, 0, got.n_out * es, got.out,
+                                         0, NULL, NULL), CL_SUCCESS);
+    ck_assert_int_eq(sdpa_attention_forward(g_ref, &want.desc), SDPA_OK);
+    tcompare r = tcompare_arrays(got.out, c.dtype, want.out, c.dtype, got.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-4, "interop max_abs %g", r.max_abs);
+    sdpa_plan_destroy(plan);
+
+    /* A cl_mem of another cl_context is refused. */
+    cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, 256, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    sdpa_buffer *fb = NULL;
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, foreign, &fb), SDPA_ERR_MISMATCHED_CONTEXT);
+    ck_assert_ptr_null(fb);
+    /* And a non-OpenCL context cannot wrap. */
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(g_ref, mems[0], &fb), SDPA_ERR_MISMATCHED_CONTEXT);
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+
+    for (int i = 0; i < 4; i++) {
+        sdpa_buffer_destroy(bufs[i]);
+        clReleaseMemObject(mems[i]);
+    }
+    sdpa_context_destroy(ctx);
+    /* The application's objects are still alive and usable. */
+    ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(clctx);
+    tproblem_free(&got);
+    tproblem_free(&want);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("opencl");
+    /* Whether a device exists is asked in a throwaway child: the parent must
+     * not load the ICD loader (the no_platform test needs a fresh one, and
+     * PoCL's threads do not survive Check's fork). */
+    int n = 0;
+    if (sdpa_backend_compiled(SDPA_BACKEND_OPENCL)) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int count = 0;
+            sdpa_device_count(SDPA_BACKEND_OPENCL, &count);
+            _exit(count > 0 ? 0 : 1);
+        }
+        int status = 0;
+        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0)
+            n = 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "test_opencl: no OpenCL device; skipping\n");
+        return 77;
+    }
+    TCase *tc = tcase_create("forward");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
+    tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
+    tcase_add_test(tc, decode_uses_split);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("backward");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
+    tcase_add_loop_test(tc, backward_forced_tiles, 0, 2);
+    tcase_add_test(tc, backward_deterministic);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, build_failure_reports_log_and_auto_falls_back);
+    tcase_add_test(tc, buffer_from_other_context_rejected);
+    tcase_add_test(tc, unsupported_requests_refused);
+    suite_add_tcase(s, tc);
+
+    /* No fixture: the ICD loader must not have been loaded in this process. */
+    tc = tcase_create("no_platform");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, no_platform);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("device");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, device_info);
+    tcase_add_test(tc, disk_cache_written_and_corrupt_entries_rebuilt);
+    tcase_add_test(tc, interop_app_context_and_wrapped_buffers);
+    suite_add_tcase(s, tc);
+    return trun_suite(s);
+}
