@@ -1,0 +1,218 @@
+/*
+ * cpu_backend.c — the function table of the fast CPU backend ("cpu"): context
+ * state (thread pool + the vector kernels this CPU runs), plan creation
+ * (tile sizes, split-KV decision, one workspace allocation), and dispatch to
+ * the forward and backward drivers. Buffers are host memory and shared with
+ * the reference backend (host_buffers.c).
+ *
+ * Invariants: a plan's workspace is allocated once at plan_create and is
+ * O(threads x tile) plus O(B x Hkv x rows / bq) statistics partials; it never
+ * depends on Skv. forward/backward allocate nothing.
+ */
+#include "cpu_internal.h"
+#include "host_buffers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sdpa_status cpu_context_init(sdpa_context *ctx, int device_index, void **state)
+{
+    (void)device_index;
+    *state = NULL;
+    sdpa__cpu_state *s = calloc(1, sizeof *s);
+    SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "cpu: context state");
+    s->k = sdpa__cpu_kernels_select();
+    sdpa_status st = sdpa__cpu_pool_create(ctx, sdpa__context_threads(ctx), &s->pool);
+    if (st != SDPA_OK) {
+        free(s);
+        return st;
+    }
+    s->nthreads = sdpa__cpu_pool_size(s->pool);
+    sdpa__log(ctx, SDPA_LOG_INFO, "cpu: %d threads, %s kernels", s->nthreads, s->k->name);
+    *state = s;
+    return SDPA_OK;
+}
+
+static void cpu_context_free(sdpa_context *ctx, void *state)
+{
+    (void)ctx;
+    sdpa__cpu_state *s = state;
+    if (!s) return;
+    sdpa__cpu_pool_destroy(s->pool);
+    free(s);
+}
+
+static sdpa_status cpu_supports(sdpa_context *ctx, const sdpa__problem *p, unsigned flags)
+{
+    (void)flags;
+    SDPA__CHECK(ctx, p->D <= 4096 && p->Dv <= 4096, SDPA_ERR_UNSUPPORTED,
+                "cpu: head size %lld/%lld above 4096", (long long)p->D, (long long)p->Dv);
+    SDPA__CHECK(ctx, p->dtype == SDPA_DTYPE_F32 || p->dtype == SDPA_DTYPE_F16 ||
+                         p->dtype == SDPA_DTYPE_BF16,
+                SDPA_ERR_UNSUPPORTED, "cpu: storage dtype %s", sdpa_dtype_name(p->dtype));
+    return SDPA_OK;
+}
+
+static int round16(int v, int lo, int hi)
+{
+    v = (v + 15) / 16 * 16;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void cpu_plan_free(sdpa_context *ctx, void *plan_state)
+{
+    (void)ctx;
+    sdpa__cpu_plan *pl = plan_state;
+    if (!pl) return;
+    free(pl->mem);
+    free(pl);
+}
+
+static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                   const sdpa_plan_options *options, void **plan_state)
+{
+    *plan_state = NULL;
+    sdpa__cpu_state *s = sdpa__context_backend_state(ctx);
+    SDPA__CHECK(ctx, s, SDPA_ERR_INTERNAL, "cpu: context has no backend state");
+    sdpa__cpu_plan *pl = calloc(1, sizeof *pl);
+    SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan");
+    pl->p = *p;
+    pl->k = s->k;
+    pl->pool = s->pool;
+    pl->nthreads = s->nthreads;
+    pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
+    pl->bq = 64;
+    pl->bk = 64;
+    int forced_split = 0;
+    const sdpa_tile_config *tc = options ? options->tile : NULL;
+    if (tc) {
+        if (tc->q_tile != SDPA_AUTO) pl->bq = round16(tc->q_tile, 16, 256);
+        if (tc->k_tile != SDPA_AUTO) pl->bk = round16(tc->k_tile, 16, 512);
+        if (tc->split_kv != SDPA_AUTO && tc->split_kv >= 1)
+            forced_split = tc->split_kv > 256 ? 256 : tc->split_kv;
+    }
+    pl->G = p->Hq / p->Hkv;
+    pl->rows = pl->G * p->Sq;
+    pl->nsub = (pl->rows + pl->bq - 1) / pl->bq;
+    /* Rows per forward task: large enough to amortise packing K/V, small
+     * enough that every thread gets several tasks. */
+    const int64_t bhkv = p->B * p->Hkv;
+    int64_t sbs = 4;
+    while (sbs > 1 && bhkv * ((pl->nsub + sbs - 1) / sbs) < 4 * pl->nthreads) sbs--;
+    pl->sb = (int)sbs * pl->bq;
+    pl->nsb = (pl->rows + pl->sb - 1) / pl->sb;
+    /* Split-KV: when there are fewer tasks than threads and the keys are many,
+     * split the keys and merge partials by LSE. */
+    const int64_t tasks = bhkv * pl->nsb;
+    pl->nsplit = 1;
+    if (forced_split)
+        pl->nsplit = forced_split;
+    else if (tasks < 2 * pl->nthreads && p->Skv >= 8 * pl->bk) {
+        int64_t ns = (4 * pl->nthreads + tasks - 1) / tasks;
+        const int64_t maxs = p->Skv / (4 * pl->bk);
+        if (ns > maxs) ns = maxs;
+        if (ns > 64) ns = 64;
+        pl->nsplit = ns < 1 ? 1 : (int)ns;
+    }
+    if (p->has_stats) pl->nsplit = 1; /* row statistics need whole rows */
+
+    /* Backward key tiles: up to 4 forward tiles, so the dK/dV pass loads each
+     * block of query rows once per 4*bk keys, while keeping 4 tasks per
+     * thread. */
+    pl->bkb = 4 * pl->bk;
+    while (pl->bkb > pl->bk &&
+           bhkv * ((p->Skv + pl->bkb - 1) / pl->bkb) < 4 * pl->nthreads)
+        pl->bkb -= pl->bk;
+    size_t tb = sdpa__cpu_forward_thread_bytes(pl);
+    if (pl->backward) {
+        const size_t bb = sdpa__cpu_backward_thread_bytes(pl);
+        if (bb > tb) tb = bb;
+    }
+    pl->thread_bytes = sdpa__cpu_align(tb);
+    pl->split_task_floats = (size_t)pl->sb * ((size_t)p->Dv + 2);
+    const size_t split_floats =
+        pl->nsplit > 1 ? (size_t)tasks * pl->nsplit * pl->split_task_floats : 0;
+    const size_t stat_doubles =
+        p->has_stats ? (size_t)(bhkv * pl->nsub * pl->G) * CPU_SP_N : 0;
+    sdpa__cpu_carve c = {NULL, 0};
+    sdpa__cpu_take(&c, pl->thread_bytes * (size_t)pl->nthreads);
+    sdpa__cpu_take(&c, ((size_t)p->D * 2 + (size_t)p->Hq) * sizeof(float));
+    sdpa__cpu_take(&c, split_floats * sizeof(float));
+    sdpa__cpu_take(&c, stat_doubles * sizeof(double));
+    pl->mem_bytes = c.used;
+    pl->mem = aligned_alloc(64, pl->mem_bytes);
+    if (!pl->mem) {
+        cpu_plan_free(ctx, pl);
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan workspace of %zu bytes",
+                          c.used);
+    }
+    c.p = pl->mem;
+    c.used = 0;
+    pl->thread_ws = sdpa__cpu_take(&c, pl->thread_bytes * (size_t)pl->nthreads);
+    pl->params = sdpa__cpu_take(&c, ((size_t)p->D * 2 + (size_t)p->Hq) * sizeof(float));
+    pl->split_ws = sdpa__cpu_take(&c, split_floats * sizeof(float));
+    pl->stat_ws = sdpa__cpu_take(&c, stat_doubles * sizeof(double));
+    sdpa__log(ctx, SDPA_LOG_DEBUG,
+              "cpu: plan bq=%d bk=%d rows/task=%d split=%d threads=%d workspace=%zu",
+              pl->bq, pl->bk, pl->sb, pl->nsplit, pl->nthreads, pl->mem_bytes);
+    *plan_state = pl;
+    return SDPA_OK;
+}
+
+static size_t cpu_plan_workspace(const void *plan_state)
+{
+    const sdpa__cpu_plan *pl = plan_state;
+    return pl ? pl->mem_bytes : 0;
+}
+
+static void cpu_plan_describe(const void *plan_state, sdpa_plan_info *info)
+{
+    const sdpa__cpu_plan *pl = plan_state;
+    sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
+    snprintf(info->config, sizeof info->config,
+             "q_tile=%d k_tile=%d rows_per_task=%d split_kv=%d bwd_k_tile=%d threads=%d "
+             "kernels=%s",
+             pl->bq, pl->bk, pl->sb, pl->nsplit, pl->bkb, pl->nthreads, pl->k->name);
+}
+
+static sdpa_status cpu_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                               const sdpa__fwd_args *a)
+{
+    (void)ctx;
+    return sdpa__cpu_forward_run(plan_state, p, a);
+}
+
+static sdpa_status cpu_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                                const sdpa__fwd_args *a, const sdpa__bwd_args *g)
+{
+    sdpa__cpu_plan *pl = plan_state;
+    SDPA__CHECK(ctx, pl->backward, SDPA_ERR_INVALID_ARG,
+                "cpu: plan was created without SDPA_PLAN_BACKWARD");
+    SDPA__CHECK(ctx, a->lse.mem && a->out.mem, SDPA_ERR_INVALID_ARG,
+                "cpu: backward needs the forward's out and lse");
+    return sdpa__cpu_backward_run(pl, p, a, g);
+}
+
+const sdpa__backend sdpa__backend_cpu = {
+    .api_version = SDPA__BACKEND_API_VERSION,
+    .kind = SDPA_BACKEND_CPU,
+    .name = "cpu",
+    .host_memory = true,
+    .device_count = sdpa__host_device_count,
+    .device_info = sdpa__host_device_info,
+    .context_init = cpu_context_init,
+    .context_free = cpu_context_free,
+    .buffer_alloc = sdpa__host_buffer_alloc,
+    .buffer_free = sdpa__host_buffer_free,
+    .buffer_write = sdpa__host_buffer_write,
+    .buffer_read = sdpa__host_buffer_read,
+    .supports = cpu_supports,
+    .plan_create = cpu_plan_create,
+    .plan_free = cpu_plan_free,
+    .plan_workspace = cpu_plan_workspace,
+    .plan_describe = cpu_plan_describe,
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+    .finish = sdpa__host_finish,
+};

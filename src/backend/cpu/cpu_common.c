@@ -1,0 +1,118 @@
+/*
+ * cpu_common.c — small helpers shared by the fast CPU backend's forward and
+ * backward drivers: per-call parameters (gains and per-head scales loaded
+ * once into the plan's workspace), kv_len lookup, and the QK-norm forward and
+ * gradient on one f32 row. Everything here is O(D) per row; the heavy loops
+ * live in the kernels.
+ */
+#include "cpu_internal.h"
+
+#include <math.h>
+
+void sdpa__cpu_load_params(const sdpa__cpu_plan *pl, const sdpa__problem *p,
+                           const sdpa__fwd_args *a, sdpa__cpu_call *call)
+{
+    float *qg = pl->params, *kg = pl->params + p->D, *sc = pl->params + 2 * p->D;
+    call->q_gain = call->k_gain = NULL;
+    if (p->has_q_gain) {
+        for (int64_t d = 0; d < p->D; d++)
+            qg[d] = ((const float *)a->q_gain.mem)[sdpa__at(&a->q_gain, 0, 0, 0, d)];
+        call->q_gain = qg;
+    }
+    if (p->has_k_gain) {
+        for (int64_t d = 0; d < p->D; d++)
+            kg[d] = ((const float *)a->k_gain.mem)[sdpa__at(&a->k_gain, 0, 0, 0, d)];
+        call->k_gain = kg;
+    }
+    for (int64_t h = 0; h < p->Hq; h++)
+        sc[h] = p->has_temperature
+                    ? ((const float *)a->temperature.mem)[sdpa__at(&a->temperature, 0, h, 0, 0)]
+                    : (float)p->scale;
+    call->scale_h = sc;
+}
+
+int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b)
+{
+    if (!p->has_kv_len) return p->Skv;
+    int64_t n = ((const int32_t *)a->kv_len.mem)[sdpa__at(&a->kv_len, b, 0, 0, 0)];
+    if (n < 0) n = 0;
+    if (n > p->Skv) n = p->Skv;
+    return n;
+}
+
+float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D)
+{
+    const float eps = (float)p->qk_norm_eps;
+    float r = 1.0f;
+    switch (p->qk_norm) {
+    case SDPA_QK_NORM_RMS:
+    case SDPA_QK_NORM_L2: {
+        float ss = 0.0f;
+        for (int64_t d = 0; d < D; d++) ss += x[d] * x[d];
+        if (p->qk_norm == SDPA_QK_NORM_RMS) ss /= (float)D;
+        r = 1.0f / sqrtf(ss + eps);
+        for (int64_t d = 0; d < D; d++) x[d] *= r;
+        break;
+    }
+    case SDPA_QK_NORM_LAYER: {
+        float mu = 0.0f, var = 0.0f;
+        for (int64_t d = 0; d < D; d++) mu += x[d];
+        mu /= (float)D;
+        for (int64_t d = 0; d < D; d++) var += (x[d] - mu) * (x[d] - mu);
+        var /= (float)D;
+        r = 1.0f / sqrtf(var + eps);
+        for (int64_t d = 0; d < D; d++) x[d] = (x[d] - mu) * r;
+        break;
+    }
+    default: break;
+    }
+    return r;
+}
+
+void sdpa__cpu_norm_backward(const sdpa__problem *p, const float *xhat, float r,
+                             float *dx, int64_t D)
+{
+    switch (p->qk_norm) {
+    case SDPA_QK_NORM_RMS:
+    case SDPA_QK_NORM_L2: {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < D; d++) dot += dx[d] * xhat[d];
+        if (p->qk_norm == SDPA_QK_NORM_RMS) dot /= (float)D;
+        for (int64_t d = 0; d < D; d++) dx[d] = r * (dx[d] - xhat[d] * dot);
+        break;
+    }
+    case SDPA_QK_NORM_LAYER: {
+        float mean = 0.0f, dot = 0.0f;
+        for (int64_t d = 0; d < D; d++) {
+            mean += dx[d];
+            dot += dx[d] * xhat[d];
+        }
+        mean /= (float)D;
+        dot /= (float)D;
+        for (int64_t d = 0; d < D; d++) dx[d] = r * (dx[d] - mean - xhat[d] * dot);
+        break;
+    }
+    default: break;
+    }
+}
+
+void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
+                       const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
+                       const float *gain, float mul, float *dst, float *xhat,
+                       float *r_out)
+{
+    const int64_t D = p->D;
+    const size_t esz = p->dtype == SDPA_DTYPE_F32 ? 4 : 2;
+    const unsigned char *base = (const unsigned char *)ref->mem +
+                                (size_t)sdpa__at(ref, b, h, i, 0) * esz;
+    k->load_row(base, p->dtype, ref->stride[3], (int)D, dst);
+    const float r = sdpa__cpu_norm(p, dst, D);
+    if (r_out) *r_out = r;
+    if (xhat)
+        for (int64_t d = 0; d < D; d++) xhat[d] = dst[d];
+    if (gain) {
+        for (int64_t d = 0; d < D; d++) dst[d] *= gain[d] * mul;
+    } else if (mul != 1.0f) {
+        for (int64_t d = 0; d < D; d++) dst[d] *= mul;
+    }
+}

@@ -1,0 +1,543 @@
+/*
+ * cpu_forward.c — the fast CPU backend's forward pass: FlashAttention-style
+ * tiled online softmax, with split-KV decode and the in-kernel statistics.
+ *
+ * Work decomposition. The query heads that share a KV head are laid end to
+ * end into one row space of G*Sq rows per (b, hkv), so a decode step (Sq = 1)
+ * with GQA still fills a tile and reads each K/V tile once for all G heads.
+ * A task is (b, hkv, block of pl->sb rows, key split); threads take tasks from
+ * an atomic counter, largest-first. Each task:
+ *   1. packs its rows' Q (normalised, gain, times the head's scale) as f32,
+ *      transposed (D x bq) per sub-block of bq rows (row-major when a
+ *      sub-block has fewer than 16 rows: then S uses dot products);
+ *   2. walks key tiles of bk keys over the union of its rows' kept ranges
+ *      (sdpa__row_range: kv_len and the band), packing K (normalised, gain)
+ *      and V once per tile for all sub-blocks;
+ *   3. per sub-block whose range meets the tile: S^T = K Q^T (bk x bq),
+ *      softcap, bias, mask and band (the band only on tiles not fully inside
+ *      every row's range), column max, exp, column sums, rescale of the
+ *      accumulators, O += P V;
+ *   4. writes O / l and lse = m + log l (0 and -inf for empty rows), or, with
+ *      key splits, the unnormalised partial (O, m, l) which a serial pass
+ *      merges exactly by LSE.
+ * Statistics run the same loop with an extra per-row pass on the tile (a
+ * separate branch, so nothing is paid when they are off), write per
+ * (head, row block) partial sums, and a serial pass reduces them in a fixed
+ * order. Workspace: per thread O(sb*(D+Dv) + bk*(bq+D+Dv)) floats; nothing
+ * depends on Skv. Deterministic: every output element is computed by one task
+ * in a fixed order whatever thread runs it.
+ */
+#include "cpu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MAX_SUBS 64
+
+typedef struct fwd_ws {
+    float *q, *o, *m, *l, *rs, *ts, *st, *sc, *kp, *vp;
+    float *msub, *alpha, *rsum, *mnew, *row;
+    int64_t *lo, *hi;
+} fwd_ws;
+
+enum { RS_A, RS_L2, RS_L3, RS_CNT, RS_SUM, RS_SUMSQ, RS_MIN, RS_MAX, RS_S0, RS_N };
+
+static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
+{
+    sdpa__cpu_carve c = {base, 0};
+    const size_t sb = (size_t)pl->sb, bq = (size_t)pl->bq, bk = (size_t)pl->bk;
+    const size_t D = (size_t)pl->p.D, Dv = (size_t)pl->p.Dv, f = sizeof(float);
+    w->q = sdpa__cpu_take(&c, sb * D * f);
+    w->o = sdpa__cpu_take(&c, sb * Dv * f);
+    w->m = sdpa__cpu_take(&c, sb * f);
+    w->l = sdpa__cpu_take(&c, sb * f);
+    w->rs = sdpa__cpu_take(&c, pl->p.has_stats ? sb * RS_N * f : 0);
+    w->ts = sdpa__cpu_take(&c, pl->p.has_stats ? 8 * bq * f : 0);
+    w->st = sdpa__cpu_take(&c, bk * bq * f);
+    w->sc = sdpa__cpu_take(&c, pl->p.has_stats ? bk * bq * f : 0);
+    w->kp = sdpa__cpu_take(&c, bk * D * f);
+    w->vp = sdpa__cpu_take(&c, bk * Dv * f);
+    w->msub = sdpa__cpu_take(&c, bq * f);
+    w->alpha = sdpa__cpu_take(&c, bq * f);
+    w->rsum = sdpa__cpu_take(&c, bq * f);
+    w->mnew = sdpa__cpu_take(&c, bq * f);
+    w->row = sdpa__cpu_take(&c, (D > Dv ? D : Dv) * f);
+    w->lo = sdpa__cpu_take(&c, sb * sizeof(int64_t));
+    w->hi = sdpa__cpu_take(&c, sb * sizeof(int64_t));
+    return c.used;
+}
+
+size_t sdpa__cpu_forward_thread_bytes(const sdpa__cpu_plan *pl)
+{
+    fwd_ws w;
+    return fwd_carve(pl, NULL, &w);
+}
+
+typedef struct fwd_job {
+    sdpa__cpu_call call;
+    atomic_llong next;
+    int64_t ntasks;
+} fwd_job;
+
+/* The rows of one sub-block and the union / intersection of their ranges. */
+typedef struct sub_info {
+    int r0, nq;                /* first row (within the task) and count */
+    int64_t lo_min, hi_max;    /* union of the non-empty ranges */
+    int64_t lo_max, hi_min;    /* intersection of all ranges */
+} sub_info;
+
+static inline void row_head(const sdpa__cpu_plan *pl, int64_t hkv, int64_t gr,
+                            int64_t *h, int64_t *i)
+{
+    *h = hkv * pl->G + gr / pl->p.Sq;
+    *i = gr % pl->p.Sq;
+}
+
+/* Softcap, bias, mask and band on one S^T tile (keys kt..kt+n, rows of sub). */
+static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
+                          const sub_info *s, int64_t b, int64_t hkv, int64_t r0,
+                          int64_t kt, int n, bool full)
+{
+    const sdpa__cpu_plan *pl = call->pl;
+    const sdpa__problem *p = call->p;
+    const sdpa__fwd_args *a = call->a;
+    float *st = w->st;
+    const int ld = pl->bq, nq = s->nq;
+    if (p->softcap > 0) {
+        const float c = (float)p->softcap, ic = 1.0f / c;
+        for (int j = 0; j < n; j++)
+            for (int r = 0; r < nq; r++) st[j * ld + r] = c * tanhf(st[j * ld + r] * ic);
+    }
+    if (p->has_bias || p->has_mask) {
+        for (int r = 0; r < nq; r++) {
+            int64_t h, i;
+            row_head(pl, hkv, r0 + s->r0 + r, &h, &i);
+            if (p->has_bias) {
+                const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
+                const int64_t bs = a->bias.stride[3];
+                for (int j = 0; j < n; j++) st[j * ld + r] += bb[j * bs];
+            }
+            if (p->has_mask) {
+                const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
+                const int64_t ms = a->mask.stride[3];
+                for (int j = 0; j < n; j++)
+                    if (!mm[j * ms]) st[j * ld + r] = -INFINITY;
+            }
+        }
+    }
+    if (!full) {
+        /* The band relative to the tile, clamped into int32, then one vector
+         * pass down the keys. */
+        int32_t *lor = (int32_t *)w->mnew, *hir = (int32_t *)w->msub;
+        for (int r = 0; r < nq; r++) {
+            int64_t lo = w->lo[s->r0 + r] - kt, hi = w->hi[s->r0 + r] - kt;
+            lo = lo < 0 ? 0 : lo > n ? n : lo;
+            hi = hi < 0 ? 0 : hi > n ? n : hi;
+            lor[r] = (int32_t)lo;
+            hir[r] = (int32_t)hi;
+        }
+        pl->k->band(st, ld, n, nq, lor, hir);
+    }
+}
+
+static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
+                           const sub_info *s, int ld, int64_t kt, int n)
+{
+    const int nq = s->nq;
+    float *t = w->ts;
+    k->tilestats(w->sc, w->st, ld, n, nq, t, ld);
+    for (int r = 0; r < nq; r++) {
+        float *rs = w->rs + (size_t)(s->r0 + r) * RS_N;
+        const float al = w->alpha[r];
+        rs[RS_A] = rs[RS_A] * al + t[0 * ld + r];
+        rs[RS_L2] = rs[RS_L2] * al * al + t[1 * ld + r];
+        rs[RS_L3] = rs[RS_L3] * al * al * al + t[2 * ld + r];
+        rs[RS_CNT] += t[3 * ld + r];
+        rs[RS_SUM] += t[4 * ld + r];
+        rs[RS_SUMSQ] += t[5 * ld + r];
+        if (t[6 * ld + r] < rs[RS_MIN]) rs[RS_MIN] = t[6 * ld + r];
+        if (t[7 * ld + r] > rs[RS_MAX]) rs[RS_MAX] = t[7 * ld + r];
+        if (kt == 0 && w->sc[r] > -INFINITY) rs[RS_S0] = w->sc[r];
+    }
+}
+
+/* K/V of the current tile: packed f32 in the workspace, or the caller's
+ * memory when it already is contiguous f32 rows (no conversion, no norm). */
+typedef struct kv_tile {
+    const float *k, *v;
+    ptrdiff_t kld, vld;
+    bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
+} kv_tile;
+
+/* O = alpha*O + P V, skipping keys with p = 0, so an Inf/NaN in a V row that
+ * a row drops does not reach that row (0 * Inf would be NaN). */
+static void pv_skip_zeros(const float *st, int ld, int nq, int n, const kv_tile *kv,
+                          const float *alpha, float *o, int Dv)
+{
+    for (int r = 0; r < nq; r++) {
+        float *orow = o + (size_t)r * Dv;
+        for (int d = 0; d < Dv; d++) orow[d] *= alpha[r];
+        for (int j = 0; j < n; j++) {
+            const float pj = st[j * ld + r];
+            if (pj == 0.0f) continue;
+            const float *vrow = kv->v + j * kv->vld;
+            for (int d = 0; d < Dv; d++) orow[d] += pj * vrow[d];
+        }
+    }
+}
+
+static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
+                     int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
+                     const kv_tile *kv)
+{
+    const sdpa__cpu_plan *pl = call->pl;
+    const sdpa__problem *p = call->p;
+    const sdpa__cpu_kernels *k = pl->k;
+    const int ld = pl->bq, nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
+    const float *qs = w->q + (size_t)s->r0 * D;
+    float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
+    float *m = w->m + s->r0, *l = w->l + s->r0;
+
+    if (nq >= 16)
+        k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
+    else
+        k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
+    const bool full = kt >= s->lo_max && kt + n <= s->hi_min;
+    if (!full || p->softcap > 0 || p->has_bias || p->has_mask)
+        fwd_mask_tile(call, w, s, b, hkv, r0, kt, n, full);
+
+    memcpy(w->mnew, m, (size_t)nq * sizeof(float));
+    k->colmax(st, ld, n, nq, w->mnew);
+    for (int r = 0; r < nq; r++) {
+        const float mn = w->mnew[r];
+        w->msub[r] = mn == -INFINITY ? 0.0f : mn;
+        w->alpha[r] = m[r];
+        w->rsum[r] = 0.0f;
+    }
+    /* alpha = exp(m_old - m_new): 0 when m_old = -inf, 1 when unchanged */
+    k->expsub(w->alpha, 0, 1, nq, w->msub, NULL);
+    if (p->has_stats)
+        for (int j = 0; j < n; j++) memcpy(w->sc + j * ld, st + j * ld, (size_t)nq * sizeof(float));
+    k->expsub(st, ld, n, nq, w->msub, w->rsum);
+    for (int r = 0; r < nq; r++) {
+        l[r] = l[r] * w->alpha[r] + w->rsum[r];
+        m[r] = w->mnew[r];
+    }
+    if (p->has_stats) fwd_stats_tile(k, w, s, ld, kt, n);
+    /* O = alpha * O + P V in one pass */
+    if (kv->v_nonfinite)
+        pv_skip_zeros(st, ld, nq, n, kv, w->alpha, o, Dv);
+    else
+        k->gemm(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
+}
+
+/* Per-row statistics of a finished row into the head's partial sums. */
+static void fwd_stats_row(const sdpa__problem *p, const float *rs, float m, float l,
+                          double *part)
+{
+    if (!(l > 0)) {
+        part[CPU_SP_EMPTY] += 1;
+        return;
+    }
+    const float lse = m + logf(l);
+    const double sp2 = (double)rs[RS_L2] / ((double)l * l);
+    const double sp3 = (double)rs[RS_L3] / ((double)l * l * l);
+    double jac2 = sp2 - 2 * sp3 + sp2 * sp2;
+    const double ent = (double)lse - (double)rs[RS_A] / l;
+    const double pmax = 1.0 / l;
+    if (part[CPU_SP_ROWS] == 0) {
+        part[CPU_SP_MIN] = rs[RS_MIN];
+        part[CPU_SP_MAX] = rs[RS_MAX];
+        part[CPU_SP_ENTMIN] = ent;
+    } else {
+        if (rs[RS_MIN] < part[CPU_SP_MIN]) part[CPU_SP_MIN] = rs[RS_MIN];
+        if (rs[RS_MAX] > part[CPU_SP_MAX]) part[CPU_SP_MAX] = rs[RS_MAX];
+        if (ent < part[CPU_SP_ENTMIN]) part[CPU_SP_ENTMIN] = ent;
+    }
+    part[CPU_SP_ROWS] += 1;
+    part[CPU_SP_COUNT] += rs[RS_CNT];
+    part[CPU_SP_SUM] += rs[RS_SUM];
+    part[CPU_SP_SUMSQ] += rs[RS_SUMSQ];
+    part[CPU_SP_ENT] += ent;
+    part[CPU_SP_PMAX] += pmax;
+    part[CPU_SP_SAT] += pmax > p->stats_saturation ? 1 : 0;
+    part[CPU_SP_JAC] += sqrt(jac2 > 0 ? jac2 : 0);
+    part[CPU_SP_SINK] += rs[RS_S0] > -INFINITY ? exp((double)rs[RS_S0] - lse) : 0.0;
+}
+
+static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
+{
+    const sdpa__cpu_call *call = &job->call;
+    const sdpa__cpu_plan *pl = call->pl;
+    const sdpa__problem *p = call->p;
+    const sdpa__fwd_args *a = call->a;
+    const sdpa__cpu_kernels *k = pl->k;
+    const int D = (int)p->D, Dv = (int)p->Dv, bq = pl->bq, bk = pl->bk;
+    const size_t vesz = p->dtype == SDPA_DTYPE_F32 ? 4 : 2;
+
+    const int64_t split = t % pl->nsplit, u = t / pl->nsplit;
+    const int64_t bh = u % (p->B * p->Hkv);
+    const int64_t sbi = pl->nsb - 1 - u / (p->B * p->Hkv);
+    const int64_t b = bh / p->Hkv, hkv = bh % p->Hkv;
+    const int64_t r0 = sbi * pl->sb;
+    const int nrows = (int)(r0 + pl->sb <= pl->rows ? pl->sb : pl->rows - r0);
+    const int64_t kvl = sdpa__cpu_kv_len(p, a, b);
+    const bool direct_k = p->dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
+                          p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain;
+    const bool direct_v = p->dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;
+
+    int64_t K0 = INT64_MAX, K1 = 0;
+    for (int r = 0; r < nrows; r++) {
+        int64_t h, i;
+        row_head(pl, hkv, r0 + r, &h, &i);
+        sdpa__row_range(p, kvl, i, &w->lo[r], &w->hi[r]);
+        if (w->lo[r] < w->hi[r]) {
+            if (w->lo[r] < K0) K0 = w->lo[r];
+            if (w->hi[r] > K1) K1 = w->hi[r];
+        }
+    }
+    if (K0 > K1) K0 = K1 = 0;
+    /* Key tiles sit at multiples of bk whatever the task's rows, so every
+     * row sums its keys in the same order for any rows-per-task choice. */
+    K0 = K0 / bk * bk;
+    if (pl->nsplit > 1) {
+        const int64_t len = K1 - K0;
+        int64_t part = (len + pl->nsplit - 1) / pl->nsplit;
+        part = (part + bk - 1) / bk * bk;
+        const int64_t s0 = K0 + split * part;
+        K0 = s0 < K1 ? s0 : K1;
+        K1 = s0 + part < K1 ? s0 + part : K1;
+    }
+
+    /* Pass 0 is the fast path. An Inf/NaN in V multiplied by p = 0 would
+     * reach rows that drop that key, so when an accumulator comes out
+     * non-finite the task is redone once with non-finite V tiles summed
+     * skipping p = 0 (NaN/Inf from Q or K then land where IEEE puts them). */
+    const int nsub = (nrows + bq - 1) / bq;
+    for (int safe = 0; safe < 2; safe++) {
+        sub_info subs[MAX_SUBS];
+        for (int s = 0; s < nsub; s++) {
+            sub_info *si = &subs[s];
+            si->r0 = s * bq;
+            si->nq = nrows - si->r0 < bq ? nrows - si->r0 : bq;
+            si->lo_min = INT64_MAX;
+            si->hi_max = 0;
+            si->lo_max = 0;
+            si->hi_min = INT64_MAX;
+            float *qs = w->q + (size_t)si->r0 * D;
+            for (int r = 0; r < si->nq; r++) {
+                const int rr = si->r0 + r;
+                int64_t h, i;
+                row_head(pl, hkv, r0 + rr, &h, &i);
+                if (w->lo[rr] < w->hi[rr]) {
+                    if (w->lo[rr] < si->lo_min) si->lo_min = w->lo[rr];
+                    if (w->hi[rr] > si->hi_max) si->hi_max = w->hi[rr];
+                }
+                if (w->lo[rr] > si->lo_max) si->lo_max = w->lo[rr];
+                if (w->hi[rr] < si->hi_min) si->hi_min = w->hi[rr];
+                if (si->nq >= 16) {
+                    sdpa__cpu_load_qk(k, p, &a->q, b, h, i, call->q_gain,
+                                      call->scale_h[h], w->row, NULL, NULL);
+                    for (int d = 0; d < D; d++) qs[(size_t)d * bq + r] = w->row[d];
+                } else {
+                    sdpa__cpu_load_qk(k, p, &a->q, b, h, i, call->q_gain,
+                                      call->scale_h[h], qs + (size_t)r * D, NULL, NULL);
+                }
+                w->m[rr] = -INFINITY;
+                w->l[rr] = 0.0f;
+                if (p->has_stats) {
+                    float *rs = w->rs + (size_t)rr * RS_N;
+                    for (int e = 0; e < RS_N; e++) rs[e] = 0.0f;
+                    rs[RS_MIN] = INFINITY;
+                    rs[RS_MAX] = -INFINITY;
+                    rs[RS_S0] = -INFINITY;
+                }
+            }
+            if (si->lo_min > si->hi_max) si->lo_min = si->hi_max = 0;
+            memset(w->o + (size_t)si->r0 * Dv, 0, (size_t)si->nq * Dv * sizeof(float));
+        }
+
+        for (int64_t kt = K0; kt < K1; kt += bk) {
+            const int n = (int)(K1 - kt < bk ? K1 - kt : bk);
+            bool any = false;
+            for (int s = 0; s < nsub && !any; s++)
+                any = kt < subs[s].hi_max && kt + n > subs[s].lo_min;
+            if (!any) continue;
+            kv_tile kv = {w->kp, w->vp, D, Dv, false};
+            if (direct_k) {
+                kv.k = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);
+                kv.kld = (ptrdiff_t)a->k.stride[2];
+            } else {
+                for (int j = 0; j < n; j++)
+                    sdpa__cpu_load_qk(k, p, &a->k, b, hkv, kt + j, call->k_gain, 1.0f,
+                                      w->kp + (size_t)j * D, NULL, NULL);
+            }
+            if (direct_v) {
+                kv.v = (const float *)a->v.mem + sdpa__at(&a->v, b, hkv, kt, 0);
+                kv.vld = (ptrdiff_t)a->v.stride[2];
+            } else {
+                for (int j = 0; j < n; j++) {
+                    const unsigned char *vb = (const unsigned char *)a->v.mem +
+                                              (size_t)sdpa__at(&a->v, b, hkv, kt + j, 0) * vesz;
+                    k->load_row(vb, p->dtype, a->v.stride[3], Dv, w->vp + (size_t)j * Dv);
+                }
+            }
+            kv.v_nonfinite = safe && k->nonfinite(kv.v, kv.vld, n, Dv);
+            for (int s = 0; s < nsub; s++)
+                if (kt < subs[s].hi_max && kt + n > subs[s].lo_min)
+                    fwd_tile(call, w, &subs[s], b, hkv, r0, kt, n, &kv);
+        }
+
+        if (safe || !k->nonfinite(w->o, Dv, nrows, Dv)) break;
+    }
+
+    if (pl->nsplit > 1) {
+        float *dst = pl->split_ws +
+                     (size_t)((bh * pl->nsb + sbi) * pl->nsplit + split) * pl->split_task_floats;
+        memcpy(dst, w->o, (size_t)nrows * Dv * sizeof(float));
+        memcpy(dst + (size_t)pl->sb * Dv, w->m, (size_t)nrows * sizeof(float));
+        memcpy(dst + (size_t)pl->sb * (Dv + 1), w->l, (size_t)nrows * sizeof(float));
+        return;
+    }
+    for (int r = 0; r < nrows; r++) {
+        int64_t h, i;
+        row_head(pl, hkv, r0 + r, &h, &i);
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        const float *orow = w->o + (size_t)r * Dv;
+        k->store_row(orow, inv, (unsigned char *)a->out.mem + (size_t)sdpa__at(&a->out, b, h, i, 0) * vesz,
+                     p->dtype, a->out.stride[3], Dv);
+        if (p->has_lse)
+            ((float *)a->lse.mem)[sdpa__at(&a->lse, b, h, i, 0)] =
+                l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+        if (p->has_stats) {
+            const int64_t g = (r0 + r) / p->Sq, gsub = (r0 + r) / bq;
+            double *part = pl->stat_ws +
+                           ((size_t)(bh * pl->nsub + gsub) * pl->G + g) * CPU_SP_N;
+            fwd_stats_row(p, w->rs + (size_t)r * RS_N, w->m[r], l, part);
+        }
+    }
+}
+
+static void fwd_worker(void *arg, int tid, int nthreads)
+{
+    (void)nthreads;
+    fwd_job *job = arg;
+    const sdpa__cpu_plan *pl = job->call.pl;
+    fwd_ws w;
+    fwd_carve(pl, pl->thread_ws + (size_t)tid * pl->thread_bytes, &w);
+    for (;;) {
+        const int64_t t = atomic_fetch_add(&job->next, 1);
+        if (t >= job->ntasks) break;
+        fwd_task(job, &w, t);
+    }
+}
+
+/* Merges the key splits of every task by their LSE and writes out and lse. */
+static void fwd_merge_splits(const sdpa__cpu_plan *pl, const sdpa__problem *p,
+                             const sdpa__fwd_args *a)
+{
+    const int64_t Dv = p->Dv;
+    for (int64_t bh = 0; bh < p->B * p->Hkv; bh++)
+        for (int64_t sbi = 0; sbi < pl->nsb; sbi++) {
+            const int64_t b = bh / p->Hkv, hkv = bh % p->Hkv, r0 = sbi * pl->sb;
+            const int64_t nrows = r0 + pl->sb <= pl->rows ? pl->sb : pl->rows - r0;
+            const float *base = pl->split_ws +
+                                (size_t)((bh * pl->nsb + sbi) * pl->nsplit) * pl->split_task_floats;
+            for (int64_t r = 0; r < nrows; r++) {
+                float M = -INFINITY;
+                for (int s = 0; s < pl->nsplit; s++) {
+                    const float *ps = base + (size_t)s * pl->split_task_floats;
+                    const float ms = ps[pl->sb * Dv + r], ls = ps[pl->sb * (Dv + 1) + r];
+                    if (ls != 0.0f && ms > M) M = ms;
+                }
+                float L = 0.0f;
+                float *acc = (float *)pl->thread_ws; /* scratch of thread 0 */
+                for (int64_t d = 0; d < Dv; d++) acc[d] = 0.0f;
+                for (int s = 0; s < pl->nsplit; s++) {
+                    const float *ps = base + (size_t)s * pl->split_task_floats;
+                    const float ms = ps[pl->sb * Dv + r], ls = ps[pl->sb * (Dv + 1) + r];
+                    if (ls == 0.0f) continue;
+                    const float f = M == -INFINITY ? 1.0f : expf(ms - M);
+                    L += ls * f;
+                    for (int64_t d = 0; d < Dv; d++) acc[d] += ps[r * Dv + d] * f;
+                }
+                int64_t h, i;
+                row_head(pl, hkv, r0 + r, &h, &i);
+                const float inv = L == 0.0f ? 0.0f : 1.0f / L;
+                const int64_t ob = sdpa__at(&a->out, b, h, i, 0), os = a->out.stride[3];
+                for (int64_t d = 0; d < Dv; d++)
+                    sdpa__store_float(a->out.mem, p->dtype, ob + d * os, acc[d] * inv);
+                if (p->has_lse)
+                    ((float *)a->lse.mem)[sdpa__at(&a->lse, b, h, i, 0)] =
+                        L == 0.0f ? -INFINITY : M + logf(L);
+            }
+        }
+}
+
+/* Reduces the statistics partials of each head in a fixed order. */
+static void fwd_reduce_stats(const sdpa__cpu_plan *pl, const sdpa__problem *p,
+                             const sdpa__fwd_args *a)
+{
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hq; h++) {
+            const int64_t hkv = h / pl->G, g = h % pl->G, bh = b * p->Hkv + hkv;
+            double t[CPU_SP_N] = {0};
+            for (int64_t gs = 0; gs < pl->nsub; gs++) {
+                const double *part = pl->stat_ws + ((size_t)(bh * pl->nsub + gs) * pl->G + g) * CPU_SP_N;
+                t[CPU_SP_EMPTY] += part[CPU_SP_EMPTY];
+                if (part[CPU_SP_ROWS] == 0) continue;
+                if (t[CPU_SP_ROWS] == 0) {
+                    t[CPU_SP_MIN] = part[CPU_SP_MIN];
+                    t[CPU_SP_MAX] = part[CPU_SP_MAX];
+                    t[CPU_SP_ENTMIN] = part[CPU_SP_ENTMIN];
+                } else {
+                    if (part[CPU_SP_MIN] < t[CPU_SP_MIN]) t[CPU_SP_MIN] = part[CPU_SP_MIN];
+                    if (part[CPU_SP_MAX] > t[CPU_SP_MAX]) t[CPU_SP_MAX] = part[CPU_SP_MAX];
+                    if (part[CPU_SP_ENTMIN] < t[CPU_SP_ENTMIN]) t[CPU_SP_ENTMIN] = part[CPU_SP_ENTMIN];
+                }
+                for (int e = 0; e < CPU_SP_N; e++)
+                    if (e != CPU_SP_MIN && e != CPU_SP_MAX && e != CPU_SP_ENTMIN &&
+                        e != CPU_SP_EMPTY)
+                        t[e] += part[e];
+            }
+            float out[SDPA_STAT_COUNT] = {0};
+            const double rows = t[CPU_SP_ROWS], cnt = t[CPU_SP_COUNT];
+            if (rows > 0 && cnt > 0) {
+                const double mean = t[CPU_SP_SUM] / cnt;
+                const double var = t[CPU_SP_SUMSQ] / cnt - mean * mean;
+                out[SDPA_STAT_LOGIT_MEAN] = (float)mean;
+                out[SDPA_STAT_LOGIT_STD] = (float)sqrt(var > 0 ? var : 0);
+                out[SDPA_STAT_LOGIT_MIN] = (float)t[CPU_SP_MIN];
+                out[SDPA_STAT_LOGIT_MAX] = (float)t[CPU_SP_MAX];
+                out[SDPA_STAT_ENTROPY_MEAN] = (float)(t[CPU_SP_ENT] / rows);
+                out[SDPA_STAT_ENTROPY_MIN] = (float)t[CPU_SP_ENTMIN];
+                out[SDPA_STAT_PMAX_MEAN] = (float)(t[CPU_SP_PMAX] / rows);
+                out[SDPA_STAT_SATURATED_FRAC] = (float)(t[CPU_SP_SAT] / rows);
+                out[SDPA_STAT_JACOBIAN_FRO_MEAN] = (float)(t[CPU_SP_JAC] / rows);
+                out[SDPA_STAT_SINK_MASS] = (float)(t[CPU_SP_SINK] / rows);
+            }
+            out[SDPA_STAT_EMPTY_ROWS] = (float)t[CPU_SP_EMPTY];
+            for (int c = 0; c < SDPA_STAT_COUNT; c++)
+                ((float *)a->stats.mem)[sdpa__at(&a->stats, b, h, 0, c)] = out[c];
+        }
+}
+
+sdpa_status sdpa__cpu_forward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
+                                  const sdpa__fwd_args *a)
+{
+    fwd_job job;
+    memset(&job.call, 0, sizeof job.call);
+    job.call.pl = pl;
+    job.call.p = p;
+    job.call.a = a;
+    sdpa__cpu_load_params(pl, p, a, &job.call);
+    atomic_init(&job.next, 0);
+    job.ntasks = p->B * p->Hkv * pl->nsb * pl->nsplit;
+    if (p->has_stats)
+        memset(pl->stat_ws, 0,
+               (size_t)(p->B * p->Hkv * pl->nsub * pl->G) * CPU_SP_N * sizeof(double));
+    sdpa__cpu_pool_run(pl->pool, fwd_worker, &job);
+    if (pl->nsplit > 1) fwd_merge_splits(pl, p, a);
+    if (p->has_stats) fwd_reduce_stats(pl, p, a);
+    return SDPA_OK;
+}

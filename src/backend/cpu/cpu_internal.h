@@ -1,0 +1,176 @@
+/*
+ * cpu_internal.h — shared declarations of the fast CPU backend (issue 3):
+ * the thread pool, the table of vector kernels (portable and AVX-512), the
+ * backend's context and plan state, and the entry points of the forward,
+ * backward and decode drivers.
+ *
+ * Layout conventions used by every driver (see docs/cpu.md):
+ *  - Scores are held transposed, S^T[j][i] (key j, query row i), in a tile of
+ *    bk keys x bq rows with leading dimension bq, so the online softmax runs
+ *    down the columns with vertical vector ops (no horizontal reductions).
+ *  - Q tiles are packed transposed (D x bq) once per task, K and V tiles
+ *    row-major (bk x D, bk x Dv) once per key tile, always as f32.
+ */
+#ifndef SDPA_CPU_INTERNAL_H
+#define SDPA_CPU_INTERNAL_H
+
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* ---- thread pool (cpu_pool.c) ------------------------------------------- */
+typedef struct sdpa__cpu_pool sdpa__cpu_pool;
+typedef void (*sdpa__cpu_job)(void *arg, int tid, int nthreads);
+sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
+                                  sdpa__cpu_pool **out);
+void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool);
+void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
+int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
+
+/* ---- vector kernels (cpu_kernels_generic.c, cpu_kernels_avx512.c) -------- */
+typedef struct sdpa__cpu_kernels {
+    const char *name;
+    /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
+     * A(r,k) = A[r*a_rs + k*a_cs], B rows have stride ldb, C rows ldc, and
+     * c0 = 0 (accumulate 0), C[r][n] (accumulate 1), or C[r][n] * c_scale[r]
+     * (accumulate 1 with c_scale != NULL: the online-softmax rescale). */
+    void (*gemm)(int M, int N, int K, const float *A, ptrdiff_t a_rs,
+                 ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
+                 ptrdiff_t ldc, int accumulate, const float *c_scale);
+    /* C[j*ldc + i] = dot(A + j*lda, B + i*ldb) over K, for j < M, i < N.
+     * Used when N (query rows) is too small to fill a vector. */
+    void (*dots)(int M, int N, int K, const float *A, ptrdiff_t lda,
+                 const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+    /* m[i] = max(m[i], max_j S[j*ld + i]) for j < nk, i < nq. */
+    void (*colmax)(const float *S, ptrdiff_t ld, int nk, int nq, float *m);
+    /* S[j*ld+i] = exp(S[j*ld+i] - sub[i]); sum[i] += that, when sum != NULL.
+     * exp(-inf) is exactly 0; NaN stays NaN. */
+    void (*expsub)(float *S, ptrdiff_t ld, int nk, int nq, const float *sub,
+                   float *sum);
+    /* dst[e] = (float)src[e*stride] for e < n. */
+    void (*load_row)(const void *src, sdpa_dtype dtype, int64_t stride, int n,
+                     float *dst);
+    /* dP[j*ld+i] = P (dP - dr[i]) (1 - th^2), with th = th[j*ld+i] or 0 when
+     * th is NULL, and exactly 0 where P is 0 (dropped keys). */
+    void (*dsoft)(const float *P, float *dP, const float *th, ptrdiff_t ld, int nk,
+                  int nq, const float *dr);
+    /* Per-column sums of one score tile for the statistics, over kept keys
+     * (S > -inf), with P the probabilities: t[e*tld + i] for e = 0..7 is
+     * sum P*S, sum P^2, sum P^3, count, sum S, sum S^2, min S, max S. */
+    void (*tilestats)(const float *S, const float *P, ptrdiff_t ld, int nk, int nq,
+                      float *t, ptrdiff_t tld);
+    /* S[j*ld+i] = -inf unless lo[i] <= j < hi[i] (the band, relative to the
+     * tile), for j < nk, i < nq. */
+    void (*band)(float *S, ptrdiff_t ld, int nk, int nq, const int32_t *lo,
+                 const int32_t *hi);
+    /* Whether any of n rows (stride ld) of m floats is Inf or NaN. */
+    bool (*nonfinite)(const float *x, ptrdiff_t ld, int n, int m);
+    /* dst[e*stride] = src[e] * mul, converted to dtype, for e < n. */
+    void (*store_row)(const float *src, float mul, void *dst, sdpa_dtype dtype,
+                      int64_t stride, int n);
+} sdpa__cpu_kernels;
+
+extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
+#ifdef SDPA_CPU_HAVE_AVX512
+extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx512;
+#endif
+/* The best table this CPU runs; SDPA_CPU_KERNELS=generic forces the portable
+ * one (a developer and test switch). */
+const sdpa__cpu_kernels *sdpa__cpu_kernels_select(void);
+
+/* ---- backend state ---------------------------------------------------------- */
+typedef struct sdpa__cpu_state {
+    sdpa__cpu_pool *pool;
+    const sdpa__cpu_kernels *k;
+    int nthreads;
+} sdpa__cpu_state;
+
+/* Number of partial sums per (head, row block) for the statistics. */
+enum {
+    CPU_SP_ROWS, CPU_SP_COUNT, CPU_SP_SUM, CPU_SP_SUMSQ, CPU_SP_MIN, CPU_SP_MAX,
+    CPU_SP_ENT, CPU_SP_ENTMIN, CPU_SP_PMAX, CPU_SP_SAT, CPU_SP_JAC, CPU_SP_SINK,
+    CPU_SP_EMPTY, CPU_SP_N
+};
+
+typedef struct sdpa__cpu_plan {
+    sdpa__problem p;
+    const sdpa__cpu_kernels *k;
+    sdpa__cpu_pool *pool;
+    int nthreads;
+    int bq;            /* query rows per sub-block (multiple of 16) */
+    int bk;            /* keys per tile (multiple of 16) */
+    int bkb;           /* keys per backward tile (multiple of bk) */
+    int sb;            /* rows per forward task (multiple of bq) */
+    int nsplit;        /* key splits per forward task (split-KV decode) */
+    int64_t G;         /* query heads per KV head */
+    int64_t rows;      /* G * Sq: rows of one (b, hkv) task space */
+    int64_t nsb;       /* forward tasks per (b, hkv) */
+    int64_t nsub;      /* bq-row sub-blocks per (b, hkv) */
+    bool backward;
+    /* workspace, all carved from one allocation */
+    void *mem;
+    size_t mem_bytes;
+    size_t thread_bytes;   /* per-thread scratch stride */
+    unsigned char *thread_ws;
+    float *params;         /* q_gain (D), k_gain (D), per-head scale (Hq) */
+    float *split_ws;       /* forward partials for split-KV */
+    size_t split_task_floats;
+    double *stat_ws;       /* forward statistics partials */
+    float *grad_ws;        /* backward per-thread dq_gain, dk_gain, dtemp */
+} sdpa__cpu_plan;
+
+/* Per-call constants shared by the drivers. */
+typedef struct sdpa__cpu_call {
+    const sdpa__cpu_plan *pl;
+    const sdpa__problem *p;
+    const sdpa__fwd_args *a;
+    const sdpa__bwd_args *g;
+    const float *q_gain, *k_gain; /* NULL when absent */
+    const float *scale_h;         /* per query head scale */
+} sdpa__cpu_call;
+
+/* ---- drivers ------------------------------------------------------------------ */
+size_t sdpa__cpu_forward_thread_bytes(const sdpa__cpu_plan *pl);
+size_t sdpa__cpu_backward_thread_bytes(const sdpa__cpu_plan *pl);
+sdpa_status sdpa__cpu_forward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
+                                  const sdpa__fwd_args *a);
+sdpa_status sdpa__cpu_backward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
+                                   const sdpa__fwd_args *a,
+                                   const sdpa__bwd_args *g);
+
+/* ---- helpers shared by the drivers (cpu_common.c) --------------------------- */
+/* Loads per-call parameters (gains, per-head scale) into pl->params. */
+void sdpa__cpu_load_params(const sdpa__cpu_plan *pl, const sdpa__problem *p,
+                           const sdpa__fwd_args *a, sdpa__cpu_call *call);
+/* Valid key count of batch b (clamped to [0, Skv]). */
+int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a,
+                         int64_t b);
+/* Normalises x (length D) in place per p->qk_norm (no gain); returns the
+ * inverse norm r (1 when no norm). */
+float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D);
+/* Gradient of the norm: given xhat (normalised) and r, turns dxhat into dx in
+ * place. */
+void sdpa__cpu_norm_backward(const sdpa__problem *p, const float *xhat, float r,
+                             float *dx, int64_t D);
+/* Loads one Q or K row (b, h, i) as f32: normalised, times gain (may be NULL),
+ * times mul. When xhat != NULL also keeps the pre-gain normalised row and
+ * returns r through *r_out. */
+void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
+                       const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
+                       const float *gain, float mul, float *dst, float *xhat,
+                       float *r_out);
+
+/* Bytes rounded up to a cache line. */
+static inline size_t sdpa__cpu_align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Bump allocator over a workspace region. */
+typedef struct sdpa__cpu_carve { unsigned char *p; size_t used; } sdpa__cpu_carve;
+static inline void *sdpa__cpu_take(sdpa__cpu_carve *c, size_t bytes)
+{
+    void *r = c->p ? c->p + c->used : NULL;
+    c->used += sdpa__cpu_align(bytes);
+    return r;
+}
+
+#endif /* SDPA_CPU_INTERNAL_H */

@@ -1,0 +1,474 @@
+/*
+ * test_cpu.c — the fast CPU backend against the float64 reference: every
+ * feature and combinations, lengths that cross tile edges (1, 7, 63, 65, 257,
+ * 1000), head sizes 32..256, f16/bf16 storage, GQA with Dv != D, decode
+ * shapes (Sq = 1, long Skv, split-KV), statistics, backward with every
+ * gradient, determinism, 1 and 2 threads, the portable kernels
+ * (SDPA_CPU_KERNELS=generic), and a workspace that does not grow with Skv.
+ *
+ * Every output is poisoned with NaN first (testutil). Run time: about 5 s on
+ * the 2-core development VM (the float64 reference dominates; the 1000 x 1000
+ * cases keep B*H = 1). Set TEST_CPU_VERBOSE=1 to print each case's error.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sdpa_context *g_cpu, *g_cpu1, *g_ref;
+
+static sdpa_context *cpu_context(int threads)
+{
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_CPU;
+    o.threads = threads;
+    o.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_CPU);
+    return ctx;
+}
+
+static void setup(void)
+{
+    g_cpu = cpu_context(2);
+    g_cpu1 = cpu_context(1);
+    sdpa_status st;
+    g_ref = tcontext(SDPA_BACKEND_REFERENCE, &st);
+    ck_assert_msg(g_ref != NULL, "reference context: %s", sdpa_status_name(st));
+}
+
+static void teardown(void)
+{
+    sdpa_context_destroy(g_cpu);
+    sdpa_context_destroy(g_cpu1);
+    sdpa_context_destroy(g_ref);
+    g_cpu = g_cpu1 = g_ref = NULL;
+}
+
+/* ---- forward: a covering table of shapes and features ------------------- */
+
+enum { F_CAUSAL = 1, F_BR = 2, F_EXPL = 4, F_WIN = 8, F_WIN2 = 16, F_CAP = 32,
+       F_BIAS = 64, F_MASK = 128, F_KVLEN = 256, F_RMS = 512, F_LAYER = 1024,
+       F_L2T = 2048, F_GAINS = 4096, F_STATS = 8192, F_BSHD = 16384,
+       F_BCAST = 32768, F_F16 = 65536, F_BF16 = 131072, F_HOT = 262144,
+       F_MUP = 524288 };
+
+typedef struct fcase {
+    const char *name;
+    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    unsigned f;
+} fcase;
+
+static const fcase fcases[] = {
+    {"len1_d32", 1, 2, 2, 1, 1, 32, 32, 0},
+    {"len7_d64", 2, 2, 1, 7, 7, 64, 64, F_CAUSAL},
+    {"len63x65_d80", 1, 3, 3, 63, 65, 80, 80, 0},
+    {"len65x63_d128", 1, 2, 2, 65, 63, 128, 128, F_CAUSAL | F_BR},
+    {"len257_d256", 1, 1, 1, 257, 257, 256, 256, F_CAUSAL},
+    {"len257_d64_stats", 1, 2, 2, 257, 257, 64, 64, F_STATS},
+    {"len1000_causal", 1, 1, 1, 1000, 1000, 64, 64, F_CAUSAL | F_STATS},
+    {"len1000_window", 1, 1, 1, 1000, 1000, 32, 32, F_WIN | F_CAUSAL},
+    {"gqa_dv", 2, 8, 2, 65, 130, 64, 32, F_CAUSAL | F_BR},
+    {"gqa_dv_big", 1, 6, 2, 70, 257, 48, 96, 0},
+    {"window_local", 1, 2, 2, 200, 200, 64, 64, F_WIN2},
+    {"window_explicit", 2, 2, 2, 63, 257, 32, 32, F_EXPL | F_WIN},
+    {"kvlen_br", 3, 2, 2, 65, 129, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
+    {"kvlen_stats", 3, 2, 1, 40, 100, 32, 32, F_KVLEN | F_STATS},
+    {"softcap_bias", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS},
+    {"mask_bcast", 2, 2, 2, 65, 130, 64, 64, F_MASK | F_BCAST},
+    {"bias_bcast_mask", 2, 4, 2, 33, 77, 32, 32, F_MASK | F_BIAS | F_BCAST | F_STATS},
+    {"everything", 2, 4, 2, 70, 90, 64, 48,
+     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR | F_STATS},
+    {"rms_gain", 1, 2, 2, 65, 65, 64, 64, F_RMS | F_GAINS},
+    {"layer_norm", 1, 2, 2, 65, 65, 80, 80, F_LAYER | F_GAINS | F_CAUSAL},
+    {"cosine_temp", 1, 4, 4, 65, 65, 64, 64, F_L2T | F_STATS},
+    {"bshd", 2, 4, 2, 65, 65, 64, 64, F_BSHD | F_CAUSAL},
+    {"f16", 1, 4, 2, 65, 257, 64, 64, F_F16 | F_CAUSAL},
+    {"bf16", 1, 4, 2, 65, 257, 128, 128, F_BF16},
+    {"f16_features", 2, 2, 2, 63, 63, 32, 32, F_F16 | F_MASK | F_BIAS | F_CAP},
+    {"hot_stats", 1, 2, 2, 65, 300, 64, 64, F_HOT | F_MUP | F_STATS | F_CAUSAL},
+    {"decode_gqa", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN},
+    {"decode_long", 1, 4, 1, 1, 4100, 64, 64, 0},
+    {"decode_window", 1, 4, 4, 3, 2000, 64, 64, F_EXPL | F_WIN},
+    {"decode_bf16_stats", 1, 4, 2, 2, 1000, 64, 64, F_BF16 | F_STATS},
+};
+#define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
+
+static tcase make_case(const fcase *f)
+{
+    tcase c;
+    tcase_init(&c, f->name, f->B, f->Hq, f->Hkv, f->Sq, f->Skv, f->D, f->Dv);
+    c.seed = 1234u + (uint64_t)f->Sq * 7u + (uint64_t)f->D;
+    c.lse = true;
+    if (f->f & F_CAUSAL) c.window_right = 0;
+    if (f->f & F_BR) c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    if (f->f & F_EXPL) {
+        c.diagonal = SDPA_DIAGONAL_EXPLICIT;
+        c.diagonal_offset = f->Skv - f->Sq - 5;
+    }
+    if (f->f & F_WIN) {
+        c.window_left = 37;
+        c.window_right = 0;
+    }
+    if (f->f & F_WIN2) c.window_left = c.window_right = 20;
+    if (f->f & F_CAP) c.softcap = 5.0;
+    if (f->f & F_BIAS) {
+        c.bias = true;
+        c.bias_broadcast = (f->f & F_BCAST) != 0;
+    }
+    if (f->f & F_MASK) {
+        c.mask = true;
+        c.mask_broadcast = (f->f & F_BCAST) != 0;
+        c.mask_keep = 0.7;
+    }
+    c.kv_len = (f->f & F_KVLEN) != 0;
+    if (f->f & F_RMS) c.qk_norm = SDPA_QK_NORM_RMS;
+    if (f->f & F_LAYER) c.qk_norm = SDPA_QK_NORM_LAYER;
+    if (f->f & F_L2T) {
+        c.qk_norm = SDPA_QK_NORM_L2;
+        c.temperature = true;
+    }
+    c.gains = (f->f & F_GAINS) != 0;
+    c.stats = (f->f & F_STATS) != 0;
+    c.bshd = (f->f & F_BSHD) != 0;
+    if (f->f & F_F16) c.dtype = SDPA_DTYPE_F16;
+    if (f->f & F_BF16) c.dtype = SDPA_DTYPE_BF16;
+    if (f->f & F_HOT) c.input_scale = 3.0;
+    if (f->f & F_MUP) c.scale = SDPA_SCALE_MUP;
+    return c;
+}
+
+START_TEST(forward_parity)
+{
+    const fcase *f = &fcases[_i];
+    tcase c = make_case(f);
+    tcompare r = tparity_forward(g_cpu, g_ref, &c, NULL);
+    if (getenv("TEST_CPU_VERBOSE"))
+        fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", f->name, r.max_abs, r.rel_l2, r.n);
+}
+END_TEST
+
+/* A subset with one thread (a different task split and no split-KV). */
+START_TEST(forward_parity_one_thread)
+{
+    static const int pick[] = {2, 6, 8, 17, 26, 27};
+    tcase c = make_case(&fcases[pick[_i]]);
+    tparity_forward(g_cpu1, g_ref, &c, NULL);
+}
+END_TEST
+
+/* Forced split-KV and forced tiles through the experimental tile config. */
+START_TEST(forward_forced_tiles)
+{
+    static const struct { int q, k, split; } cfg[] = {
+        {16, 16, 1}, {32, 128, 3}, {128, 32, 7}, {SDPA_AUTO, SDPA_AUTO, 5},
+    };
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.q_tile = cfg[_i].q;
+    tc.k_tile = cfg[_i].k;
+    tc.split_kv = cfg[_i].split;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    tcase c = make_case(&fcases[8]); /* gqa_dv: causal bottom-right */
+    tparity_forward(g_cpu, g_ref, &c, &o);
+    c = make_case(&fcases[12]); /* kv_len */
+    tparity_forward(g_cpu, g_ref, &c, &o);
+}
+END_TEST
+
+/* ---- backward ------------------------------------------------------------------ */
+
+static const fcase bcases[] = {
+    {"b_basic", 1, 2, 2, 65, 63, 64, 64, 0},
+    {"b_len1", 2, 2, 1, 1, 7, 32, 32, 0},
+    {"b_causal_gqa", 2, 4, 2, 65, 130, 64, 48, F_CAUSAL | F_BR},
+    {"b_len257_d128", 1, 1, 1, 257, 257, 128, 128, F_CAUSAL},
+    {"b_d256", 1, 1, 1, 63, 65, 256, 256, 0},
+    {"b_d80_window", 1, 2, 2, 100, 100, 80, 80, F_WIN2},
+    {"b_softcap_bias_mask", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS | F_MASK | F_BCAST},
+    {"b_kvlen", 3, 2, 2, 40, 90, 32, 32, F_KVLEN | F_CAUSAL | F_BR},
+    {"b_rms_gains", 1, 4, 2, 65, 65, 64, 64, F_RMS | F_GAINS | F_CAUSAL},
+    {"b_layer_gains", 1, 2, 2, 33, 40, 80, 80, F_LAYER | F_GAINS},
+    {"b_cosine_temp", 1, 4, 2, 65, 65, 64, 64, F_L2T | F_GAINS},
+    {"b_everything", 2, 4, 2, 50, 70, 64, 32,
+     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR},
+    {"b_f16", 1, 2, 2, 65, 65, 64, 64, F_F16 | F_CAUSAL},
+    {"b_bf16", 1, 2, 1, 65, 65, 64, 64, F_BF16},
+    {"b_bshd", 1, 4, 4, 33, 33, 32, 32, F_BSHD},
+    {"b_decode", 1, 8, 2, 1, 1000, 128, 128, 0},
+    {"b_explicit_empty", 1, 2, 2, 40, 60, 32, 32, F_EXPL | F_WIN},
+};
+#define N_BCASES (int)(sizeof bcases / sizeof bcases[0])
+
+START_TEST(backward_parity)
+{
+    tcase c = make_case(&bcases[_i]);
+    tcompare r = tparity_backward(g_cpu, g_ref, &c, NULL);
+    if (getenv("TEST_CPU_VERBOSE"))
+        fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", bcases[_i].name, r.max_abs, r.rel_l2, r.n);
+}
+END_TEST
+
+START_TEST(backward_parity_one_thread)
+{
+    static const int pick[] = {2, 8, 11};
+    tcase c = make_case(&bcases[pick[_i]]);
+    tparity_backward(g_cpu1, g_ref, &c, NULL);
+}
+END_TEST
+
+/* Runs forward + backward of c on ctx into p (a fresh problem). */
+static void run_fb(sdpa_context *ctx, tproblem *p, const tcase *c)
+{
+    tproblem_make(p, c);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p->desc, &o, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p->desc.tensors), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_backward(plan, &p->desc.tensors, &p->bwd), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+    sdpa_plan_destroy(plan);
+}
+
+/* Two runs with the same inputs and thread count give the same bits. */
+START_TEST(backward_deterministic)
+{
+    tcase c = make_case(&bcases[11]);
+    c.B = 2;
+    c.Sq = 200;
+    c.Skv = 260;
+    c.temperature = true;
+    c.qk_norm = SDPA_QK_NORM_L2;
+    tproblem a, b;
+    run_fb(g_cpu, &a, &c);
+    run_fb(g_cpu, &b, &c);
+    const size_t es = c.dtype == SDPA_DTYPE_F32 ? 4 : 2;
+    ck_assert(memcmp(a.out, b.out, a.n_out * es) == 0);
+    ck_assert(memcmp(a.dq, b.dq, a.n_q * es) == 0);
+    ck_assert(memcmp(a.dk, b.dk, a.n_k * es) == 0);
+    ck_assert(memcmp(a.dv, b.dv, a.n_v * es) == 0);
+    ck_assert(memcmp(a.dq_gain, b.dq_gain, (size_t)c.D * 4) == 0);
+    ck_assert(memcmp(a.dk_gain, b.dk_gain, (size_t)c.D * 4) == 0);
+    ck_assert(memcmp(a.dtemperature, b.dtemperature, (size_t)c.Hq * 4) == 0);
+    tproblem_free(&a);
+    tproblem_free(&b);
+    /* Without gains or temperature (and without split-KV) the bits do not
+     * even depend on the thread count. */
+    c = make_case(&bcases[6]); /* softcap, bias, mask */
+    c.Sq = 300;
+    c.Skv = 333;
+    c.window_left = 100; /* a band, so tasks start at different keys */
+    c.window_right = 0;
+    c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    run_fb(g_cpu, &a, &c);
+    run_fb(g_cpu1, &b, &c);
+    ck_assert(memcmp(a.out, b.out, a.n_out * 4) == 0);
+    ck_assert(memcmp(a.dq, b.dq, a.n_q * 4) == 0);
+    ck_assert(memcmp(a.dk, b.dk, a.n_k * 4) == 0);
+    ck_assert(memcmp(a.dv, b.dv, a.n_v * 4) == 0);
+    tproblem_free(&a);
+    tproblem_free(&b);
+}
+END_TEST
+
+/* Fully masked rows: out 0, lse -inf, no NaN anywhere, zero gradients. */
+START_TEST(empty_rows_are_clean)
+{
+    tcase c;
+    tcase_init(&c, "empty_rows", 2, 2, 2, 20, 30, 32, 32);
+    c.kv_len = true; /* batch 0 gets a random kv_len, possibly 0 */
+    c.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    c.diagonal_offset = -10; /* rows 0..9 see no key at all */
+    c.window_right = 0;
+    c.lse = true;
+    tproblem p;
+    run_fb(g_cpu, &p, &c);
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t h = 0; h < c.Hq; h++)
+            for (int64_t i = 0; i < 10; i++) {
+                const size_t r = (size_t)((b * c.Hq + h) * c.Sq + i);
+                ck_assert(isinf(p.lse[r]) && p.lse[r] < 0);
+                for (int64_t d = 0; d < c.Dv; d++)
+                    ck_assert(((float *)p.out)[r * (size_t)c.Dv + (size_t)d] == 0.0f);
+                for (int64_t d = 0; d < c.D; d++)
+                    ck_assert(((float *)p.dq)[r * (size_t)c.D + (size_t)d] == 0.0f);
+            }
+    for (size_t e = 0; e < p.n_out; e++) ck_assert(!isnan(((float *)p.out)[e]));
+    for (size_t e = 0; e < p.n_q; e++) ck_assert(!isnan(((float *)p.dq)[e]));
+    for (size_t e = 0; e < p.n_k; e++) ck_assert(!isnan(((float *)p.dk)[e]));
+    for (size_t e = 0; e < p.n_v; e++) ck_assert(!isnan(((float *)p.dv)[e]));
+    tproblem_free(&p);
+    tparity_backward(g_cpu, g_ref, &c, NULL);
+}
+END_TEST
+
+/* Runs only the forward of p on ctx. */
+static void run_fwd(sdpa_context *ctx, tproblem *p)
+{
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p->desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p->desc.tensors), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+    sdpa_plan_destroy(plan);
+}
+
+/* Non-finite inputs: NaN in one query row, +-inf in one key component, NaN in
+ * a V row that a causal band drops for early rows. Non-finite outputs must
+ * sit exactly where the reference has them, finite ones agree. */
+START_TEST(nonfinite_inputs)
+{
+    tcase c;
+    tcase_init(&c, "nonfinite", 1, 4, 2, 70, 70, 32, 32);
+    c.lse = true;
+    c.window_right = 0;
+    tproblem got, want;
+    tproblem_make(&got, &c);
+    tproblem_make(&want, &c);
+    tproblem *ps[2] = {&got, &want};
+    for (int t = 0; t < 2; t++) {
+        float *q = ps[t]->q, *k = ps[t]->k, *v = ps[t]->v;
+        if (_i == 0) q[(size_t)((1 * 70 + 3) * 32 + 5)] = NAN;        /* head 1, row 3 */
+        if (_i == 1) k[(size_t)((0 * 70 + 9) * 32 + 2)] = INFINITY;   /* kv head 0, key 9 */
+        if (_i == 2) k[(size_t)((1 * 70 + 20) * 32 + 7)] = -INFINITY; /* kv head 1, key 20 */
+        if (_i == 3) v[(size_t)((1 * 70 + 40) * 32 + 1)] = NAN;       /* kv head 1, key 40 */
+    }
+    run_fwd(g_cpu, &got);
+    run_fwd(g_ref, &want);
+    tcompare r = tcompare_arrays(got.out, SDPA_DTYPE_F32, want.out, SDPA_DTYPE_F32, got.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-4,
+                  "out: %zu non-finite mismatches, max_abs %g (element %zu: got %g want %g)",
+                  r.bad_nonfinite, r.max_abs, r.worst, ((float *)got.out)[r.worst],
+                  ((float *)want.out)[r.worst]);
+    r = tcompare_arrays(got.lse, SDPA_DTYPE_F32, want.lse, SDPA_DTYPE_F32, (size_t)(4 * 70));
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-4,
+                  "lse: %zu non-finite mismatches, max_abs %g", r.bad_nonfinite, r.max_abs);
+    tproblem_free(&got);
+    tproblem_free(&want);
+}
+END_TEST
+
+/* The portable kernels (what non-AVX-512 CPUs run) agree with the reference. */
+START_TEST(generic_kernels)
+{
+    setenv("SDPA_CPU_KERNELS", "generic", 1);
+    sdpa_context *gen = cpu_context(2);
+    unsetenv("SDPA_CPU_KERNELS");
+    tcase c = make_case(&fcases[17]); /* everything */
+    {
+        /* the switch took effect: the plan reports the portable kernels */
+        tproblem p;
+        tproblem_make(&p, &c);
+        sdpa_plan *plan = NULL;
+        ck_assert_int_eq(sdpa_plan_create(gen, &p.desc, NULL, &plan), SDPA_OK);
+        sdpa_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+        ck_assert_msg(strstr(info.config, "kernels=generic") != NULL, "%s", info.config);
+        sdpa_plan_destroy(plan);
+        tproblem_free(&p);
+    }
+    tparity_forward(gen, g_ref, &c, NULL);
+    c = make_case(&fcases[26]); /* decode_gqa */
+    tparity_forward(gen, g_ref, &c, NULL);
+    c = make_case(&bcases[11]);
+    tparity_backward(gen, g_ref, &c, NULL);
+    c = make_case(&bcases[12]);
+    tparity_backward(gen, g_ref, &c, NULL);
+    sdpa_context_destroy(gen);
+}
+END_TEST
+
+/* The fused plan's workspace does not depend on Skv. */
+static size_t workspace_for(sdpa_context *ctx, int64_t Sq, int64_t Skv, bool stats,
+                            unsigned flags)
+{
+    static float dummy[16];
+    sdpa_attention_desc d;
+    sdpa_attention_desc_init(&d);
+    sdpa_attention_desc_set_causal(&d, SDPA_DIAGONAL_BOTTOM_RIGHT);
+    d.tensors.q = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, Sq, 64);
+    d.tensors.k = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, Skv, 64);
+    d.tensors.v = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, Skv, 64);
+    d.tensors.out = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, Sq, 64);
+    d.tensors.lse = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, Sq, 1);
+    if (stats)
+        d.tensors.stats = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, 8, 1, SDPA_STAT_COUNT);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = flags;
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(ctx, &d, &o, &plan);
+    ck_assert_msg(st == SDPA_OK, "plan_create: %s", sdpa_status_name(st));
+    size_t ws = sdpa_plan_workspace_size(plan);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    ck_assert_str_eq(info.kernel, "fused");
+    sdpa_plan_destroy(plan);
+    return ws;
+}
+
+START_TEST(workspace_independent_of_skv)
+{
+    const size_t a = workspace_for(g_cpu, 1024, 1024, false, 0);
+    const size_t b = workspace_for(g_cpu, 1024, 65536, false, 0);
+    ck_assert_uint_eq(a, b);
+    ck_assert_uint_lt(a, (size_t)4 << 20);
+    ck_assert_uint_eq(workspace_for(g_cpu, 1024, 1024, true, SDPA_PLAN_BACKWARD),
+                      workspace_for(g_cpu, 1024, 65536, true, SDPA_PLAN_BACKWARD));
+}
+END_TEST
+
+/* Sq = 1 with one KV head and a long cache takes the split-KV decode path
+ * with two threads (its parity is checked by the decode_long case). */
+START_TEST(decode_uses_split_kv)
+{
+    tcase c = make_case(&fcases[27]); /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cpu, &p.desc, NULL, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&p);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cpu");
+    TCase *tc = tcase_create("forward");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
+    tcase_add_loop_test(tc, forward_parity_one_thread, 0, 6);
+    tcase_add_loop_test(tc, forward_forced_tiles, 0, 4);
+    tcase_add_test(tc, workspace_independent_of_skv);
+    tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
+    tcase_add_test(tc, decode_uses_split_kv);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("backward");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
+    tcase_add_loop_test(tc, backward_parity_one_thread, 0, 3);
+    tcase_add_test(tc, backward_deterministic);
+    tcase_add_test(tc, empty_rows_are_clean);
+    tcase_add_test(tc, generic_kernels);
+    suite_add_tcase(s, tc);
+    return trun_suite(s);
+}
