@@ -11,6 +11,7 @@
  * cases keep B*H = 1). Set TEST_CPU_VERBOSE=1 to print each case's error.
  */
 #include "testutil.h"
+#include "backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -448,6 +449,48 @@ START_TEST(decode_uses_split_kv)
 }
 END_TEST
 
+/* The tuner's view of the backend (src/core/backend.h tuning slots): the
+ * default equals what a plan without a tile uses, and every candidate the
+ * backend offers computes the right answer, on a prefill and a decode shape. */
+START_TEST(tile_candidates_are_valid)
+{
+    const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_CPU);
+    ck_assert(be && be->default_tile && be->tile_candidates && be->source_hash);
+    ck_assert(strlen(be->source_hash()) > 0);
+    tcase c;
+    tcase_init(&c, "candidates prefill", 1, 2, 1, 65, 257, 64, 64);
+    for (int shape = 0; shape < 2; shape++) {
+        if (shape == 1) {
+            tcase_init(&c, "candidates decode", 1, 4, 1, 1, 4099, 64, 32);
+            c.kv_len = false;
+        }
+        c.lse = true;
+        sdpa__problem p;
+        memset(&p, 0, sizeof p);
+        p.B = c.B; p.Hq = c.Hq; p.Hkv = c.Hkv; p.Sq = c.Sq; p.Skv = c.Skv;
+        p.D = c.D; p.Dv = c.Dv; p.dtype = c.dtype; p.has_lse = true;
+        p.window_left = p.window_right = -1;
+        sdpa_tile_config tiles[64], def;
+        int n = be->tile_candidates(NULL, &p, 0, tiles, 64);
+        ck_assert_int_ge(n, 2);
+        ck_assert_int_le(n, 64);
+        be->default_tile(NULL, &p, 0, &def);
+        bool has_default = false;
+        for (int i = 0; i < n; i++) {
+            if (tiles[i].q_tile == def.q_tile && tiles[i].k_tile == def.k_tile &&
+                tiles[i].split_kv == def.split_kv)
+                has_default = true;
+            sdpa_plan_options o;
+            sdpa_plan_options_init(&o);
+            o.tile = &tiles[i];
+            c.seed = (uint64_t)(100 + i);
+            tparity_forward(g_cpu, g_ref, &c, &o);
+        }
+        ck_assert_msg(has_default, "the default tile is among the candidates");
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -460,6 +503,7 @@ int main(void)
     tcase_add_test(tc, workspace_independent_of_skv);
     tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
     tcase_add_test(tc, decode_uses_split_kv);
+    tcase_add_test(tc, tile_candidates_are_valid);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -10,6 +10,9 @@
  * depends on Skv. forward/backward allocate nothing.
  */
 #include "cpu_internal.h"
+
+/* Bump when a kernel change makes tuned CPU profiles stale. */
+#define SDPA_CPU_KERNEL_REVISION "1"
 #include "host_buffers.h"
 
 #include <stdio.h>
@@ -194,6 +197,54 @@ static sdpa_status cpu_backward(sdpa_context *ctx, void *plan_state, const sdpa_
     return sdpa__cpu_backward_run(pl, p, a, g);
 }
 
+/* --- tuning slots ------------------------------------------------------- */
+
+/* Decode-like problems (few query rows per KV head, long keys) also try key
+ * splits; everything else varies only the tile sizes. */
+static bool cpu_decode_like(const sdpa__problem *p)
+{
+    return p->Sq * (p->Hq / p->Hkv) <= 64 && p->Skv >= 1024 && !p->has_stats;
+}
+
+static void cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                             sdpa_tile_config *tile)
+{
+    (void)ctx;
+    (void)p;
+    (void)flags;
+    sdpa_tile_config_init(tile);
+    tile->q_tile = 64; /* the values cpu_plan_create uses without a tile */
+    tile->k_tile = 64;
+}
+
+static int cpu_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                               sdpa_tile_config *out, int max)
+{
+    (void)ctx;
+    (void)flags;
+    static const int qt[] = {32, 64, 128}, kt[] = {32, 64, 128, 256}, splits[] = {1, 2, 4, 8, 16};
+    int n = 0;
+    for (size_t a = 0; a < sizeof qt / sizeof qt[0]; a++)
+        for (size_t b = 0; b < sizeof kt / sizeof kt[0]; b++, n++)
+            if (n < max) {
+                sdpa_tile_config_init(&out[n]);
+                out[n].q_tile = qt[a];
+                out[n].k_tile = kt[b];
+            }
+    if (cpu_decode_like(p))
+        for (size_t c = 0; c < sizeof splits / sizeof splits[0]; c++, n++)
+            if (n < max) {
+                sdpa_tile_config_init(&out[n]);
+                out[n].q_tile = 64;
+                out[n].k_tile = 64;
+                out[n].split_kv = splits[c];
+            }
+    return n;
+}
+
+/* The kernels are C compiled into the library: its version names them. */
+static const char *cpu_source_hash(void) { return "cpu-" SDPA_CPU_KERNEL_REVISION; }
+
 const sdpa__backend sdpa__backend_cpu = {
     .api_version = SDPA__BACKEND_API_VERSION,
     .kind = SDPA_BACKEND_CPU,
@@ -215,4 +266,7 @@ const sdpa__backend sdpa__backend_cpu = {
     .forward = cpu_forward,
     .backward = cpu_backward,
     .finish = sdpa__host_finish,
+    .default_tile = cpu_default_tile,
+    .tile_candidates = cpu_tile_candidates,
+    .source_hash = cpu_source_hash,
 };
