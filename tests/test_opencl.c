@@ -15,16 +15,22 @@
  * unsupported configurations are refused. Disk cache (forced on PoCL):
  * entries are written, and corrupt entries are rebuilt. Interop: a context
  * around an application's cl_context/queue and wrapped cl_mem buffers.
+ * Test case "tuning": the backend table's tuning slots (default_tile is the
+ * automatic plan, candidates complete and pruned, a sample passes parity,
+ * source hash stable); NaN/Inf in K/V at dropped keys never reach an output
+ * (forward, split-KV forward and backward); the unfused (CLBlast) path: parity with the
+ * reference and the fused path, refusals (SDPA_ERR_WORKSPACE, backward).
  *
  * Every output is poisoned with NaN first (testutil). Contexts are created
  * per test inside Check's forked child (PoCL's threads do not survive fork).
  * Kernel variants are kept few (each costs ~1 s to build cold on PoCL; PoCL
- * caches them on disk afterwards). Run time on the 2-core machine: ~2.5
- * minutes cold (PoCL cache empty), 15-40 s warm.
+ * caches them on disk afterwards). Run time on the 2-core machine (load
+ * average ~3): ~5 minutes cold (PoCL cache empty, 293 s measured), ~25 s warm.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "backend.h"
 #include "sdpa_opencl.h"
 #include "testutil.h"
 
@@ -228,6 +234,428 @@ START_TEST(decode_uses_split)
     ck_assert_uint_gt(sdpa_plan_workspace_size(plan), 0);
     sdpa_plan_destroy(plan);
     tproblem_free(&p);
+}
+END_TEST
+
+/* NaN/Inf stored in K and V at keys that every row of a batch drops (kv_len,
+ * band, an all-zero mask column, an all -inf bias column) must not reach any
+ * output: forward (out, lse, stats) matches the reference run on clean
+ * inputs, and the backward's dq is finite with dk = dv = 0 at those keys.
+ * Mask + bias + stats at D 64 share the kernel variant of
+ * bias_bcast_mask_stats; Skv 77 crosses a tile edge. */
+static void poison_dropped(tproblem *tp, const tcase *c, bool *dropped)
+{
+    sdpa__problem q;
+    memset(&q, 0, sizeof q);
+    q.Sq = c->Sq;
+    q.diagonal = c->diagonal;
+    q.diagonal_offset = c->diagonal_offset;
+    q.window_left = c->window_left;
+    q.window_right = c->window_right;
+    float *k = tp->k, *v = tp->v;
+    for (int64_t b = 0; b < c->B; b++) {
+        int64_t kvl = tp->kv_len ? tp->kv_len[b] : c->Skv;
+        for (int64_t j = 0; j < c->Skv; j++) {
+            bool all = true;
+            for (int64_t h = 0; h < c->Hq && all; h++)
+                for (int64_t i = 0; i < c->Sq && all; i++) {
+                    int64_t lo, hi;
+                    sdpa__row_range(&q, kvl, i, &lo, &hi);
+                    size_t e = (size_t)(((b * c->Hq + h) * c->Sq + i) * c->Skv + j);
+                    bool keep = j >= lo && j < hi && tp->mask[e] && tp->bias[e] != -INFINITY;
+                    if (keep) all = false;
+                }
+            dropped[b * c->Skv + j] = all;
+            if (!all) continue;
+            for (int64_t hk = 0; hk < c->Hkv; hk++) {
+                size_t r = (size_t)((b * c->Hkv + hk) * c->Skv + j);
+                for (int64_t d = 0; d < c->D; d++) k[r * c->D + d] = (d & 1) ? NAN : INFINITY;
+                for (int64_t d = 0; d < c->Dv; d++) v[r * c->Dv + d] = (d & 1) ? -INFINITY : NAN;
+            }
+        }
+    }
+}
+
+START_TEST(garbage_in_dropped_keys)
+{
+    tcase c;
+    tcase_init(&c, "garbage", 2, 2, 1, 33, 77, 64, 64);
+    c.seed = 99;
+    c.lse = true;
+    c.stats = true;
+    c.mask = true;
+    c.mask_keep = 0.9;
+    c.bias = true;
+    c.kv_len = true;
+    c.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    c.diagonal_offset = 30;
+    c.window_left = 20;
+    c.window_right = 3;
+    tproblem tp;
+    tproblem_make(&tp, &c);
+    tp.kv_len[0] = 70; /* batch 0: keys 70..76 dropped by kv_len */
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t i = 0; i < c.Sq; i++) {
+                size_t e = (size_t)(((b * 2 + h) * c.Sq + i) * c.Skv);
+                tp.mask[e + 40] = 0;          /* key 40: masked everywhere */
+                tp.bias[e + 45] = -INFINITY;  /* key 45: -inf bias everywhere */
+            }
+    size_t nl = (size_t)(c.B * c.Hq * c.Sq), ns = (size_t)(c.B * c.Hq) * SDPA_STAT_COUNT;
+    ck_assert_int_eq(sdpa_attention_forward(g_ref, &tp.desc), SDPA_OK);
+    float *want_o = malloc(tp.n_out * 4), *want_l = malloc(nl * 4), *want_s = malloc(ns * 4);
+    memcpy(want_o, tp.out, tp.n_out * 4);
+    memcpy(want_l, tp.lse, nl * 4);
+    memcpy(want_s, tp.stats, ns * 4);
+    bool dropped[2 * 77];
+    poison_dropped(&tp, &c, dropped);
+    int ndrop = 0;
+    for (int j = 0; j < 2 * 77; j++) ndrop += dropped[j];
+    ck_assert_int_ge(ndrop, 12); /* band, kv_len, mask and bias columns */
+    ck_assert_msg(dropped[40] && dropped[45] && dropped[76] && dropped[77 + 40],
+                  "forced drops not detected");
+
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &po, &plan), SDPA_OK);
+    tproblem_poison(&tp);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &tp.desc.tensors), SDPA_OK);
+    tcompare r = tcompare_arrays(tp.out, SDPA_DTYPE_F32, want_o, SDPA_DTYPE_F32, tp.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < tbound(SDPA_DTYPE_F32),
+                  "out: %zu non-finite mismatches, max_abs %g", r.bad_nonfinite, r.max_abs);
+    r = tcompare_arrays(tp.lse, SDPA_DTYPE_F32, want_l, SDPA_DTYPE_F32, nl);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < tbound(SDPA_DTYPE_F32), "lse");
+    for (size_t e = 0; e < ns; e++)
+        ck_assert_msg(isfinite(tp.stats[e]) == isfinite(want_s[e]) &&
+                      (!isfinite(want_s[e]) ||
+                       fabs(tp.stats[e] - want_s[e]) <= 1e-3 * (1.0 + fabs(want_s[e]))),
+                      "stats[%zu] = %g, want %g", e, tp.stats[e], want_s[e]);
+    ck_assert_int_eq(sdpa_plan_backward(plan, &tp.desc.tensors, &tp.bwd), SDPA_OK);
+    const float *dq = tp.dq, *dk = tp.dk, *dv = tp.dv;
+    for (size_t e = 0; e < (size_t)(c.B * c.Hq * c.Sq * c.D); e++)
+        ck_assert_msg(isfinite(dq[e]), "dq[%zu] = %g", e, dq[e]);
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t j = 0; j < c.Skv; j++) {
+            bool dr = dropped[b * c.Skv + j];
+            size_t rk = (size_t)(b * c.Skv + j); /* Hkv = 1 */
+            for (int64_t d = 0; d < c.D; d++) {
+                float x = dk[rk * c.D + d];
+                ck_assert_msg(dr ? x == 0.0f : isfinite(x), "dk b%lld j%lld = %g",
+                              (long long)b, (long long)j, x);
+            }
+            for (int64_t d = 0; d < c.Dv; d++) {
+                float x = dv[rk * c.Dv + d];
+                ck_assert_msg(dr ? x == 0.0f : isfinite(x), "dv b%lld j%lld = %g",
+                              (long long)b, (long long)j, x);
+            }
+        }
+    sdpa_plan_destroy(plan);
+
+    /* The split-KV (decode) kernel and its merge, forced to 3 splits
+     * (statistics off: they never split). */
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.split_kv = 3;
+    sdpa_plan_options_init(&po);
+    po.tile = &tc;
+    memset(&tp.desc.tensors.stats, 0, sizeof tp.desc.tensors.stats);
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &po, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    ck_assert_str_eq(info.kernel, "decode");
+    tproblem_poison(&tp);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &tp.desc.tensors), SDPA_OK);
+    r = tcompare_arrays(tp.out, SDPA_DTYPE_F32, want_o, SDPA_DTYPE_F32, tp.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < tbound(SDPA_DTYPE_F32),
+                  "split out: %zu non-finite mismatches, max_abs %g", r.bad_nonfinite,
+                  r.max_abs);
+    r = tcompare_arrays(tp.lse, SDPA_DTYPE_F32, want_l, SDPA_DTYPE_F32, nl);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < tbound(SDPA_DTYPE_F32), "split lse");
+    sdpa_plan_destroy(plan);
+    free(want_o);
+    free(want_l);
+    free(want_s);
+    tproblem_free(&tp);
+}
+END_TEST
+
+/* ---- tuning slots -------------------------------------------------------------- */
+
+/* The backend's view of a test case (only what tile choice reads). */
+static sdpa__problem problem_of(const fcase *f)
+{
+    sdpa__problem p;
+    memset(&p, 0, sizeof p);
+    p.B = f->B, p.Hq = f->Hq, p.Hkv = f->Hkv, p.Sq = f->Sq, p.Skv = f->Skv;
+    p.D = f->D, p.Dv = f->Dv;
+    p.dtype = SDPA_DTYPE_F32;
+    p.scale = 1.0 / sqrt((double)f->D);
+    p.window_left = p.window_right = -1;
+    p.has_stats = (f->f & F_STATS) != 0;
+    p.has_kv_len = (f->f & F_KVLEN) != 0;
+    return p;
+}
+
+static void plan_config(const tproblem *tp, const sdpa_plan_options *o, char *out, size_t n)
+{
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp->desc, o, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    snprintf(out, n, "%s %s", info.kernel, info.config);
+    sdpa_plan_destroy(plan);
+}
+
+/* default_tile is what plan_create uses without a tile; tile_candidates are
+ * complete, few, start with the default, and a sample of them (first,
+ * middle, last fused one; plus the unfused one where offered) passes parity;
+ * source_hash is 16 stable hex digits. Cases: a GQA prefill and a decode
+ * shape (split-KV candidates). */
+START_TEST(tuning_slots)
+{
+    const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_OPENCL);
+    ck_assert_ptr_nonnull(be);
+    ck_assert_ptr_nonnull(be->default_tile);
+    ck_assert_ptr_nonnull(be->tile_candidates);
+    ck_assert_ptr_nonnull(be->source_hash);
+    const char *h = be->source_hash();
+    ck_assert_uint_eq(strlen(h), 16);
+    ck_assert_uint_eq(strspn(h, "0123456789abcdef"), 16);
+    char h2[32];
+    snprintf(h2, sizeof h2, "%s", h);
+    ck_assert_str_eq(h2, be->source_hash());
+
+    static const char *const names[] = {"gqa_dv", "decode_long"};
+    for (int k = 0; k < 2; k++) {
+        const fcase *f = find_case(fcases, N_FCASES, names[k]);
+        sdpa__problem p = problem_of(f);
+        sdpa_tile_config def;
+        sdpa_tile_config_init(&def);
+        be->default_tile(g_cl, &p, 0, &def);
+        ck_assert_int_ge(def.q_tile, 1);
+        ck_assert_int_ge(def.k_tile, 1);
+        ck_assert_int_ge(def.wg_size, 1);
+        ck_assert_int_ge(def.vec_width, 1);
+        ck_assert_int_ge(def.split_kv, 1);
+        ck_assert_int_eq(def.unfused, 0);
+        if (k == 1) ck_assert_int_gt(def.split_kv, 1); /* decode splits */
+
+        /* default_tile == what plan_create picks with tile = NULL */
+        tcase c = make_case(f);
+        tproblem tp;
+        tproblem_make(&tp, &c);
+        sdpa_plan_options o;
+        sdpa_plan_options_init(&o);
+        char auto_cfg[320], forced_cfg[320];
+        plan_config(&tp, &o, auto_cfg, sizeof auto_cfg);
+        o.tile = &def;
+        plan_config(&tp, &o, forced_cfg, sizeof forced_cfg);
+        ck_assert_str_eq(auto_cfg, forced_cfg);
+        tproblem_free(&tp);
+
+        sdpa_tile_config cand[64];
+        for (int i = 0; i < 64; i++) sdpa_tile_config_init(&cand[i]);
+        int n = be->tile_candidates(g_cl, &p, 0, cand, 64);
+        ck_assert_int_ge(n, 4);
+        ck_assert_int_le(n, 26);
+        ck_assert_int_eq(cand[0].q_tile, def.q_tile);
+        ck_assert_int_eq(cand[0].k_tile, def.k_tile);
+        ck_assert_int_eq(cand[0].split_kv, def.split_kv);
+        int unf = -1, last_fused = 0;
+        for (int i = 0; i < n; i++) {
+            const sdpa_tile_config *t = &cand[i];
+            ck_assert_msg(t->q_tile >= 1 && t->k_tile >= 2 && t->wg_size >= 1 &&
+                          t->vec_width >= 1 && (t->stage_kv == 0 || t->stage_kv == 1) &&
+                          t->split_kv >= 1 && (t->unfused == 0 || t->unfused == 1),
+                          "%s candidate %d incomplete", names[k], i);
+            if (t->unfused == 1) unf = i;
+            else last_fused = i;
+            if (k == 1 && t->split_kv == 1 && !t->unfused) ck_assert_int_gt(i, 0);
+        }
+        /* fewer candidates than max: max bounds what is written */
+        ck_assert_int_eq(be->tile_candidates(g_cl, &p, 0, cand, 2), n);
+        /* with statistics no candidate splits */
+        sdpa__problem ps = p;
+        ps.has_stats = true;
+        sdpa_tile_config cs[64];
+        int ns = be->tile_candidates(g_cl, &ps, 0, cs, 64);
+        for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(cs[i].split_kv, 1);
+        /* backward plans are never offered the unfused path */
+        int nb = be->tile_candidates(g_cl, &p, SDPA_PLAN_BACKWARD, cs, 64);
+        for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(cs[i].unfused, 0);
+
+        be->tile_candidates(g_cl, &p, 0, cand, 64);
+        int pick[3] = {n / 3, (2 * n) / 3, last_fused};
+        for (int i = 0; i < 3; i++) {
+            o.tile = &cand[pick[i]];
+            tparity_forward(g_cl, g_ref, &c, &o);
+        }
+        if (unf >= 0 && k == 0) { /* one CLBlast compile only */
+            o.tile = &cand[unf];
+            tparity_forward(g_cl, g_ref, &c, &o);
+        }
+    }
+}
+END_TEST
+
+/* ---- unfused path (CLBlast) --------------------------------------------------- */
+
+/* Whether the build has the unfused path: a tiny unfused plan is created or
+ * refused as unsupported with a message naming CLBlast. */
+static bool unfused_built(const tproblem *tp)
+{
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.unfused = 1;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(g_cl, &tp->desc, &o, &plan);
+    sdpa_plan_destroy(plan);
+    if (st == SDPA_OK) return true;
+    ck_assert_int_eq(st, SDPA_ERR_UNSUPPORTED);
+    sdpa_error_info e;
+    sdpa_context_last_error(g_cl, &e);
+    ck_assert_msg(strstr(e.message, "CLBlast") != NULL, "%s", e.message);
+    fprintf(stderr, "test_opencl: no CLBlast in this build; unfused parity skipped\n");
+    return false;
+}
+
+/* The case every unfused test uses (one GEMM shape class, so CLBlast
+ * compiles its kernels once per process: 9-17 s cold on PoCL). GQA, Sq 65
+ * and Skv 257 cross tile edges; softcap, bias, mask, kv_len, a
+ * bottom-right causal window, LSE and statistics. */
+static tcase unfused_case(unsigned extra)
+{
+    fcase f = {"unfused", 2, 4, 2, 65, 257, 64, 64,
+               F_CAP | F_BIAS | F_MASK | F_KVLEN | F_CAUSAL | F_BR | F_STATS | extra};
+    tcase c = make_case(&f);
+    c.window_left = 100;
+    return c;
+}
+
+/* Unfused vs the reference (f32 everything; f16 storage with RMS QK-norm and
+ * gains), and vs the fused path on the same inputs. */
+START_TEST(unfused_parity)
+{
+    tcase c = unfused_case(0);
+    tproblem tp;
+    tproblem_make(&tp, &c);
+    if (!unfused_built(&tp)) {
+        tproblem_free(&tp);
+        return;
+    }
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.unfused = 1;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    tparity_forward(g_cl, g_ref, &c, &o);
+    tcase c16 = unfused_case(F_F16 | F_RMS | F_GAINS);
+    tparity_forward(g_cl, g_ref, &c16, &o);
+
+    /* vs fused: same inputs, both plans on the OpenCL context */
+    sdpa_plan *pu = NULL, *pf = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &o, &pu), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, NULL, &pf), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(pu, &info), SDPA_OK);
+    ck_assert_str_eq(info.kernel, "unfused");
+    ck_assert_str_eq(info.source, "forced");
+    ck_assert_uint_ge(sdpa_plan_workspace_size(pu),
+                      (size_t)(c.B * c.Hq * c.Sq * c.Skv) * sizeof(float));
+    size_t nl = (size_t)(c.B * c.Hq * c.Sq), ns = (size_t)(c.B * c.Hq) * SDPA_STAT_COUNT;
+    ck_assert_int_eq(sdpa_plan_forward(pf, &tp.desc.tensors), SDPA_OK);
+    float *fo = malloc(tp.n_out * 4), *fl = malloc(nl * 4), *fs = malloc(ns * 4);
+    memcpy(fo, tp.out, tp.n_out * 4);
+    memcpy(fl, tp.lse, nl * 4);
+    memcpy(fs, tp.stats, ns * 4);
+    for (int rep = 0; rep < 2; rep++) { /* reruns reuse the plan's workspace */
+        tproblem_poison(&tp);
+        ck_assert_int_eq(sdpa_plan_forward(pu, &tp.desc.tensors), SDPA_OK);
+        tcompare r = tcompare_arrays(tp.out, SDPA_DTYPE_F32, fo, SDPA_DTYPE_F32, tp.n_out);
+        ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-5, "out vs fused: %g", r.max_abs);
+        r = tcompare_arrays(tp.lse, SDPA_DTYPE_F32, fl, SDPA_DTYPE_F32, nl);
+        ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-5, "lse vs fused: %g", r.max_abs);
+        for (size_t e = 0; e < ns; e++)
+            ck_assert_msg(isfinite(tp.stats[e]) == isfinite(fs[e]) &&
+                          (!isfinite(fs[e]) ||
+                           fabs(tp.stats[e] - fs[e]) <= 1e-4 * (1.0 + fabs(fs[e]))),
+                          "stats[%zu] %g vs fused %g", e, tp.stats[e], fs[e]);
+    }
+    /* A NaN input (row 0 of q) leaves NaN in the plan's scores; the next
+     * call must not see it (the GEMMs run with beta = 0). */
+    float *q = tp.q, q0 = q[0];
+    q[0] = NAN;
+    ck_assert_int_eq(sdpa_plan_forward(pu, &tp.desc.tensors), SDPA_OK);
+    ck_assert_msg(isnan(((float *)tp.out)[0]), "NaN q row must give a NaN row");
+    q[0] = q0;
+    tproblem_poison(&tp);
+    ck_assert_int_eq(sdpa_plan_forward(pu, &tp.desc.tensors), SDPA_OK);
+    tcompare r = tcompare_arrays(tp.out, SDPA_DTYPE_F32, fo, SDPA_DTYPE_F32, tp.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < 1e-5, "out after NaN call: %zu bad",
+                  r.bad_nonfinite);
+    free(fo);
+    free(fl);
+    free(fs);
+    sdpa_plan_destroy(pu);
+    sdpa_plan_destroy(pf);
+    tproblem_free(&tp);
+}
+END_TEST
+
+/* workspace_limit below what the scores need, or 0 (never materialise):
+ * SDPA_ERR_WORKSPACE naming the bytes; backward plans: SDPA_ERR_UNSUPPORTED;
+ * the default never picks the unfused path. */
+START_TEST(unfused_refused)
+{
+    tcase c = unfused_case(0);
+    tproblem tp;
+    tproblem_make(&tp, &c);
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.unfused = 1;
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    sdpa_plan *plan = NULL;
+    bool built = unfused_built(&tp);
+    const int64_t limits[] = {0, 1 << 20, (int64_t)(c.B * c.Hq * c.Sq * c.Skv) * 4};
+    for (int i = 0; i < 3; i++) {
+        o.workspace_limit = limits[i];
+        sdpa_status st = sdpa_plan_create(g_cl, &tp.desc, &o, &plan);
+        ck_assert_ptr_null(plan);
+        ck_assert_int_eq(st, built ? SDPA_ERR_WORKSPACE : SDPA_ERR_UNSUPPORTED);
+        if (built) {
+            sdpa_error_info e;
+            sdpa_context_last_error(g_cl, &e);
+            ck_assert_msg(strstr(e.message, "bytes") != NULL, "%s", e.message);
+        }
+    }
+    o.workspace_limit = SDPA_AUTO;
+    o.flags = SDPA_PLAN_BACKWARD;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &o, &plan), SDPA_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(plan);
+    /* no tile: the fused kernel, whatever the limit */
+    sdpa_plan_options_init(&o);
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &o, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    ck_assert_str_ne(info.kernel, "unfused");
+    sdpa_plan_destroy(plan);
+    tproblem_free(&tp);
 }
 END_TEST
 
@@ -448,7 +876,7 @@ START_TEST(unsupported_requests_refused)
     sdpa_plan_options o;
     sdpa_plan *plan = NULL;
     static const struct { int field, value; } bad[] = {
-        {0, 1}, {1, 3}, {2, 32}, {3, 2}, {4, 100000},
+        {0, 2}, {1, 3}, {2, 32}, {3, 2}, {4, 100000},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sdpa_tile_config_init(&tc);
@@ -668,6 +1096,15 @@ int main(void)
     tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
     tcase_add_test(tc, decode_uses_split);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("tuning");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, tuning_slots);
+    tcase_add_test(tc, garbage_in_dropped_keys);
+    tcase_add_test(tc, unfused_parity);
+    tcase_add_test(tc, unfused_refused);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("backward");

@@ -18,8 +18,11 @@
  *
  * Packed inputs (pack.cl; rows padded to SqP / SkvP with zeros): Qs and Qst
  * (q^ * scale, row-major and feature-major), Kp and Kt (k^; Kt in the
- * forward's tile-major layout with KT-key tiles), Vp and Vt, dOp and dOt. Invariants: f32 accumulation; rows with lse = -inf contribute
- * nothing; dropped keys contribute exactly nothing. Called by cl_backward.c
+ * forward's tile-major layout with KT-key tiles), Vp and Vt, dOp and dOt.
+ * Invariants: f32 accumulation; rows with lse = -inf contribute nothing;
+ * dropped keys contribute exactly nothing: their dS is selected to 0 and
+ * skipped in the dq sum (never multiplied), so NaN/Inf stored in K or V at
+ * a dropped key cannot reach dq. Called by cl_backward.c
  * with local size (WG, 1, 1).
  */
 
@@ -109,8 +112,13 @@ __kernel void sdpa_bwd_prep(global const STYPE *dout, long d_off, long4 ds,
 #define BWD_MASK(keep, i, j)
 #endif
 #if HAS_BIAS
-#define BWD_BIAS(keep, x, i, j) \
-    if (keep) x += bias[b_off + b * bs.s0 + h * bs.s1 + (i) * bs.s2 + (j) * bs.s3]
+/* A -inf bias drops the key (like the mask), even where the score is NaN. */
+#define BWD_BIAS(keep, x, i, j)                                                 \
+    if (keep) {                                                                 \
+        float bb_ = bias[b_off + b * bs.s0 + h * bs.s1 + (i) * bs.s2 + (j) * bs.s3]; \
+        keep = bb_ != SDPA_NEG_INF;                                             \
+        x += bb_;                                                               \
+    }
 #else
 #define BWD_BIAS(keep, x, i, j)
 #endif
@@ -236,10 +244,13 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
             SDPA_UNROLL for (int r = 0; r < RPW; r++) dp[r] = fma((TVEC)(grow[r][c]), vv, dp[r]);
         }
         float dsv[RPW][BKT];
+        bool sel = false; /* some key of the tile may be dropped for a row */
         SDPA_UNROLL for (int r = 0; r < RPW; r++) {
             if (j0 + BKT <= lo[r] || j0 >= hi[r]) {
+                sel = true;
                 for (int t = 0; t < BKT; t++) dsv[r][t] = 0.0f;
             } else if (BWD_PER_KEY || j0 < lo[r] || j0 + BKT > hi[r]) {
+                sel = true;
                 float sv[BKT], dpv[BKT];
                 VSTOREN(BKT)(s[r], 0, sv);
                 VSTOREN(BKT)(dp[r], 0, dpv);
@@ -252,8 +263,9 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
                         float x = sv[t], dcap = 1.0f;
                         BWD_CAP(x, dcap);
                         BWD_BIAS(keep, x, ic[r], j);
-                        float p = exp(x - L[r]);
-                        dsx = p * (dpv[t] - Dd[r]) * dcap;
+                        float p = keep ? exp(x - L[r]) : 0.0f;
+                        /* p == 0 (-inf bias): dP may hold V's garbage */
+                        dsx = p != 0.0f ? p * (dpv[t] - Dd[r]) * dcap : 0.0f;
                         if (dsx != 0.0f) tacc[r] = fma(dsx, sv[t], tacc[r]);
                     }
                     dsv[r][t] = dsx;
@@ -267,11 +279,24 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
                 VSTOREN(BKT)(dsx, 0, dsv[r]);
             }
         }
-        for (int t = 0; t < BKT; t++) {
-            SDPA_UNROLL for (int c = 0; c < NQV; c++) {
-                QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
-                SDPA_UNROLL for (int r = 0; r < RPW; r++)
-                    acc[r][c] = fma((QVEC)(dsv[r][t]), kk, acc[r][c]);
+        /* dq += dS k; where a key may be dropped, select instead of
+         * multiplying so NaN/Inf in K at dropped keys (dS == 0) cannot reach dq */
+        if (sel) {
+            for (int t = 0; t < BKT; t++) {
+                SDPA_UNROLL for (int c = 0; c < NQV; c++) {
+                    QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
+                    SDPA_UNROLL for (int r = 0; r < RPW; r++)
+                        acc[r][c] = dsv[r][t] != 0.0f ? fma((QVEC)(dsv[r][t]), kk, acc[r][c])
+                                                      : acc[r][c];
+                }
+            }
+        } else {
+            for (int t = 0; t < BKT; t++) {
+                SDPA_UNROLL for (int c = 0; c < NQV; c++) {
+                    QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
+                    SDPA_UNROLL for (int r = 0; r < RPW; r++)
+                        acc[r][c] = fma((QVEC)(dsv[r][t]), kk, acc[r][c]);
+                }
             }
         }
     }
@@ -384,8 +409,8 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                             float x = sv[t], dcap = 1.0f;
                             BWD_CAP(x, dcap);
                             BWD_BIAS(keep, x, i, jc[e]);
-                            p = exp(x - L);
-                            dsx = p * (dpv[t] - dsp[i]) * dcap;
+                            p = keep ? exp(x - L) : 0.0f;
+                            dsx = p != 0.0f ? p * (dpv[t] - dsp[i]) * dcap : 0.0f;
                         }
                         pv[e][t] = p;
                         dsv[e][t] = dsx;

@@ -20,7 +20,10 @@
  * biases and kv_len are read in place through their strides.
  *
  * Invariants: every accumulation is f32; a dropped key has probability
- * exactly 0 (true -inf, never a large negative); a row with no kept key
+ * exactly 0 (true -inf, never a large negative) and, in tiles that went
+ * through the per-key pass (the only ones that can hold dropped keys), is
+ * selected out of the P V accumulation, never multiplied (so NaN/Inf stored
+ * in V, or K, at keys a row drops cannot reach that row); a row with no kept key
  * writes out = 0 and lse = -inf; NaN scores propagate to their row; tiles
  * outside every row's band are never visited (band-aware skipping).
  * With nsplit > 1 (split-KV decode) the key range is cut into `chunk`-sized
@@ -93,8 +96,13 @@
 #define FWD_MASK(keep, h, i, j)
 #endif
 #if HAS_BIAS
-#define FWD_BIAS(keep, x, h, i, j) \
-    if (keep) x += bias[b_off + b * bs.s0 + (h) * bs.s1 + (i) * bs.s2 + (j) * bs.s3]
+/* A -inf bias drops the key (like the mask), even where the score is NaN. */
+#define FWD_BIAS(keep, x, h, i, j)                                                  \
+    if (keep) {                                                                     \
+        float bb_ = bias[b_off + b * bs.s0 + (h) * bs.s1 + (i) * bs.s2 + (j) * bs.s3]; \
+        keep = bb_ != SDPA_NEG_INF;                                                 \
+        x += bb_;                                                                   \
+    }
 #else
 #define FWD_BIAS(keep, x, h, i, j)
 #endif
@@ -145,6 +153,7 @@
             }                                                                      \
         }                                                                          \
         float pv[RPW][KT];                                                         \
+        bool sel = false; /* some key of the tile may be dropped for a row */      \
         SDPA_UNROLL for (int r = 0; r < RPW; r++) {                                \
             float sv[KT];                                                          \
             SDPA_UNROLL for (int u = 0; u < NKV; u++) {                            \
@@ -153,6 +162,7 @@
             }                                                                      \
             float tmax = SDPA_NEG_INF;                                             \
             if (FWD_PER_KEY || j0 < lo[r] || j0 + KT > hi[r]) {                    \
+                sel = true;                                                        \
                 for (int t = 0; t < KT; t++) {                                     \
                     long j = j0 + t;                                               \
                     float x = sv[t];                                               \
@@ -187,11 +197,24 @@
                 for (int t = 0; t < KT; t++) pv[r][t] = 0.0f;                      \
             }                                                                      \
         }                                                                          \
-        for (int t = 0; t < KT; t++) {                                             \
-            SDPA_UNROLL for (int c = 0; c < NOV; c++) {                            \
-                OVEC vv = VLOADN(OV)(c, (VSRC) + t * HDV);                         \
-                SDPA_UNROLL for (int r = 0; r < RPW; r++)                          \
-                    o[r][c] = fma((OVEC)(pv[r][t]), vv, o[r][c]);                  \
+        /* P V; where a key may be dropped, select instead of multiplying so   \
+         * NaN/Inf in V at dropped keys (p == 0) cannot reach the row */        \
+        if (sel) {                                                                 \
+            for (int t = 0; t < KT; t++) {                                         \
+                SDPA_UNROLL for (int c = 0; c < NOV; c++) {                        \
+                    OVEC vv = VLOADN(OV)(c, (VSRC) + t * HDV);                     \
+                    SDPA_UNROLL for (int r = 0; r < RPW; r++)                      \
+                        o[r][c] = pv[r][t] != 0.0f ? fma((OVEC)(pv[r][t]), vv, o[r][c]) \
+                                                   : o[r][c];                      \
+                }                                                                  \
+            }                                                                      \
+        } else {                                                                   \
+            for (int t = 0; t < KT; t++) {                                         \
+                SDPA_UNROLL for (int c = 0; c < NOV; c++) {                        \
+                    OVEC vv = VLOADN(OV)(c, (VSRC) + t * HDV);                     \
+                    SDPA_UNROLL for (int r = 0; r < RPW; r++)                      \
+                        o[r][c] = fma((OVEC)(pv[r][t]), vv, o[r][c]);              \
+                }                                                                  \
             }                                                                      \
         }                                                                          \
     }

@@ -28,4 +28,7 @@ const sdpa__backend sdpa__backend_opencl = {
     .forward = sdpa__cl_forward,
     .backward = sdpa__cl_backward,
     .finish = sdpa__cl_finish,
+    .default_tile = sdpa__cl_default_tile,
+    .tile_candidates = sdpa__cl_tile_candidates,
+    .source_hash = sdpa__cl_source_hash,
 };

@@ -86,6 +86,7 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
 {
     sdpa__cl_state *st = sdpa__context_backend_state(ctx);
     sdpa__cl_plan *pl = plan_state;
+    if (pl->unfused) return sdpa__cl_unfused_forward(ctx, st, pl, p, f);
     const sdpa__ref *temp = p->has_temperature ? &f->temperature : NULL;
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, false, true,
                             p->has_q_gain ? &f->q_gain : NULL, temp, sdpa__cl_scale(p),

@@ -7,7 +7,8 @@
  * cl_context.c (context state, buffers, finish), cl_program.c (source
  * assembly, build, in-memory cache), cl_diskcache.c (program binary cache on
  * disk), cl_plan.c (supports, tile choice, workspace), cl_forward.c,
- * cl_backward.c (enqueue), cl_backend.c (the function table), cl_interop.c
+ * cl_backward.c (enqueue), cl_unfused.c (scores through CLBlast),
+ * cl_backend.c (the function table), cl_interop.c
  * (include/sdpa_opencl.h).
  * Buffer handles given to the front end are plain cl_mem.
  */
@@ -125,7 +126,10 @@ typedef struct sdpa__cl_plan {
     cl_program program;        /* owned by the context cache, not the plan */
     cl_kernel k_pack, k_fwd, k_combine, k_stats;
     cl_kernel k_prep, k_dq, k_dkdv, k_reduce;
+    cl_kernel k_softmax;       /* unfused path: mask + softmax over scores */
     int wg, rpw, kt, ov, qv, stage_kv, nsplit, chunk;
+    int vec;                   /* tile.vec_width as requested (ov/qv derive from it) */
+    int unfused;               /* 1 = scores materialised, GEMMs through CLBlast */
     int SqP, SkvP;
     int SkvT;                  /* keys of the tile-major K: multiple of 64 */
     bool backward;
@@ -135,11 +139,39 @@ typedef struct sdpa__cl_plan {
     cl_mem ws_q, ws_kt, ws_v, ws_rowstats, ws_part_o, ws_part_l;
     cl_mem ws_qt, ws_kp, ws_vt, ws_dop, ws_dot, ws_l, ws_dsum;
     cl_mem ws_gq, ws_gk, ws_tp;
+    cl_mem ws_s, ws_tmp;       /* unfused: scores/probabilities, CLBlast temp */
+    size_t tmp_bytes;          /* size of ws_tmp */
     size_t ws_bytes;
 } sdpa__cl_plan;
 
 sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
                               unsigned plan_flags);
+/* Tuning slots of the backend table (cl_plan.c, cl_program.c). */
+void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                           sdpa_tile_config *tile);
+int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                             sdpa_tile_config *out, int max);
+const char *sdpa__cl_source_hash(void);
+/* Allocates one workspace buffer of `floats` floats into *m (counted in
+ * pl->ws_bytes); nothing for floats <= 0. */
+sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                              cl_mem *m, int64_t floats, const char *what);
+
+/* ---- cl_unfused.c (scores through CLBlast; forward only) ---- */
+/* The default of sdpa_plan_options.workspace_limit (SDPA_AUTO). */
+#define SDPA__CL_DEFAULT_WORKSPACE_LIMIT ((uint64_t)256 << 20)
+/* Whether CLBlast is built in. */
+bool sdpa__cl_unfused_available(void);
+/* Workspace bytes of the unfused path without CLBlast's temporary buffer. */
+uint64_t sdpa__cl_unfused_bytes(const sdpa__problem *p);
+/* Checks the workspace limit (SDPA_ERR_WORKSPACE with the bytes needed),
+ * then allocates the unfused workspace and CLBlast's temporary buffer. */
+sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
+                                   const sdpa__problem *p, sdpa__cl_plan *pl,
+                                   int64_t workspace_limit);
+sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
+                                     sdpa__cl_plan *pl, const sdpa__problem *p,
+                                     const sdpa__fwd_args *f);
 sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state);
 void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state);

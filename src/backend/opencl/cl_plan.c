@@ -10,6 +10,11 @@
  * 64 rows stages K/V tiles in local memory. Split-KV is chosen for
  * decode-like shapes (few query rows, long key range) when no statistics are
  * requested.
+ * tile.unfused = 1 selects the materialised-scores path (cl_unfused.c; forward
+ * only, CLBlast builds only, within options->workspace_limit).
+ * Tuning slots: sdpa__cl_default_tile returns the complete configuration
+ * plan_create uses without a tile; sdpa__cl_tile_candidates the pruned
+ * search space (choose_config in quiet mode decides what the device takes).
  * Everything a call needs is allocated here (packed q/k/v, per-row stats,
  * split partials, backward temporaries), so forward/backward allocate
  * nothing. Programs belong to the context's cache; kernels and workspace to
@@ -53,8 +58,8 @@ static bool is_pow2_in(int v, int lo, int hi)
     return v >= lo && v <= hi && (v & (v - 1)) == 0;
 }
 
-static sdpa_status ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
-                            cl_mem *m, int64_t floats, const char *what)
+sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                              cl_mem *m, int64_t floats, const char *what)
 {
     size_t bytes;
     if (floats <= 0) return SDPA_OK;
@@ -70,25 +75,56 @@ static sdpa_status ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan
     return SDPA_OK;
 }
 
-/* Reads the forced fields of the tile config (SDPA_AUTO = default). */
+/* Refuses a configuration: recorded on the context unless quiet (candidate
+ * pruning must not overwrite the context's last error). */
+#define REFUSE(quiet, ctx, ...) \
+    ((quiet) ? SDPA_ERR_UNSUPPORTED : SDPA__FAIL((ctx), SDPA_ERR_UNSUPPORTED, __VA_ARGS__))
+
+static bool gpu_style(const sdpa__cl_props *d) { return d->is_gpu && d->local_mem_is_local; }
+
+/* Split count for a row blocking: with few work-groups (fewer than 4 per
+ * compute unit on CPUs, 8 on GPUs) and Skv >= 512, enough key chunks to fill
+ * the device; `split` forces the count (SDPA_AUTO = choose). Chunks are
+ * multiples of kt, at least 64 keys; statistics never split. */
+static void split_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, int rpw,
+                       int kt, int split, int *nsplit_out, int *chunk_out)
+{
+    int64_t rows = (int64_t)wg * rpw;
+    int64_t groups = p->B * p->Hkv * ((p->Hq / p->Hkv * p->Sq + rows - 1) / rows);
+    int64_t want = (int64_t)(d->compute_units > 0 ? d->compute_units : 1) *
+                   (gpu_style(d) ? 8 : 4);
+    int64_t nsplit = 1;
+    if (split != SDPA_AUTO) nsplit = split;
+    else if (groups < want && p->Skv >= 512)
+        nsplit = (want + groups - 1) / groups;
+    if (p->has_stats) nsplit = 1; /* statistics need whole rows */
+    int64_t chunk = (p->Skv + nsplit - 1) / nsplit;
+    if (nsplit > 1 && chunk < 64) chunk = 64;
+    chunk = (chunk + kt - 1) / kt * kt;
+    if (nsplit > 1) nsplit = (p->Skv + chunk - 1) / chunk;
+    if (nsplit < 1) nsplit = 1;
+    *nsplit_out = (int)nsplit;
+    *chunk_out = (int)chunk;
+}
+
+/* Reads the forced fields of the tile config (SDPA_AUTO = default) and
+ * checks the result against the device's limits. quiet: refuse without
+ * recording a message (used to prune tuning candidates). */
 static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
                                  const sdpa__problem *p, const sdpa_tile_config *t,
-                                 sdpa__cl_plan *pl, bool *forced)
+                                 unsigned flags, sdpa__cl_plan *pl, bool *forced, bool quiet)
 {
     const sdpa__cl_props *d = &st->props;
-    bool gpu_style = d->is_gpu && d->local_mem_is_local;
+    bool gpu = gpu_style(d);
     /* CPU-style defaults: rows per work-item by head size so the output
      * accumulators (rows x Dv floats) stay in 32 vector registers. */
-    int rpw = gpu_style ? 1 : (p->Dv <= 64 ? 4 : (p->Dv <= 128 ? 2 : 1));
-    int wg = gpu_style ? 64 : 8, kt = gpu_style ? 8 : (rpw >= 2 ? 32 : 64);
-    int stage = gpu_style ? 1 : 0;
-    int vec = gpu_style ? 4 : 16, split = SDPA_AUTO;
+    int rpw = gpu ? 1 : (p->Dv <= 64 ? 4 : (p->Dv <= 128 ? 2 : 1));
+    int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
+    int stage = gpu ? 1 : 0;
+    int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0;
     *forced = false;
     if (t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int)) {
-        if (t->unfused == 1)
-            return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                              "opencl: tile.unfused: the unfused (CLBlast) path is not "
-                              "built into this backend");
+        if (t->unfused != SDPA_AUTO) unfused = t->unfused, *forced = true;
         if (t->wg_size != SDPA_AUTO) wg = t->wg_size, *forced = true;
         if (t->q_tile != SDPA_AUTO) {
             *forced = true;
@@ -96,9 +132,9 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
                 wg = t->q_tile; /* one row per work-item */
             if (t->q_tile % wg != 0 || (t->q_tile / wg != 1 && t->q_tile / wg != 2 &&
                                         t->q_tile / wg != 4))
-                return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                                  "opencl: tile.q_tile %d must be 1, 2 or 4 times "
-                                  "tile.wg_size %d", t->q_tile, wg);
+                return REFUSE(quiet, ctx,
+                              "opencl: tile.q_tile %d must be 1, 2 or 4 times "
+                              "tile.wg_size %d", t->q_tile, wg);
             rpw = t->q_tile / wg;
         } else if (t->wg_size != SDPA_AUTO) {
             rpw = 1;
@@ -108,51 +144,147 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
         if (t->stage_kv != SDPA_AUTO) stage = t->stage_kv, *forced = true;
         if (t->split_kv != SDPA_AUTO) split = t->split_kv, *forced = true;
     }
+    if (unfused != 0 && unfused != 1)
+        return REFUSE(quiet, ctx, "opencl: tile.unfused %d (must be 0 or 1)", unfused);
+    if (unfused == 1 && (flags & SDPA_PLAN_BACKWARD))
+        return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
+                      "(create the backward plan without unfused = 1)");
+    if (unfused == 1 && !sdpa__cl_unfused_available())
+        return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path needs CLBlast, "
+                      "which this build does not have (meson option clblast)");
     if (wg < 1 || (size_t)wg > d->max_wg)
-        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "opencl: tile.wg_size %d outside 1..%zu",
-                          wg, d->max_wg);
+        return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
     if (!is_pow2_in(kt, 2, 64))
-        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                          "opencl: tile.k_tile %d (must be 2, 4, 8, 16, 32 or 64)", kt);
+        return REFUSE(quiet, ctx, "opencl: tile.k_tile %d (must be 2, 4, 8, 16, 32 or 64)", kt);
     if (!is_pow2_in(vec, 1, 16))
-        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                          "opencl: tile.vec_width %d (must be 1, 2, 4, 8 or 16)", vec);
+        return REFUSE(quiet, ctx, "opencl: tile.vec_width %d (must be 1, 2, 4, 8 or 16)", vec);
     if (stage != 0 && stage != 1)
-        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "opencl: tile.stage_kv %d", stage);
+        return REFUSE(quiet, ctx, "opencl: tile.stage_kv %d", stage);
     if (split != SDPA_AUTO && (split < 1 || split > 256))
-        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "opencl: tile.split_kv %d outside 1..256",
-                          split);
+        return REFUSE(quiet, ctx, "opencl: tile.split_kv %d outside 1..256", split);
     if (stage) {
         uint64_t need = (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
         if (need > d->local_mem)
-            return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                              "opencl: staged K/V tile needs %llu bytes of local memory, "
-                              "device has %llu", (unsigned long long)need,
-                              (unsigned long long)d->local_mem);
+            return REFUSE(quiet, ctx,
+                          "opencl: staged K/V tile needs %llu bytes of local memory, "
+                          "device has %llu", (unsigned long long)need,
+                          (unsigned long long)d->local_mem);
     }
+    pl->unfused = unfused;
     pl->wg = wg;
     pl->rpw = rpw;
     pl->kt = kt;
+    pl->vec = vec;
     pl->stage_kv = stage;
     pl->ov = pow2_divisor(p->Dv, vec);
     pl->qv = pow2_divisor(p->D, vec);
-    /* Split-KV for decode-like shapes: enough groups to fill the device. */
-    int64_t rows = (int64_t)wg * rpw;
-    int64_t groups = p->B * p->Hkv * ((p->Hq / p->Hkv * p->Sq + rows - 1) / rows);
-    int64_t want = (int64_t)(d->compute_units > 0 ? d->compute_units : 1) * (gpu_style ? 8 : 4);
-    int nsplit = 1;
-    if (split != SDPA_AUTO) nsplit = split;
-    else if (groups < want && p->Skv >= 512)
-        nsplit = (int)((want + groups - 1) / groups);
-    if (p->has_stats) nsplit = 1; /* statistics need whole rows */
-    int64_t chunk = (p->Skv + nsplit - 1) / nsplit;
-    if (nsplit > 1 && chunk < 64) chunk = 64;
-    chunk = (chunk + kt - 1) / kt * kt;
-    if (nsplit > 1) nsplit = (int)((p->Skv + chunk - 1) / chunk);
-    if (nsplit < 1) nsplit = 1;
-    pl->nsplit = nsplit;
-    pl->chunk = (int)chunk;
+    split_plan(d, p, wg, rpw, kt, unfused ? 1 : split, &pl->nsplit, &pl->chunk);
     return SDPA_OK;
+}
+
+static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
+{
+    sdpa_tile_config_init(t);
+    t->q_tile = pl->wg * pl->rpw;
+    t->k_tile = pl->kt;
+    t->wg_size = pl->wg;
+    t->vec_width = pl->vec;
+    t->stage_kv = pl->stage_kv;
+    t->split_kv = pl->nsplit;
+    t->unfused = pl->unfused;
+}
+
+void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                           sdpa_tile_config *tile)
+{
+    const sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_plan pl;
+    bool forced;
+    memset(&pl, 0, sizeof pl);
+    if (choose_config(ctx, st, p, NULL, plan_flags, &pl, &forced, true) == SDPA_OK)
+        config_to_tile(&pl, tile);
+    else
+        sdpa_tile_config_init(tile);
+}
+
+/* Adds t to the list if the device takes it and it is not there yet. */
+static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdpa__problem *p,
+                          unsigned flags, const sdpa_tile_config *t, sdpa_tile_config *out,
+                          int max, int *n)
+{
+    sdpa__cl_plan pl;
+    bool forced;
+    memset(&pl, 0, sizeof pl);
+    if (choose_config(ctx, st, p, t, flags, &pl, &forced, true) != SDPA_OK) return;
+    sdpa_tile_config c;
+    config_to_tile(&pl, &c);
+    for (int i = 0; i < *n && i < max; i++)
+        if (out[i].q_tile == c.q_tile && out[i].k_tile == c.k_tile &&
+            out[i].wg_size == c.wg_size && out[i].vec_width == c.vec_width &&
+            out[i].stage_kv == c.stage_kv && out[i].split_kv == c.split_kv &&
+            out[i].unfused == c.unfused)
+            return;
+    if (*n < max) out[*n] = c;
+    (*n)++;
+}
+
+/* The search space: the default first, then rows per work-item x keys per
+ * tile x work-group size (CPU devices: unstaged, vec 16; GPUs: staged and
+ * unstaged, vec 4), split counts around the default for decode shapes, and
+ * the unfused path where CLBlast is built in and the scores fit the default
+ * workspace limit. Kept to about 24 per problem because each variant costs a
+ * program build (~1 s on PoCL). */
+int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                             sdpa_tile_config *out, int max)
+{
+    const sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    bool gpu = gpu_style(&st->props);
+    int n = 0;
+    sdpa_tile_config def, t;
+    sdpa__cl_default_tile(ctx, p, plan_flags, &def);
+    if (def.q_tile != SDPA_AUTO) add_candidate(ctx, st, p, plan_flags, &def, out, max, &n);
+    static const int rpws[] = {1, 2, 4};
+    static const int cpu_kts[] = {16, 32, 64}, gpu_kts[] = {8, 16};
+    static const int cpu_wgs[] = {8, 16}, gpu_wgs[] = {32, 64, 128};
+    const int *kts = gpu ? gpu_kts : cpu_kts, *wgs = gpu ? gpu_wgs : cpu_wgs;
+    int nkt = gpu ? 2 : 3, nwg = gpu ? 3 : 2, nstage = gpu ? 2 : 1;
+    for (int a = 0; a < 3; a++) {
+        /* four rows of Dv > 128 floats do not fit in registers */
+        if (rpws[a] == 4 && p->Dv > 128) continue;
+        if (gpu && rpws[a] == 4) continue;
+        for (int b = 0; b < nkt; b++)
+            for (int c = 0; c < nwg; c++)
+                for (int s = 0; s < nstage; s++) {
+                    sdpa_tile_config_init(&t);
+                    t.wg_size = wgs[c];
+                    t.q_tile = wgs[c] * rpws[a];
+                    t.k_tile = kts[b];
+                    t.vec_width = gpu ? 4 : 16;
+                    t.stage_kv = gpu ? 1 - s : 0;
+                    add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+                }
+    }
+    /* Decode shapes (few query rows or an automatic split, long key range,
+     * no statistics): split counts around the default's. */
+    if (def.q_tile != SDPA_AUTO && !p->has_stats && p->Skv >= 512 &&
+        (p->Sq <= 16 || def.split_kv > 1)) {
+        int d = def.split_kv;
+        const int splits[] = {1, d > 1 ? d / 2 : 2, d > 1 ? d * 2 : 4, d > 1 ? d * 4 : 8};
+        for (int i = 0; i < 4; i++) {
+            if (splits[i] < 1) continue;
+            t = def;
+            t.split_kv = splits[i];
+            add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+        }
+    }
+    /* The unfused path, if it fits the default workspace limit. */
+    if (sdpa__cl_unfused_available() && !(plan_flags & SDPA_PLAN_BACKWARD) &&
+        sdpa__cl_unfused_bytes(p) <= SDPA__CL_DEFAULT_WORKSPACE_LIMIT) {
+        sdpa_tile_config_init(&t);
+        t.unfused = 1;
+        add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+    }
+    return n;
 }
 
 sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
@@ -164,7 +296,8 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     sdpa__cl_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "opencl: plan");
     bool forced = false;
-    sdpa_status s = choose_config(ctx, st, p, options ? options->tile : NULL, pl, &forced);
+    sdpa_status s = choose_config(ctx, st, p, options ? options->tile : NULL,
+                                  options ? options->flags : 0, pl, &forced, false);
     if (s != SDPA_OK) goto fail;
     pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
     /* Padded lengths: a multiple of 64 so no tile reads past the end, plus 16
@@ -186,11 +319,17 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         snprintf(opts + n, sizeof opts - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
     static const char *const files[] = {"pack.cl", "fwd.cl", "combine.cl", "stats.cl",
                                         "bwd.cl"};
-    s = sdpa__cl_program(ctx, st, files, pl->backward ? 5 : 4, opts, &pl->program);
+    static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
+                                                "unfused.cl"};
+    if (pl->unfused)
+        s = sdpa__cl_program(ctx, st, unfused_files, 4, opts, &pl->program);
+    else
+        s = sdpa__cl_program(ctx, st, files, pl->backward ? 5 : 4, opts, &pl->program);
     if (s != SDPA_OK) goto fail;
 
     struct { cl_kernel *k; const char *name; bool want; } ks[] = {
-        {&pl->k_pack, "sdpa_pack", true},      {&pl->k_fwd, "sdpa_fwd", true},
+        {&pl->k_pack, "sdpa_pack", true},      {&pl->k_fwd, "sdpa_fwd", !pl->unfused},
+        {&pl->k_softmax, "sdpa_unf_softmax", pl->unfused},
         {&pl->k_combine, "sdpa_combine", true}, {&pl->k_stats, "sdpa_stats", true},
         {&pl->k_prep, "sdpa_bwd_prep", pl->backward},
         {&pl->k_dq, "sdpa_bwd_dq", pl->backward},
@@ -207,12 +346,21 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         }
     }
 
+    if (pl->unfused) {
+        s = sdpa__cl_unfused_setup(ctx, st, p, pl,
+                                   options ? options->workspace_limit : SDPA_AUTO);
+        if (s != SDPA_OK) goto fail;
+        snprintf(pl->config, sizeof pl->config,
+                 "unfused=1 (scores materialised, CLBlast GEMMs) clblast_temp=%zu",
+                 pl->tmp_bytes);
+        goto done;
+    }
     /* Workspace. */
     int64_t BHq = p->B * p->Hq, BHkv = p->B * p->Hkv;
     int64_t R = BHq * p->Sq;
 #define WS(m, n, what)                                          \
     do {                                                        \
-        s = ws_alloc(ctx, st, pl, &pl->m, (n), what);           \
+        s = sdpa__cl_ws_alloc(ctx, st, pl, &pl->m, (n), what); \
         if (s != SDPA_OK) goto fail;                            \
     } while (0)
     WS(ws_q, BHq * pl->SqP * p->D, "packed q");
@@ -239,6 +387,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     snprintf(pl->config, sizeof pl->config,
              "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
              pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
+done:
     sdpa__strlcpy(pl->source, forced ? "forced" : "default", sizeof pl->source);
     sdpa__log(ctx, SDPA_LOG_DEBUG, "opencl: plan %s (%s), workspace %zu bytes", pl->config,
               pl->source, pl->ws_bytes);
@@ -254,13 +403,14 @@ void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state)
     (void)ctx;
     sdpa__cl_plan *pl = plan_state;
     if (!pl) return;
-    cl_kernel ks[] = {pl->k_pack, pl->k_fwd, pl->k_combine, pl->k_stats,
-                      pl->k_prep, pl->k_dq, pl->k_dkdv, pl->k_reduce};
+    cl_kernel ks[] = {pl->k_pack, pl->k_fwd, pl->k_combine, pl->k_stats, pl->k_prep,
+                      pl->k_dq, pl->k_dkdv, pl->k_reduce, pl->k_softmax};
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i]) clReleaseKernel(ks[i]);
     cl_mem ms[] = {pl->ws_q, pl->ws_kt, pl->ws_v, pl->ws_rowstats, pl->ws_part_o,
                    pl->ws_part_l, pl->ws_qt, pl->ws_kp, pl->ws_vt, pl->ws_dop,
-                   pl->ws_dot, pl->ws_l, pl->ws_dsum, pl->ws_gq, pl->ws_gk, pl->ws_tp};
+                   pl->ws_dot, pl->ws_l, pl->ws_dsum, pl->ws_gq, pl->ws_gk, pl->ws_tp,
+                   pl->ws_s, pl->ws_tmp};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         if (ms[i]) clReleaseMemObject(ms[i]);
     free(pl);
@@ -275,7 +425,8 @@ size_t sdpa__cl_plan_workspace(const void *plan_state)
 void sdpa__cl_plan_describe(const void *plan_state, sdpa_plan_info *info)
 {
     const sdpa__cl_plan *pl = plan_state;
-    sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
+    sdpa__strlcpy(info->kernel, pl->unfused ? "unfused" : pl->nsplit > 1 ? "decode" : "fused",
+                  sizeof info->kernel);
     sdpa__strlcpy(info->config, pl->config, sizeof info->config);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }

@@ -32,6 +32,22 @@ uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+/* Hash of every embedded kernel file (name and text, in table order) as 16
+ * hex digits: tuning profiles record it so that profiles measured with other
+ * kernels are recognised as stale. SDPA_KERNEL_DIR overrides are not
+ * included (developer switch). */
+const char *sdpa__cl_source_hash(void)
+{
+    static _Thread_local char hex[17];
+    uint64_t h = SDPA__CL_HASH_INIT;
+    for (const sdpa__cl_src_entry *e = sdpa__cl_src_table; e->name; e++) {
+        h = sdpa__cl_hash(h, e->name, strlen(e->name) + 1);
+        h = sdpa__cl_hash(h, e->data, e->size);
+    }
+    snprintf(hex, sizeof hex, "%016" PRIx64, h);
+    return hex;
+}
+
 /* Growable string. */
 typedef struct sbuf {
     char *s;
