@@ -10,7 +10,7 @@
  * the 2-core development VM (the float64 reference dominates; the 1000 x 1000
  * cases keep B*H = 1). Set TEST_CPU_VERBOSE=1 to print each case's error.
  */
-#include "testutil.h"
+#include "fcase.h"
 #include "backend.h"
 
 #include <math.h>
@@ -52,17 +52,6 @@ static void teardown(void)
 
 /* ---- forward: a covering table of shapes and features ------------------- */
 
-enum { F_CAUSAL = 1, F_BR = 2, F_EXPL = 4, F_WIN = 8, F_WIN2 = 16, F_CAP = 32,
-       F_BIAS = 64, F_MASK = 128, F_KVLEN = 256, F_RMS = 512, F_LAYER = 1024,
-       F_L2T = 2048, F_GAINS = 4096, F_STATS = 8192, F_BSHD = 16384,
-       F_BCAST = 32768, F_F16 = 65536, F_BF16 = 131072, F_HOT = 262144,
-       F_MUP = 524288 };
-
-typedef struct fcase {
-    const char *name;
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    unsigned f;
-} fcase;
 
 static const fcase fcases[] = {
     {"len1_d32", 1, 2, 2, 1, 1, 32, 32, 0},
@@ -99,54 +88,11 @@ static const fcase fcases[] = {
 };
 #define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
 
-static tcase make_case(const fcase *f)
-{
-    tcase c;
-    tcase_init(&c, f->name, f->B, f->Hq, f->Hkv, f->Sq, f->Skv, f->D, f->Dv);
-    c.seed = 1234u + (uint64_t)f->Sq * 7u + (uint64_t)f->D;
-    c.lse = true;
-    if (f->f & F_CAUSAL) c.window_right = 0;
-    if (f->f & F_BR) c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
-    if (f->f & F_EXPL) {
-        c.diagonal = SDPA_DIAGONAL_EXPLICIT;
-        c.diagonal_offset = f->Skv - f->Sq - 5;
-    }
-    if (f->f & F_WIN) {
-        c.window_left = 37;
-        c.window_right = 0;
-    }
-    if (f->f & F_WIN2) c.window_left = c.window_right = 20;
-    if (f->f & F_CAP) c.softcap = 5.0;
-    if (f->f & F_BIAS) {
-        c.bias = true;
-        c.bias_broadcast = (f->f & F_BCAST) != 0;
-    }
-    if (f->f & F_MASK) {
-        c.mask = true;
-        c.mask_broadcast = (f->f & F_BCAST) != 0;
-        c.mask_keep = 0.7;
-    }
-    c.kv_len = (f->f & F_KVLEN) != 0;
-    if (f->f & F_RMS) c.qk_norm = SDPA_QK_NORM_RMS;
-    if (f->f & F_LAYER) c.qk_norm = SDPA_QK_NORM_LAYER;
-    if (f->f & F_L2T) {
-        c.qk_norm = SDPA_QK_NORM_L2;
-        c.temperature = true;
-    }
-    c.gains = (f->f & F_GAINS) != 0;
-    c.stats = (f->f & F_STATS) != 0;
-    c.bshd = (f->f & F_BSHD) != 0;
-    if (f->f & F_F16) c.dtype = SDPA_DTYPE_F16;
-    if (f->f & F_BF16) c.dtype = SDPA_DTYPE_BF16;
-    if (f->f & F_HOT) c.input_scale = 3.0;
-    if (f->f & F_MUP) c.scale = SDPA_SCALE_MUP;
-    return c;
-}
 
 START_TEST(forward_parity)
 {
     const fcase *f = &fcases[_i];
-    tcase c = make_case(f);
+    tcase c = fcase_make(f, 1234u);
     tcompare r = tparity_forward(g_cpu, g_ref, &c, NULL);
     if (getenv("TEST_CPU_VERBOSE"))
         fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", f->name, r.max_abs, r.rel_l2, r.n);
@@ -157,7 +103,7 @@ END_TEST
 START_TEST(forward_parity_one_thread)
 {
     static const int pick[] = {2, 6, 8, 17, 26, 27};
-    tcase c = make_case(&fcases[pick[_i]]);
+    tcase c = fcase_make(&fcases[pick[_i]], 1234u);
     tparity_forward(g_cpu1, g_ref, &c, NULL);
 }
 END_TEST
@@ -176,9 +122,9 @@ START_TEST(forward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = make_case(&fcases[8]); /* gqa_dv: causal bottom-right */
+    tcase c = fcase_make(&fcases[8], 1234u); /* gqa_dv: causal bottom-right */
     tparity_forward(g_cpu, g_ref, &c, &o);
-    c = make_case(&fcases[12]); /* kv_len */
+    c = fcase_make(&fcases[12], 1234u); /* kv_len */
     tparity_forward(g_cpu, g_ref, &c, &o);
 }
 END_TEST
@@ -209,7 +155,7 @@ static const fcase bcases[] = {
 
 START_TEST(backward_parity)
 {
-    tcase c = make_case(&bcases[_i]);
+    tcase c = fcase_make(&bcases[_i], 1234u);
     tcompare r = tparity_backward(g_cpu, g_ref, &c, NULL);
     if (getenv("TEST_CPU_VERBOSE"))
         fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", bcases[_i].name, r.max_abs, r.rel_l2, r.n);
@@ -219,7 +165,7 @@ END_TEST
 START_TEST(backward_parity_one_thread)
 {
     static const int pick[] = {2, 8, 11};
-    tcase c = make_case(&bcases[pick[_i]]);
+    tcase c = fcase_make(&bcases[pick[_i]], 1234u);
     tparity_backward(g_cpu1, g_ref, &c, NULL);
 }
 END_TEST
@@ -242,7 +188,7 @@ static void run_fb(sdpa_context *ctx, tproblem *p, const tcase *c)
 /* Two runs with the same inputs and thread count give the same bits. */
 START_TEST(backward_deterministic)
 {
-    tcase c = make_case(&bcases[11]);
+    tcase c = fcase_make(&bcases[11], 1234u);
     c.B = 2;
     c.Sq = 200;
     c.Skv = 260;
@@ -263,7 +209,7 @@ START_TEST(backward_deterministic)
     tproblem_free(&b);
     /* Without gains or temperature (and without split-KV) the bits do not
      * even depend on the thread count. */
-    c = make_case(&bcases[6]); /* softcap, bias, mask */
+    c = fcase_make(&bcases[6], 1234u); /* softcap, bias, mask */
     c.Sq = 300;
     c.Skv = 333;
     c.window_left = 100; /* a band, so tasks start at different keys */
@@ -362,7 +308,7 @@ START_TEST(generic_kernels)
     setenv("SDPA_CPU_KERNELS", "generic", 1);
     sdpa_context *gen = cpu_context(2);
     unsetenv("SDPA_CPU_KERNELS");
-    tcase c = make_case(&fcases[17]); /* everything */
+    tcase c = fcase_make(&fcases[17], 1234u); /* everything */
     {
         /* the switch took effect: the plan reports the portable kernels */
         tproblem p;
@@ -378,11 +324,11 @@ START_TEST(generic_kernels)
         tproblem_free(&p);
     }
     tparity_forward(gen, g_ref, &c, NULL);
-    c = make_case(&fcases[26]); /* decode_gqa */
+    c = fcase_make(&fcases[26], 1234u); /* decode_gqa */
     tparity_forward(gen, g_ref, &c, NULL);
-    c = make_case(&bcases[11]);
+    c = fcase_make(&bcases[11], 1234u);
     tparity_backward(gen, g_ref, &c, NULL);
-    c = make_case(&bcases[12]);
+    c = fcase_make(&bcases[12], 1234u);
     tparity_backward(gen, g_ref, &c, NULL);
     sdpa_context_destroy(gen);
 }
@@ -434,7 +380,7 @@ END_TEST
  * with two threads (its parity is checked by the decode_long case). */
 START_TEST(decode_uses_split_kv)
 {
-    tcase c = make_case(&fcases[27]); /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    tcase c = fcase_make(&fcases[27], 1234u); /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_plan *plan = NULL;

@@ -32,7 +32,7 @@
 
 #include "backend.h"
 #include "sdpa_opencl.h"
-#include "testutil.h"
+#include "fcase.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -70,17 +70,6 @@ static void teardown(void)
 
 /* ---- case table ------------------------------------------------------------ */
 
-enum { F_CAUSAL = 1, F_BR = 2, F_EXPL = 4, F_WIN = 8, F_WIN2 = 16, F_CAP = 32,
-       F_BIAS = 64, F_MASK = 128, F_KVLEN = 256, F_RMS = 512, F_LAYER = 1024,
-       F_L2T = 2048, F_GAINS = 4096, F_STATS = 8192, F_BSHD = 16384,
-       F_BCAST = 32768, F_F16 = 65536, F_BF16 = 131072, F_HOT = 262144,
-       F_MUP = 524288 };
-
-typedef struct fcase {
-    const char *name;
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    unsigned f;
-} fcase;
 
 /* Feature sets are shared between rows where possible: a kernel variant is
  * fixed by (dtype, D, Dv, mask, bias, softcap, stats), not by lengths. */
@@ -122,61 +111,11 @@ static const fcase fcases[] = {
 };
 #define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
 
-static tcase make_case(const fcase *f)
-{
-    tcase c;
-    tcase_init(&c, f->name, f->B, f->Hq, f->Hkv, f->Sq, f->Skv, f->D, f->Dv);
-    c.seed = 4321u + (uint64_t)f->Sq * 7u + (uint64_t)f->D;
-    c.lse = true;
-    if (f->f & F_CAUSAL) c.window_right = 0;
-    if (f->f & F_BR) c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
-    if (f->f & F_EXPL) {
-        c.diagonal = SDPA_DIAGONAL_EXPLICIT;
-        c.diagonal_offset = f->Skv - f->Sq - 5;
-    }
-    if (f->f & F_WIN) {
-        c.window_left = 37;
-        c.window_right = 0;
-    }
-    if (f->f & F_WIN2) c.window_left = c.window_right = 20;
-    if (f->f & F_CAP) c.softcap = 5.0;
-    if (f->f & F_BIAS) {
-        c.bias = true;
-        c.bias_broadcast = (f->f & F_BCAST) != 0;
-    }
-    if (f->f & F_MASK) {
-        c.mask = true;
-        c.mask_broadcast = (f->f & F_BCAST) != 0;
-        c.mask_keep = 0.7;
-    }
-    c.kv_len = (f->f & F_KVLEN) != 0;
-    if (f->f & F_RMS) c.qk_norm = SDPA_QK_NORM_RMS;
-    if (f->f & F_LAYER) c.qk_norm = SDPA_QK_NORM_LAYER;
-    if (f->f & F_L2T) {
-        c.qk_norm = SDPA_QK_NORM_L2;
-        c.temperature = true;
-    }
-    c.gains = (f->f & F_GAINS) != 0;
-    c.stats = (f->f & F_STATS) != 0;
-    c.bshd = (f->f & F_BSHD) != 0;
-    if (f->f & F_F16) c.dtype = SDPA_DTYPE_F16;
-    if (f->f & F_BF16) c.dtype = SDPA_DTYPE_BF16;
-    if (f->f & F_HOT) c.input_scale = 3.0;
-    if (f->f & F_MUP) c.scale = SDPA_SCALE_MUP;
-    return c;
-}
 
-static const fcase *find_case(const fcase *table, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(table[i].name, name) == 0) return &table[i];
-    ck_abort_msg("no case %s", name);
-    return NULL;
-}
 
 START_TEST(forward_parity)
 {
-    tcase c = make_case(&fcases[_i]);
+    tcase c = fcase_make(&fcases[_i], 4321u);
     tcompare r = tparity_forward(g_cl, g_ref, &c, NULL);
     if (getenv("TEST_OPENCL_VERBOSE"))
         fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
@@ -206,13 +145,13 @@ START_TEST(forward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = make_case(find_case(fcases, N_FCASES, "gqa_dv"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "gqa_dv"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = make_case(find_case(fcases, N_FCASES, "kvlen_br"));
+    c = fcase_make(fcase_find(fcases, N_FCASES, "kvlen_br"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = make_case(find_case(fcases, N_FCASES, "decode_window"));
+    c = fcase_make(fcase_find(fcases, N_FCASES, "decode_window"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = make_case(find_case(fcases, N_FCASES, "everything"));
+    c = fcase_make(fcase_find(fcases, N_FCASES, "everything"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
 }
 END_TEST
@@ -220,7 +159,7 @@ END_TEST
 /* Decode shapes pick the split-KV kernel; its plan says so. */
 START_TEST(decode_uses_split)
 {
-    tcase c = make_case(find_case(fcases, N_FCASES, "decode_long"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "decode_long"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_plan *plan = NULL;
@@ -433,7 +372,7 @@ START_TEST(tuning_slots)
 
     static const char *const names[] = {"gqa_dv", "decode_long"};
     for (int k = 0; k < 2; k++) {
-        const fcase *f = find_case(fcases, N_FCASES, names[k]);
+        const fcase *f = fcase_find(fcases, N_FCASES, names[k]);
         sdpa__problem p = problem_of(f);
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
@@ -447,7 +386,7 @@ START_TEST(tuning_slots)
         if (k == 1) ck_assert_int_gt(def.split_kv, 1); /* decode splits */
 
         /* default_tile == what plan_create picks with tile = NULL */
-        tcase c = make_case(f);
+        tcase c = fcase_make(f, 4321u);
         tproblem tp;
         tproblem_make(&tp, &c);
         sdpa_plan_options o;
@@ -536,7 +475,7 @@ static tcase unfused_case(unsigned extra)
 {
     fcase f = {"unfused", 2, 4, 2, 65, 257, 64, 64,
                F_CAP | F_BIAS | F_MASK | F_KVLEN | F_CAUSAL | F_BR | F_STATS | extra};
-    tcase c = make_case(&f);
+    tcase c = fcase_make(&f, 4321u);
     c.window_left = 100;
     return c;
 }
@@ -684,7 +623,7 @@ static const fcase bcases[] = {
 
 START_TEST(backward_parity)
 {
-    tcase c = make_case(&bcases[_i]);
+    tcase c = fcase_make(&bcases[_i], 4321u);
     tcompare r = tparity_backward(g_cl, g_ref, &c, NULL);
     if (getenv("TEST_OPENCL_VERBOSE"))
         fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
@@ -708,9 +647,9 @@ START_TEST(backward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = make_case(find_case(bcases, N_BCASES, "b_everything"));
+    tcase c = fcase_make(fcase_find(bcases, N_BCASES, "b_everything"), 4321u);
     tparity_backward(g_cl, g_ref, &c, &o);
-    c = make_case(find_case(bcases, N_BCASES, "b_causal_gqa"));
+    c = fcase_make(fcase_find(bcases, N_BCASES, "b_causal_gqa"), 4321u);
     tparity_backward(g_cl, g_ref, &c, &o);
 }
 END_TEST
@@ -718,7 +657,7 @@ END_TEST
 /* Same inputs twice: every gradient bit-identical (no atomics). */
 START_TEST(backward_deterministic)
 {
-    tcase c = make_case(find_case(bcases, N_BCASES, "b_everything"));
+    tcase c = fcase_make(fcase_find(bcases, N_BCASES, "b_everything"), 4321u);
     c.lse = true;
     tproblem a, b;
     tproblem_make(&a, &c);
@@ -766,7 +705,7 @@ START_TEST(build_failure_reports_log_and_auto_falls_back)
                      "{ this_is_not_opencl(x) }\n");
     setenv("SDPA_KERNEL_DIR", dir, 1);
 
-    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_context *ctx = cl_context_or_fail();
@@ -842,7 +781,7 @@ END_TEST
 START_TEST(buffer_from_other_context_rejected)
 {
     sdpa_context *other = cl_context_or_fail();
-    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     size_t bytes = p.n_q * sdpa_dtype_size(c.dtype);
@@ -869,7 +808,7 @@ END_TEST
 
 START_TEST(unsupported_requests_refused)
 {
-    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_tile_config tc;
@@ -956,7 +895,7 @@ START_TEST(disk_cache_written_and_corrupt_entries_rebuilt)
     o.backend = SDPA_BACKEND_OPENCL;
     o.cache_dir = dir;
     o.log_level = SDPA_LOG_ERROR;
-    tcase c = make_case(find_case(fcases, N_FCASES, "len63x65_d64"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len63x65_d64"), 4321u);
     char file[512] = "";
     for (int round = 0; round < 3; round++) {
         sdpa_context *ctx = NULL;
@@ -1005,7 +944,7 @@ START_TEST(interop_app_context_and_wrapped_buffers)
     ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
     ck_assert_ptr_eq(sdpa_opencl_queue(ctx), queue);
 
-    tcase c = make_case(find_case(fcases, N_FCASES, "len7_d64"));
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
     tproblem got, want;
     tproblem_make(&got, &c);
     tproblem_make(&want, &c);
