@@ -2,6 +2,8 @@
 # Installs the Debian packages libsdpa needs to build and test, only those
 # that are missing (so a machine that has them all needs no network).
 # Sourced or run by scripts/demo.sh, scripts/test.sh and .ci/run.
+# `install-deps.sh --hardening` installs only the extra packages of
+# scripts/hardening.sh (see hardening_packages below).
 set -euo pipefail
 
 packages=(
@@ -16,6 +18,27 @@ packages=(
   # JSON for the tools, profiles and conformance cases
   libcjson-dev
 )
+
+# --- hardening (scripts/hardening.sh only; not needed by the README's
+# commands): clang + libFuzzer, cross compilers and qemu-user, and Check /
+# cJSON for the cross targets through Debian multiarch (arm64, i386).
+hardening_packages=(
+  clang libclang-rt-14-dev
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  gcc-i686-linux-gnu libc6-dev-i386-cross
+  check:arm64 libsubunit-dev:arm64 libcjson-dev:arm64
+  check:i386 libsubunit-dev:i386 libcjson-dev:i386
+)
+if [ "${1:-}" = "--hardening" ]; then
+  for arch in arm64 i386; do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || {
+      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      echo "install-deps: adding dpkg architecture $arch"
+      $sudo dpkg --add-architecture "$arch"
+    }
+  done
+  packages=("${hardening_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

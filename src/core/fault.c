@@ -52,3 +52,12 @@ void *sdpa__calloc(size_t n, size_t size)
     if (SDPA__FAULT("calloc")) return NULL;
     return calloc(n ? n : 1, size ? size : 1);
 }
+
+void *sdpa__aligned_alloc(size_t align, size_t bytes)
+{
+    if (SDPA__FAULT("aligned_alloc")) return NULL;
+    size_t rounded = bytes ? bytes : 1;
+    if (rounded > SIZE_MAX - (align - 1)) return NULL;
+    rounded = (rounded + align - 1) & ~(align - 1);
+    return aligned_alloc(align, rounded);
+}

@@ -130,6 +130,8 @@ const char *sdpa__fault_last_site(void);
 /* malloc/calloc that honour fault injection (NULL on injected failure). */
 void *sdpa__malloc(size_t bytes);
 void *sdpa__calloc(size_t n, size_t size);
+/* aligned_alloc with the size rounded up to the alignment (a power of two). */
+void *sdpa__aligned_alloc(size_t align, size_t bytes);
 
 /* Monotonic clock in seconds. */
 double sdpa__now(void);

@@ -16,10 +16,13 @@ static sdpa_tensor contiguous(sdpa_dtype dtype, int64_t n0, int64_t n1, int64_t 
     t.shape[1] = n1;
     t.shape[2] = n2;
     t.shape[3] = n3;
+    /* Checked: extents from the caller may be huge or negative. A product
+     * that overflows saturates to INT64_MAX; validation then rejects the
+     * tensor (its element count overflows too) with SDPA_ERR_SHAPE. */
     t.stride[3] = 1;
     t.stride[2] = n3;
-    t.stride[1] = n2 * n3;
-    t.stride[0] = n1 * n2 * n3;
+    if (__builtin_mul_overflow(n2, n3, &t.stride[1])) t.stride[1] = INT64_MAX;
+    if (__builtin_mul_overflow(n1, t.stride[1], &t.stride[0])) t.stride[0] = INT64_MAX;
     return t;
 }
 

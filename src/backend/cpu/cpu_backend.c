@@ -23,7 +23,7 @@ static sdpa_status cpu_context_init(sdpa_context *ctx, int device_index, void **
 {
     (void)device_index;
     *state = NULL;
-    sdpa__cpu_state *s = calloc(1, sizeof *s);
+    sdpa__cpu_state *s = sdpa__calloc(1, sizeof *s);
     SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "cpu: context state");
     s->k = sdpa__cpu_kernels_select();
     sdpa_status st = sdpa__cpu_pool_create(ctx, sdpa__context_threads(ctx), &s->pool);
@@ -78,7 +78,7 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     *plan_state = NULL;
     sdpa__cpu_state *s = sdpa__context_backend_state(ctx);
     SDPA__CHECK(ctx, s, SDPA_ERR_INTERNAL, "cpu: context has no backend state");
-    sdpa__cpu_plan *pl = calloc(1, sizeof *pl);
+    sdpa__cpu_plan *pl = sdpa__calloc(1, sizeof *pl);
     SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan");
     pl->p = *p;
     pl->k = s->k;
@@ -144,7 +144,7 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     sdpa__cpu_take(&c, split_floats * sizeof(float));
     sdpa__cpu_take(&c, stat_doubles * sizeof(double));
     pl->mem_bytes = c.used;
-    pl->mem = aligned_alloc(64, pl->mem_bytes);
+    pl->mem = sdpa__aligned_alloc(64, pl->mem_bytes);
     if (!pl->mem) {
         cpu_plan_free(ctx, pl);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan workspace of %zu bytes",

@@ -59,21 +59,21 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
 {
     *out = NULL;
     if (nthreads < 1) nthreads = 1;
-    sdpa__cpu_pool *pool = calloc(1, sizeof *pool);
+    sdpa__cpu_pool *pool = sdpa__calloc(1, sizeof *pool);
     SDPA__CHECK(ctx, pool, SDPA_ERR_OUT_OF_MEMORY, "cpu: thread pool");
     pool->n = 1;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
     if (nthreads > 1) {
-        pool->threads = calloc((size_t)nthreads - 1, sizeof(pthread_t));
+        pool->threads = sdpa__calloc((size_t)nthreads - 1, sizeof(pthread_t));
         if (!pool->threads) {
             sdpa__cpu_pool_destroy(pool);
             return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: thread pool");
         }
     }
     for (int t = 1; t < nthreads; t++) {
-        worker_arg *wa = malloc(sizeof *wa);
+        worker_arg *wa = sdpa__malloc(sizeof *wa);
         int rc = wa ? 0 : -1;
         if (wa) {
             wa->pool = pool;

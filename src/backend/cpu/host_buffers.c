@@ -10,11 +10,7 @@
 
 sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle)
 {
-    size_t rounded;
-    SDPA__CHECK(ctx, sdpa__add_size(bytes, 63, &rounded), SDPA_ERR_OUT_OF_MEMORY,
-                "buffer of %zu bytes is too large", bytes);
-    rounded &= ~(size_t)63;
-    void *p = SDPA__FAULT("host_alloc") ? NULL : aligned_alloc(64, rounded);
+    void *p = sdpa__aligned_alloc(64, bytes);
     SDPA__CHECK(ctx, p, SDPA_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
     *handle = p;
     return SDPA_OK;

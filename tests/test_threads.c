@@ -1,0 +1,281 @@
+/*
+ * test_threads.c — the thread-safety rules of include/sdpa.h, exercised with
+ * pthreads and checked under ThreadSanitizer by scripts/hardening.sh:
+ *   - several contexts (reference and cpu, plus opencl / vulkan when they
+ *     start here) used from several threads at once, each thread running
+ *     forward + backward through explicit plans and the one-call API;
+ *   - one context and one plan shared by several threads under the documented
+ *     rule (one thread at a time: the threads take a mutex around each call);
+ *   - the free functions (version, status strings, options _init, device
+ *     listing) called from many threads at once.
+ * Every result is compared bit for bit with the same job run single-threaded
+ * first (each backend is deterministic for a fixed thread count).
+ *
+ * Run time: ~1 s (host backends), ~4 s with PoCL and lavapipe; ~10 s under TSan.
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_THREADS 4
+#define ROUNDS 3
+
+static sdpa_context *make_ctx(sdpa_backend_kind kind)
+{
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = kind;
+    o.threads = 2;
+    o.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    return sdpa_context_create(&o, &ctx) == SDPA_OK ? ctx : NULL;
+}
+
+static void job_case(tcase *c, int which)
+{
+    /* Different shapes per job so threads do different work. */
+    static const int64_t sq[] = {7, 65, 33, 1}, skv[] = {9, 63, 100, 257};
+    tcase_init(c, "thread_job", 1, 2, 1, sq[which % 4], skv[which % 4], 32, 32);
+    c->lse = true;
+    c->mask = which % 2 == 1;
+    c->window_left = which % 3 == 2 ? 16 : -1;
+    c->window_right = which % 3 == 2 ? 0 : -1;
+    c->seed = 100 + (uint64_t)which;
+}
+
+/* Forward + backward of case `which` on ctx (plan per call). 0 on success. */
+static int run_job(sdpa_context *ctx, tproblem *p)
+{
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    if (sdpa_plan_create(ctx, &p->desc, &o, &plan) != SDPA_OK) return 1;
+    int bad = sdpa_plan_forward(plan, &p->desc.tensors) != SDPA_OK ||
+              sdpa_plan_backward(plan, &p->desc.tensors, &p->bwd) != SDPA_OK ||
+              sdpa_context_finish(ctx) != SDPA_OK;
+    sdpa_plan_destroy(plan);
+    return bad;
+}
+
+static int same_bytes(const tproblem *a, const tproblem *b)
+{
+    size_t es = sdpa_dtype_size(a->c.dtype);
+    size_t nl = (size_t)(a->c.B * a->c.Hq * a->c.Sq) * 4;
+    return !memcmp(a->out, b->out, a->n_out * es) && !memcmp(a->lse, b->lse, nl) &&
+           !memcmp(a->dq, b->dq, a->n_q * es) && !memcmp(a->dk, b->dk, a->n_k * es) &&
+           !memcmp(a->dv, b->dv, a->n_v * es);
+}
+
+/* ---- several contexts, several threads ------------------------------------- */
+
+typedef struct worker {
+    sdpa_backend_kind kind;
+    int which;
+    const tproblem *want;
+    int failures;
+    char why[128];
+} worker;
+
+static void *own_context_worker(void *arg)
+{
+    worker *w = arg;
+    sdpa_context *ctx = make_ctx(w->kind);
+    if (!ctx) {
+        snprintf(w->why, sizeof w->why, "context create failed");
+        w->failures++;
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        tproblem p;
+        tproblem_make(&p, &w->want->c);
+        if (run_job(ctx, &p)) {
+            snprintf(w->why, sizeof w->why, "job failed in round %d", r);
+            w->failures++;
+        } else if (!same_bytes(&p, w->want)) {
+            snprintf(w->why, sizeof w->why, "result differs in round %d", r);
+            w->failures++;
+        }
+        /* The one-call API keeps a per-context plan cache: use it too. */
+        tproblem_poison(&p);
+        if (sdpa_attention_forward(ctx, &p.desc) != SDPA_OK ||
+            memcmp(p.out, w->want->out, p.n_out * sdpa_dtype_size(p.c.dtype))) {
+            snprintf(w->why, sizeof w->why, "one-call forward differs in round %d", r);
+            w->failures++;
+        }
+        tproblem_free(&p);
+    }
+    sdpa_context_destroy(ctx);
+    return NULL;
+}
+
+static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+                                            SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
+
+START_TEST(threads_own_contexts)
+{
+    /* Kinds that start here; the single-threaded answers first. */
+    sdpa_backend_kind kinds[4];
+    int nk = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!sdpa_backend_compiled(k_kinds[i])) continue;
+        sdpa_context *c = make_ctx(k_kinds[i]);
+        if (c) kinds[nk++] = k_kinds[i];
+        sdpa_context_destroy(c);
+    }
+    ck_assert_int_ge(nk, 2);
+    tproblem want[N_THREADS];
+    worker w[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        tcase c;
+        job_case(&c, t);
+        tproblem_make(&want[t], &c);
+        memset(&w[t], 0, sizeof w[t]);
+        w[t].kind = kinds[t % nk];
+        w[t].which = t;
+        w[t].want = &want[t];
+        sdpa_context *ctx = make_ctx(w[t].kind);
+        ck_assert_ptr_nonnull(ctx);
+        ck_assert_int_eq(run_job(ctx, &want[t]), 0);
+        sdpa_context_destroy(ctx);
+    }
+    pthread_t th[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, own_context_worker, &w[t]), 0);
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < N_THREADS; t++) {
+        ck_assert_msg(w[t].failures == 0, "thread %d on %s: %d failures (%s)", t,
+                      sdpa_backend_name(w[t].kind), w[t].failures, w[t].why);
+        tproblem_free(&want[t]);
+    }
+}
+END_TEST
+
+/* ---- one context shared behind a mutex -------------------------------------- */
+
+typedef struct shared {
+    pthread_mutex_t lock;
+    sdpa_context *ctx;
+    sdpa_plan *plan;     /* one plan for job 0's shape, used by every thread */
+    const tproblem *want;
+} shared;
+
+typedef struct sworker {
+    shared *sh;
+    int failures;
+} sworker;
+
+static void *shared_worker(void *arg)
+{
+    sworker *w = arg;
+    shared *sh = w->sh;
+    for (int r = 0; r < ROUNDS; r++) {
+        tproblem p; /* each thread's own tensors; the plan is shared */
+        tproblem_make(&p, &sh->want->c);
+        pthread_mutex_lock(&sh->lock);
+        int bad = sdpa_plan_forward(sh->plan, &p.desc.tensors) != SDPA_OK ||
+                  sdpa_plan_backward(sh->plan, &p.desc.tensors, &p.bwd) != SDPA_OK ||
+                  sdpa_context_finish(sh->ctx) != SDPA_OK;
+        /* A plan created and destroyed by this thread in between. */
+        sdpa_plan *mine = NULL;
+        sdpa_plan_options o;
+        sdpa_plan_options_init(&o);
+        bad |= sdpa_plan_create(sh->ctx, &p.desc, &o, &mine) != SDPA_OK;
+        sdpa_plan_destroy(mine);
+        pthread_mutex_unlock(&sh->lock);
+        if (bad || !same_bytes(&p, sh->want)) w->failures++;
+        tproblem_free(&p);
+    }
+    return NULL;
+}
+
+START_TEST(threads_shared_context)
+{
+    sdpa_backend_kind kind = _i == 0 ? SDPA_BACKEND_CPU : SDPA_BACKEND_REFERENCE;
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.lock, NULL);
+    sh.ctx = make_ctx(kind);
+    ck_assert_ptr_nonnull(sh.ctx);
+    tcase c;
+    job_case(&c, 1);
+    tproblem want;
+    tproblem_make(&want, &c);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    ck_assert_int_eq(sdpa_plan_create(sh.ctx, &want.desc, &o, &sh.plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(sh.plan, &want.desc.tensors), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_backward(sh.plan, &want.desc.tensors, &want.bwd), SDPA_OK);
+    sh.want = &want;
+    pthread_t th[N_THREADS];
+    sworker w[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        w[t].sh = &sh;
+        w[t].failures = 0;
+        ck_assert_int_eq(pthread_create(&th[t], NULL, shared_worker, &w[t]), 0);
+    }
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < N_THREADS; t++)
+        ck_assert_msg(w[t].failures == 0, "%s: thread %d saw %d wrong results",
+                      sdpa_backend_name(kind), t, w[t].failures);
+    sdpa_plan_destroy(sh.plan);
+    sdpa_context_destroy(sh.ctx);
+    pthread_mutex_destroy(&sh.lock);
+    tproblem_free(&want);
+}
+END_TEST
+
+/* ---- the free functions from many threads --------------------------------- */
+
+static void *free_fn_worker(void *arg)
+{
+    int *bad = arg;
+    for (int r = 0; r < 200; r++) {
+        if (sdpa_version() != SDPA_VERSION_NUMBER) (*bad)++;
+        if (strcmp(sdpa_status_name(SDPA_ERR_SHAPE), "SDPA_ERR_SHAPE")) (*bad)++;
+        if (!sdpa_status_string((sdpa_status)(r % 25))) (*bad)++;
+        sdpa_context_options co;
+        sdpa_context_options_init(&co);
+        sdpa_attention_desc d;
+        sdpa_attention_desc_init(&d);
+        sdpa_plan_options po;
+        sdpa_plan_options_init(&po);
+        if (co.struct_size != sizeof co || d.struct_size != sizeof d) (*bad)++;
+        int n = -1;
+        if (sdpa_device_count(SDPA_BACKEND_CPU, &n) != SDPA_OK || n < 1) (*bad)++;
+        if (r % 50 == 0) {
+            sdpa_device_info info;
+            memset(&info, 0, sizeof info);
+            info.struct_size = sizeof info;
+            if (sdpa_device_get_info(SDPA_BACKEND_REFERENCE, 0, &info) != SDPA_OK) (*bad)++;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(threads_free_functions)
+{
+    pthread_t th[N_THREADS];
+    int bad[N_THREADS] = {0};
+    for (int t = 0; t < N_THREADS; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, free_fn_worker, &bad[t]), 0);
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < N_THREADS; t++) ck_assert_int_eq(bad[t], 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *t = tcase_create("threads");
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, threads_free_functions);
+    tcase_add_test(t, threads_own_contexts);
+    tcase_add_loop_test(t, threads_shared_context, 0, 2);
+    suite_add_tcase(s, t);
+    return trun_suite(s);
+}
