@@ -41,9 +41,15 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
             plan->slot = slot;
             return SDPA_OK;
         }
+        char why[SDPA__MESSAGE_MAX];
+        sdpa__strlcpy(why, ctx->err_message, sizeof why);
+        SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
+                                         &plan->state));
         sdpa__log(ctx, SDPA_LOG_WARN, "%s: the %s configuration failed (%s); using defaults",
-                  slot->backend->name, plan->tile_source, ctx->err_message);
+                  slot->backend->name, plan->tile_source, why);
         plan->tile_source[0] = '\0';
+        plan->slot = slot;
+        return SDPA_OK;
     }
 #endif
     SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,

@@ -1,0 +1,129 @@
+/*
+ * bwd_dq.comp — fused backward, first pass: one invocation per query row
+ * recomputes P from the forward's lse, forms D = rowsum(dO * O), dS = P (dP -
+ * D) through softcap, and accumulates dq in registers, K_TILE keys per step
+ * (loops over d with the tile unrolled inside); then applies the
+ * QK-norm backward and gain, and leaves per-row partials for dq_gain and
+ * dtemperature (reduced in order by bwd_reduce.comp) and D (read by
+ * bwd_dkv.comp) in the workspace.
+ *
+ * Invariants: no atomics, every sum in a fixed order (deterministic); a row
+ * with lse = -inf (no key kept) gets zero gradients. Dispatched by
+ * vk_dispatch.c after qknorm.comp (when NORMED) and before bwd_dkv.comp.
+ */
+#version 450
+#include "common.glsl"
+#include "qk_norm.glsl"
+
+layout(local_size_x_id = 0) in;
+
+void main()
+{
+    uint row = flat_id();
+    if (row >= uint(P.misc.z)) return;
+    int Sq = P.shape0.w, Hq = P.shape0.y;
+    uint i = row % uint(Sq);
+    uint h = (row / uint(Sq)) % uint(Hq);
+    uint b = row / uint(Sq * Hq);
+    uint hk = h / uint(P.shape1.w);
+    float scale = head_scale(int(h));
+    float c = P.fpar.y;
+
+    float dor[HEAD_DIM_V];
+    float dval = 0.0;
+    for (int d = 0; d < HEAD_DIM_V; d++) {
+        dor[d] = BUF_LOAD(dout_buf, tidx(T_DOUT, b, h, i, uint(d)));
+        dval += dor[d] * BUF_LOAD(out_buf, tidx(T_OUT, b, h, i, uint(d)));
+    }
+    float lse = lse_buf[tidx(T_LSE, b, h, i, 0u)];
+    if (lse == NEG_INF) dval = 0.0;
+    ws[P.ws1.x + row] = dval;
+
+    float qr[HEAD_DIM], dq[HEAD_DIM];
+    for (int d = 0; d < HEAD_DIM; d++) {
+        qr[d] = NORMED ? ws[P.ws0.x + row * uint(HEAD_DIM) + uint(d)]
+                       : BUF_LOAD(q_buf, tidx(T_Q, b, h, i, uint(d)));
+        dq[d] = 0.0;
+    }
+    float dt = 0.0;
+    int lo, hi;
+    row_range(kv_len_of(int(b)), int(i), lo, hi);
+    if (lse == NEG_INF) hi = lo;
+    uint kvrow0 = (b * uint(P.shape0.z) + hk) * uint(P.shape1.x);
+    uint ks = NORMED ? 1u : P.tstride[T_K].w, vs = P.tstride[T_V].w;
+    for (int j0 = lo; j0 < hi; j0 += K_TILE) {
+        uint kb[K_TILE], vb[K_TILE];
+        float raw[K_TILE], dp[K_TILE];
+        [[unroll]] for (int t = 0; t < K_TILE; t++) {
+            uint j = uint(min(j0 + t, hi - 1));
+            kb[t] = NORMED ? P.ws0.y + (kvrow0 + j) * uint(HEAD_DIM)
+                           : tidx(T_K, b, hk, j, 0u);
+            vb[t] = tidx(T_V, b, hk, j, 0u);
+            raw[t] = 0.0;
+            dp[t] = 0.0;
+        }
+        if (NORMED) {
+            for (int d = 0; d < HEAD_DIM; d++) {
+                float qd = qr[d];
+                [[unroll]] for (int t = 0; t < K_TILE; t++) raw[t] += qd * ws[kb[t] + uint(d)];
+            }
+        } else {
+            for (int d = 0; d < HEAD_DIM; d++) {
+                float qd = qr[d];
+                [[unroll]] for (int t = 0; t < K_TILE; t++)
+                    raw[t] += qd * BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+            }
+        }
+        for (int d = 0; d < HEAD_DIM_V; d++) {
+            float od = dor[d];
+            [[unroll]] for (int t = 0; t < K_TILE; t++)
+                dp[t] += od * BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
+        }
+        float draw[K_TILE];
+        [[unroll]] for (int t = 0; t < K_TILE; t++) {
+            draw[t] = 0.0;
+            if (j0 + t >= hi) continue;
+            float z = scale * raw[t];
+            float s = finish_score(z, b, h, i, uint(j0 + t));
+            if (s == NEG_INF) continue;
+            float p = exp(s - lse);
+            float dz = p * (dp[t] - dval);
+            if (HAS_SOFTCAP) {
+                float th = safe_tanh(z / c);
+                dz *= 1.0 - th * th;
+            }
+            dt += dz * raw[t];
+            draw[t] = dz * scale;
+        }
+        if (NORMED) {
+            for (int d = 0; d < HEAD_DIM; d++) {
+                float acc = dq[d];
+                [[unroll]] for (int t = 0; t < K_TILE; t++) acc += draw[t] * ws[kb[t] + uint(d)];
+                dq[d] = acc;
+            }
+        } else {
+            for (int d = 0; d < HEAD_DIM; d++) {
+                float acc = dq[d];
+                [[unroll]] for (int t = 0; t < K_TILE; t++)
+                    acc += draw[t] * BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+                dq[d] = acc;
+            }
+        }
+    }
+
+    if (NORMED) {
+        /* dq holds the gradient w.r.t. gain * norm(q): go back through both. */
+        float y[HEAD_DIM];
+        for (int d = 0; d < HEAD_DIM; d++) y[d] = BUF_LOAD(q_buf, tidx(T_Q, b, h, i, uint(d)));
+        float rinv = qkn_forward(y);
+        for (int d = 0; d < HEAD_DIM; d++) {
+            if (HAS_QGAIN) {
+                ws[P.ws1.y + row * uint(HEAD_DIM) + uint(d)] = dq[d] * y[d];
+                dq[d] *= qgain_buf[tidx(T_QGAIN, 0u, 0u, 0u, uint(d))];
+            }
+        }
+        qkn_backward(y, rinv, dq);
+    }
+    for (int d = 0; d < HEAD_DIM; d++) BUF_STORE(dq_buf, tidx(T_DQ, b, h, i, uint(d)), dq[d]);
+    if (HAS_TEMP) ws[P.ws1.w + row] = dt;
+}

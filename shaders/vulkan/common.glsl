@@ -1,0 +1,237 @@
+/*
+ * common.glsl — what every libsdpa compute shader shares: the descriptor
+ * bindings (one layout for all pipelines), the parameter block, the
+ * specialization constants, storage-type load/store helpers and indexing.
+ *
+ * Invariants: bindings 0..19 are storage buffers and 20 the parameter block,
+ * in the order of enum sdpa__vk_binding in src/backend/vulkan/vk_internal.h;
+ * the parameter block's layout matches struct sdpa__vk_params there. Element
+ * indices are uint (the host refuses tensors that would overflow them).
+ * Storage variants are chosen by one define at build time: STORAGE_F32,
+ * STORAGE_F16 (needs 16-bit storage) or STORAGE_BF16 (uint words, bit ops).
+ * Included by every .comp file in this directory.
+ */
+#extension GL_GOOGLE_include_directive : enable
+/* Loops over a tile (K_TILE) and record fields are [[unroll]]; loops over
+ * D and Dv stay loops (fully unrolled they make llvmpipe's compile time
+ * explode) and each of their iterations serves a whole tile of K_TILE keys
+ * or rows. That matters for correctness on llvmpipe/lavapipe, which stops an
+ * invocation after 65535 loop iterations in total (all loops together): the
+ * host keeps (keys / K_TILE) * (D + Dv) and the other loop counts under that
+ * budget (vk_plan.c, sdpa__vk_loop_budget). */
+#extension GL_EXT_control_flow_attributes : require
+
+#if defined(STORAGE_F16)
+#extension GL_EXT_shader_16bit_storage : require
+#define STORE_T float16_t
+#define BUF_LOAD(buf, e) float(buf[e])
+#define BUF_STORE(buf, e, v) buf[e] = float16_t(v)
+#elif defined(STORAGE_BF16)
+#define STORE_T uint
+#define BUF_LOAD(buf, e) bf16_load(buf[(e) >> 1u], (e))
+#define BUF_STORE(buf, e, v) bf16_store_word(buf[(e) >> 1u], (e), (v))
+#else
+#define STORE_T float
+#define BUF_LOAD(buf, e) (buf[e])
+#define BUF_STORE(buf, e, v) buf[e] = (v)
+#endif
+
+/* ---- specialization constants (host: vk_pipeline.c) ---------------------- */
+layout(constant_id = 1) const int K_TILE = 8;      /* keys scored per step */
+layout(constant_id = 2) const int HEAD_DIM = 64;   /* D */
+layout(constant_id = 3) const int HEAD_DIM_V = 64; /* Dv */
+/* Feature bits and the QK-norm mode are specialization constants, so a
+ * pipeline contains only the code of its features: with them as runtime
+ * values (in P.feat, still filled by the host) llvmpipe took ~10x longer to
+ * compile the backward (93 s instead of ~9 s at K_TILE 8). */
+layout(constant_id = 4) const uint FLAGS = 0u;     /* SDPA__VK_F_* bits */
+layout(constant_id = 5) const int QK_NORM = 0;     /* sdpa_qk_norm */
+/* The work-group size again (constant 0 sizes the group through
+ * local_size_x_id): llvmpipe folded gl_WorkGroupSize to its default in
+ * arithmetic, so indexing uses this copy. The host sets both equal. */
+layout(constant_id = 6) const uint WG_SIZE = 64u;
+
+const bool HAS_MASK = (FLAGS & 1u) != 0u;
+const bool HAS_BIAS = (FLAGS & 2u) != 0u;
+const bool HAS_KVLEN = (FLAGS & 4u) != 0u;
+const bool HAS_QGAIN = (FLAGS & 8u) != 0u;
+const bool HAS_KGAIN = (FLAGS & 16u) != 0u;
+const bool HAS_TEMP = (FLAGS & 32u) != 0u;
+const bool HAS_LSE = (FLAGS & 64u) != 0u;
+const bool HAS_STATS = (FLAGS & 128u) != 0u;
+const bool HAS_SOFTCAP = (FLAGS & 256u) != 0u;
+const bool SPLIT = (FLAGS & 512u) != 0u;     /* forward writes partials */
+const bool NORMED = (FLAGS & 1024u) != 0u;   /* q/k read from workspace copies */
+
+/* ---- tensor slots (index into toff / tstride) ---------------------------- */
+#define T_Q 0
+#define T_K 1
+#define T_V 2
+#define T_OUT 3
+#define T_MASK 4
+#define T_BIAS 5
+#define T_KVLEN 6
+#define T_QGAIN 7
+#define T_KGAIN 8
+#define T_TEMP 9
+#define T_LSE 10
+#define T_STATS 11
+#define T_DOUT 12
+#define T_DQ 13
+#define T_DK 14
+#define T_DV 15
+#define T_DQG 16
+#define T_DKG 17
+#define T_DT 18
+
+/* Per-row statistics record in the workspace (rowstats). */
+#define RS_N 0
+#define RS_MEAN 1
+#define RS_M2 2
+#define RS_MIN 3
+#define RS_MAX 4
+#define RS_ENT 5
+#define RS_PMAX 6
+#define RS_JFRO 7
+#define RS_SINK 8
+#define RS_VALID 9
+#define RS_SIZE 10
+
+/* Split partial record: these floats, then Dv accumulator values. */
+#define PT_M 0
+#define PT_L 1
+#define PT_A 2
+#define PT_L2 3
+#define PT_L3 4
+#define PT_N 5
+#define PT_MEAN 6
+#define PT_M2 7
+#define PT_MIN 8
+#define PT_MAX 9
+#define PT_S0 10
+#define PT_SIZE 12
+
+/* ---- bindings ---------------------------------------------------------------- */
+layout(std430, set = 0, binding = 0) readonly buffer BQ { STORE_T q_buf[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BK { STORE_T k_buf[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BV { STORE_T v_buf[]; };
+layout(std430, set = 0, binding = 3) buffer BO { STORE_T out_buf[]; };
+layout(std430, set = 0, binding = 4) readonly buffer BMask { uint mask_buf[]; };
+layout(std430, set = 0, binding = 5) readonly buffer BBias { float bias_buf[]; };
+layout(std430, set = 0, binding = 6) readonly buffer BKvl { int kvlen_buf[]; };
+layout(std430, set = 0, binding = 7) readonly buffer BQg { float qgain_buf[]; };
+layout(std430, set = 0, binding = 8) readonly buffer BKg { float kgain_buf[]; };
+layout(std430, set = 0, binding = 9) readonly buffer BTemp { float temp_buf[]; };
+layout(std430, set = 0, binding = 10) buffer BLse { float lse_buf[]; };
+layout(std430, set = 0, binding = 11) writeonly buffer BStats { float stats_buf[]; };
+layout(std430, set = 0, binding = 12) readonly buffer BDo { STORE_T dout_buf[]; };
+layout(std430, set = 0, binding = 13) buffer BDq { STORE_T dq_buf[]; };
+layout(std430, set = 0, binding = 14) buffer BDk { STORE_T dk_buf[]; };
+layout(std430, set = 0, binding = 15) buffer BDv { STORE_T dv_buf[]; };
+layout(std430, set = 0, binding = 16) writeonly buffer BDqg { float dqg_buf[]; };
+layout(std430, set = 0, binding = 17) writeonly buffer BDkg { float dkg_buf[]; };
+layout(std430, set = 0, binding = 18) writeonly buffer BDt { float dt_buf[]; };
+layout(std430, set = 0, binding = 19) buffer BWs { float ws[]; };
+
+layout(std140, set = 0, binding = 20) uniform Params {
+    ivec4 shape0;     /* B, Hq, Hkv, Sq */
+    ivec4 shape1;     /* Skv, D, Dv, group = Hq / Hkv */
+    ivec4 band;       /* diagonal mode, diagonal offset, window left, right */
+    ivec4 misc;       /* nsplit, split_len, rows = B*Hq*Sq, kvrows = B*Hkv*Skv */
+    ivec4 rflags;     /* backward: write dq_gain, dk_gain, dtemperature; 0 */
+    ivec4 feat;       /* feature bits (SDPA__VK_F_*), QK-norm mode, 0, 0 */
+    vec4 fpar;        /* scale, softcap, qk_norm eps, stats saturation */
+    uvec4 ws0;        /* workspace offsets: qn, kn, rowstats, partials */
+    uvec4 ws1;        /* workspace offsets: dvec, dq_gain rows, dk_gain rows, dt rows */
+    uvec4 toff[5];    /* element offset of tensor t at toff[t / 4][t % 4] */
+    uvec4 tstride[19];/* element strides of tensor t (broadcast axes are 0) */
+} P;
+
+#define NEG_INF (-1.0 / 0.0)
+
+/* ---- bf16 helpers ---------------------------------------------------------------- */
+float bf16_load(uint word, uint e)
+{
+    return uintBitsToFloat(((word >> ((e & 1u) * 16u)) & 0xffffu) << 16u);
+}
+uint f32_to_bf16(float v)
+{
+    uint u = floatBitsToUint(v);
+    if (isnan(v)) return (u >> 16u) | 0x40u;
+    u += 0x7fffu + ((u >> 16u) & 1u);
+    return u >> 16u;
+}
+/* Two invocations may own the two halves of one word: clear and set our half
+ * with atomics so neither overwrites the other. */
+#define bf16_store_word(word, e, v)                                          \
+    do {                                                                     \
+        uint sh_ = ((e) & 1u) * 16u;                                         \
+        atomicAnd(word, ~(0xffffu << sh_));                                  \
+        atomicOr(word, f32_to_bf16(v) << sh_);                               \
+    } while (false)
+
+/* ---- indexing ---------------------------------------------------------------- */
+uint tidx(int t, uint i0, uint i1, uint i2, uint i3)
+{
+    uvec4 s = P.tstride[t];
+    return P.toff[t >> 2][t & 3] + i0 * s.x + i1 * s.y + i2 * s.z + i3 * s.w;
+}
+
+/* Flat invocation id over a 2-D dispatch grid (x wraps at 65535 groups). */
+uint flat_id()
+{
+    return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG_SIZE +
+           gl_LocalInvocationID.x;
+}
+
+int kv_len_of(int b)
+{
+    if (HAS_KVLEN) return kvlen_buf[tidx(T_KVLEN, uint(b), 0u, 0u, 0u)];
+    return P.shape1.x;
+}
+
+int diag_off(int kvl)
+{
+    if (P.band.x == 1) return kvl - P.shape0.w;
+    if (P.band.x == 2) return P.band.y;
+    return 0;
+}
+
+/* Kept-key range [lo, hi) of row i (band and kv_len); see sdpa__row_range. */
+void row_range(int kvl, int i, out int lo, out int hi)
+{
+    int off = diag_off(kvl);
+    int a = 0, b = kvl;
+    if (P.band.z >= 0) a = max(a, i + off - P.band.z);
+    if (P.band.w >= 0) b = min(b, i + off + P.band.w + 1);
+    lo = a;
+    hi = max(a, b);
+}
+
+float head_scale(int h)
+{
+    if (HAS_TEMP) return temp_buf[tidx(T_TEMP, 0u, uint(h), 0u, 0u)];
+    return P.fpar.x;
+}
+
+/* tanh that stays finite for large |x| (some drivers compute inf/inf). */
+float safe_tanh(float x)
+{
+    float t = exp(-2.0 * abs(x));
+    float r = (1.0 - t) / (1.0 + t);
+    return x < 0.0 ? -r : r;
+}
+
+/* Score after softcap, bias and mask from the scaled dot product z; -inf when
+ * the key is dropped. */
+float finish_score(float z, uint b, uint h, uint i, uint j)
+{
+    float s = z;
+    if (HAS_SOFTCAP) s = P.fpar.y * safe_tanh(z / P.fpar.y);
+    if (HAS_BIAS) s += bias_buf[tidx(T_BIAS, b, h, i, j)];
+    if (HAS_MASK) {
+        uint e = tidx(T_MASK, b, h, i, j);
+        if (((mask_buf[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) s = NEG_INF;
+    }
+    return s;
+}

@@ -1,0 +1,92 @@
+/*
+ * online_softmax.glsl — the per-row running state of the online softmax and
+ * of the diagnostics (DESIGN section 4), how two states merge, and how a final
+ * state becomes out / lse / a row-statistics record.
+ *
+ * State, relative to the running maximum m of the kept scores s:
+ *   l = sum e^{s-m}, a = sum e^{s-m} (s-m), l2 = sum e^{2(s-m)},
+ *   l3 = sum e^{3(s-m)}; n, mean, m2 (Welford/Chan moments of s), min, max;
+ *   s0 = score of key 0 when kept, else -inf.
+ * The accumulator o (sum e^{s-m} v) lives with the caller and is rescaled by
+ * the factor rescale() returns. An empty row has m = -inf and l = 0.
+ * Included by fwd.comp and combine.comp.
+ */
+
+struct RowState {
+    float m, l, a, l2, l3;
+    float n, mean, m2, smin, smax, s0;
+};
+
+RowState rs_empty()
+{
+    RowState r;
+    r.m = NEG_INF; r.l = 0.0; r.a = 0.0; r.l2 = 0.0; r.l3 = 0.0;
+    r.n = 0.0; r.mean = 0.0; r.m2 = 0.0;
+    r.smin = 1.0 / 0.0; r.smax = NEG_INF; r.s0 = NEG_INF;
+    return r;
+}
+
+/* Moves the state to maximum mnew >= m; returns e^{m - mnew} for o. */
+float rs_rescale(inout RowState r, float mnew)
+{
+    if (r.m == NEG_INF) { r.m = mnew; return 0.0; }
+    float c = exp(r.m - mnew);
+    r.a = c * (r.a + (r.m - mnew) * r.l);
+    r.l *= c;
+    r.l2 *= c * c;
+    r.l3 *= c * c * c;
+    r.m = mnew;
+    return c;
+}
+
+/* Merges state y (with its own maximum) into x: moments by Chan's rule. */
+void rs_merge(inout RowState x, RowState y, out float cx, out float cy)
+{
+    cx = 1.0; cy = 0.0;
+    if (y.m == NEG_INF) return;
+    float mnew = max(x.m, y.m);
+    cx = rs_rescale(x, mnew);
+    cy = rs_rescale(y, mnew);
+    x.l += y.l; x.a += y.a; x.l2 += y.l2; x.l3 += y.l3;
+    float n = x.n + y.n;
+    if (n > 0.0) {
+        float d = y.mean - x.mean;
+        x.mean += d * (y.n / n);
+        x.m2 += y.m2 + d * d * (x.n * y.n / n);
+    }
+    x.n = n;
+    x.smin = min(x.smin, y.smin);
+    x.smax = max(x.smax, y.smax);
+    x.s0 = max(x.s0, y.s0);
+}
+
+/* Writes out row (o / l, or zeros), lse and the row-statistics record. */
+void rs_finalize(RowState r, inout float o[HEAD_DIM_V], uint b, uint h, uint i,
+                 uint row)
+{
+    bool empty = r.l == 0.0;
+    float inv = empty ? 0.0 : 1.0 / r.l;
+    for (int d = 0; d < HEAD_DIM_V; d++)
+        BUF_STORE(out_buf, tidx(T_OUT, b, h, i, uint(d)), empty ? 0.0 : o[d] * inv);
+    if (HAS_LSE)
+        lse_buf[tidx(T_LSE, b, h, i, 0u)] = empty ? NEG_INF : r.m + log(r.l);
+    if (HAS_STATS) {
+        uint base = P.ws0.z + row * uint(RS_SIZE);
+        if (empty) {
+            [[unroll]] for (int k = 0; k < RS_SIZE; k++) ws[base + uint(k)] = 0.0;
+            return;
+        }
+        float sp2 = r.l2 * inv * inv;
+        float sp3 = r.l3 * inv * inv * inv;
+        ws[base + RS_N] = r.n;
+        ws[base + RS_MEAN] = r.mean;
+        ws[base + RS_M2] = r.m2;
+        ws[base + RS_MIN] = r.smin;
+        ws[base + RS_MAX] = r.smax;
+        ws[base + RS_ENT] = log(r.l) - r.a * inv;
+        ws[base + RS_PMAX] = inv;
+        ws[base + RS_JFRO] = sqrt(max(0.0, sp2 - 2.0 * sp3 + sp2 * sp2));
+        ws[base + RS_SINK] = r.s0 == NEG_INF ? 0.0 : exp(r.s0 - r.m) * inv;
+        ws[base + RS_VALID] = 1.0;
+    }
+}

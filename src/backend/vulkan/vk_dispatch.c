@@ -1,0 +1,274 @@
+/*
+ * vk_dispatch.c — runs a plan: fills its uniform parameter block (shapes,
+ * band, offsets and strides of this call's tensors, workspace layout),
+ * points its descriptor set at this call's buffers (absent tensors at a
+ * small dummy buffer), records the dispatch sequence with compute-to-compute
+ * barriers and submits it with the plan's fence. It does not wait: the
+ * front end (host tensors), sdpa_context_finish or buffer reads do.
+ *
+ * Sequences: forward = [qknorm] fwd [combine] [stats_reduce];
+ * backward = [qknorm] bwd_dq bwd_dkv [bwd_reduce].
+ * Every command buffer opens with a barrier against all earlier memory
+ * writes on the queue and closes with one making its writes visible to all
+ * later commands and the host, so work the application submits to the same
+ * queue before or after is ordered with ours (docs/vulkan.md).
+ * Called through the backend table (vk_backend.c).
+ */
+#include "vk_internal.h"
+
+#define BAND_CLAMP ((int64_t)1 << 29)
+
+static int32_t clamp_band(int64_t v)
+{
+    if (v < -BAND_CLAMP) return (int32_t)-BAND_CLAMP;
+    if (v > BAND_CLAMP) return (int32_t)BAND_CLAMP;
+    return (int32_t)v;
+}
+
+/* Sets tensor t's offset/strides; false when an index would pass 2^32. */
+static bool set_tensor(sdpa__vk_params *pr, int t, const sdpa__ref *r, int64_t n0,
+                       int64_t n1, int64_t n2, int64_t n3, size_t esize, uint64_t max_range)
+{
+    if (!r || !r->mem) {
+        pr->toff[t / 4][t % 4] = 0;
+        memset(pr->tstride[t], 0, sizeof pr->tstride[t]);
+        return true;
+    }
+    int64_t ext[4] = {n0, n1, n2, n3};
+    uint64_t last = r->offset;
+    for (int k = 0; k < 4; k++) {
+        if (r->stride[k] < 0 || r->stride[k] > (int64_t)UINT32_MAX) return false;
+        last += (uint64_t)(ext[k] - 1) * (uint64_t)r->stride[k];
+        if (last > UINT32_MAX) return false;
+        pr->tstride[t][k] = (uint32_t)r->stride[k];
+    }
+    pr->toff[t / 4][t % 4] = (uint32_t)r->offset;
+    /* a binding reaches at most maxStorageBufferRange bytes */
+    return (last + 1) * esize <= max_range;
+}
+
+static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem *p,
+                               const sdpa__fwd_args *a, const sdpa__bwd_args *g,
+                               const sdpa__ref **refs)
+{
+    sdpa__vk_params pr;
+    memset(&pr, 0, sizeof pr);
+    int32_t sh0[4] = {(int32_t)p->B, (int32_t)p->Hq, (int32_t)p->Hkv, (int32_t)p->Sq};
+    int32_t sh1[4] = {(int32_t)p->Skv, (int32_t)p->D, (int32_t)p->Dv, (int32_t)(p->Hq / p->Hkv)};
+    memcpy(pr.shape0, sh0, sizeof sh0);
+    memcpy(pr.shape1, sh1, sizeof sh1);
+    pr.band[0] = (int32_t)p->diagonal;
+    pr.band[1] = clamp_band(p->diagonal_offset);
+    pr.band[2] = p->window_left < 0 ? -1 : clamp_band(p->window_left);
+    pr.band[3] = p->window_right < 0 ? -1 : clamp_band(p->window_right);
+    pr.misc[0] = pl->nsplit;
+    pr.misc[1] = pl->split_len;
+    pr.misc[2] = (int32_t)(p->B * p->Hq * p->Sq);
+    pr.misc[3] = (int32_t)(p->B * p->Hkv * p->Skv);
+    if (g) {
+        pr.rflags[0] = g->dq_gain.mem != NULL;
+        pr.rflags[1] = g->dk_gain.mem != NULL;
+        pr.rflags[2] = g->dtemperature.mem != NULL;
+    }
+    pr.feat[0] = (int32_t)pl->spec_flags;
+    pr.feat[1] = (int32_t)p->qk_norm;
+    pr.fpar[0] = (float)p->scale;
+    pr.fpar[1] = (float)p->softcap;
+    pr.fpar[2] = (float)p->qk_norm_eps;
+    pr.fpar[3] = (float)p->stats_saturation;
+    memcpy(pr.ws0, pl->ws0, sizeof pr.ws0);
+    memcpy(pr.ws1, pl->ws1, sizeof pr.ws1);
+
+    int64_t B = p->B, Hq = p->Hq, Hkv = p->Hkv, Sq = p->Sq, Skv = p->Skv, D = p->D, Dv = p->Dv;
+    struct { int t; const sdpa__ref *r; int64_t n[4]; } tl[] = {
+        {SDPA__VK_T_Q, &a->q, {B, Hq, Sq, D}},
+        {SDPA__VK_T_K, &a->k, {B, Hkv, Skv, D}},
+        {SDPA__VK_T_V, &a->v, {B, Hkv, Skv, Dv}},
+        {SDPA__VK_T_OUT, &a->out, {B, Hq, Sq, Dv}},
+        {SDPA__VK_T_MASK, &a->mask, {B, Hq, Sq, Skv}},
+        {SDPA__VK_T_BIAS, &a->bias, {B, Hq, Sq, Skv}},
+        {SDPA__VK_T_KVLEN, &a->kv_len, {B, 1, 1, 1}},
+        {SDPA__VK_T_QGAIN, &a->q_gain, {1, 1, 1, D}},
+        {SDPA__VK_T_KGAIN, &a->k_gain, {1, 1, 1, D}},
+        {SDPA__VK_T_TEMP, &a->temperature, {1, Hq, 1, 1}},
+        {SDPA__VK_T_LSE, &a->lse, {B, Hq, Sq, 1}},
+        {SDPA__VK_T_STATS, &a->stats, {B, Hq, 1, SDPA_STAT_COUNT}},
+        {SDPA__VK_T_DOUT, g ? &g->dout : NULL, {B, Hq, Sq, Dv}},
+        {SDPA__VK_T_DQ, g ? &g->dq : NULL, {B, Hq, Sq, D}},
+        {SDPA__VK_T_DK, g ? &g->dk : NULL, {B, Hkv, Skv, D}},
+        {SDPA__VK_T_DV, g ? &g->dv : NULL, {B, Hkv, Skv, Dv}},
+        {SDPA__VK_T_DQG, g ? &g->dq_gain : NULL, {1, 1, 1, D}},
+        {SDPA__VK_T_DKG, g ? &g->dk_gain : NULL, {1, 1, 1, D}},
+        {SDPA__VK_T_DT, g ? &g->dtemperature : NULL, {1, Hq, 1, 1}},
+    };
+    static const char *names[] = {"q", "k", "v", "out", "mask", "bias", "kv_len", "q_gain",
+                                  "k_gain", "temperature", "lse", "stats", "dout", "dq",
+                                  "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
+    uint64_t max_range = sdpa__vk_get_state(ctx)->caps.max_storage_range;
+    for (size_t i = 0; i < sizeof tl / sizeof tl[0]; i++) {
+        int t = tl[i].t;
+        bool stored = t <= SDPA__VK_T_OUT || (t >= SDPA__VK_T_DOUT && t <= SDPA__VK_T_DV);
+        size_t esize = t == SDPA__VK_T_MASK ? 1 : stored ? sdpa_dtype_size(p->dtype) : 4;
+        SDPA__CHECK(ctx, set_tensor(&pr, t, tl[i].r, tl[i].n[0], tl[i].n[1], tl[i].n[2],
+                                    tl[i].n[3], esize, max_range),
+                    SDPA_ERR_UNSUPPORTED,
+                    "vulkan: tensor '%s' reaches past 2^32 elements or past the device's "
+                    "maxStorageBufferRange (%llu bytes)", names[t],
+                    (unsigned long long)max_range);
+        refs[tl[i].t] = tl[i].r;
+    }
+    memcpy(pl->params->mapped, &pr, sizeof pr);
+    return SDPA_OK;
+}
+
+static void write_descriptors(sdpa__vk_state *s, sdpa__vk_plan *pl, const sdpa__ref **refs)
+{
+    VkDescriptorBufferInfo bi[SDPA__VK_B_COUNT];
+    VkWriteDescriptorSet w[SDPA__VK_B_COUNT];
+    const sdpa__vk_buffer *dummy = s->dummy;
+    for (uint32_t i = 0; i < SDPA__VK_B_COUNT; i++) {
+        const sdpa__vk_buffer *b = dummy;
+        if (i < SDPA__VK_T_COUNT && refs[i] && refs[i]->mem) b = refs[i]->mem;
+        if (i == SDPA__VK_B_WS) b = pl->ws;
+        if (i == SDPA__VK_B_PARAMS) b = pl->params;
+        VkDeviceSize range = VK_WHOLE_SIZE;
+        if (i != SDPA__VK_B_PARAMS && b->size > s->caps.max_storage_range)
+            range = s->caps.max_storage_range; /* tensors were checked to fit */
+        bi[i] = (VkDescriptorBufferInfo){.buffer = b->buffer, .offset = 0, .range = range};
+        w[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = pl->desc_set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = i == SDPA__VK_B_PARAMS ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &bi[i],
+        };
+    }
+    vkUpdateDescriptorSets(s->device, SDPA__VK_B_COUNT, w, 0, NULL);
+}
+
+static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
+                    VkPipelineStageFlags dst, VkAccessFlags da)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = sa, .dstAccessMask = da};
+    vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static sdpa_status dispatch(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
+                            int pipe, uint64_t invocations, bool *first)
+{
+    if (invocations == 0) return SDPA_OK;
+    VkCommandBuffer cb = pl->cmd;
+    if (!*first)
+        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    *first = false;
+    uint64_t groups = (invocations + (uint64_t)pl->wg_size - 1) / (uint64_t)pl->wg_size;
+    uint64_t gx = groups < s->caps.max_groups[0] ? groups : s->caps.max_groups[0];
+    uint64_t gy = (groups + gx - 1) / gx;
+    SDPA__CHECK(ctx, gy <= s->caps.max_groups[1], SDPA_ERR_UNSUPPORTED,
+                "vulkan: %llu work-groups exceed the device's dispatch limits",
+                (unsigned long long)groups);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipes[pipe]);
+    vkCmdDispatch(cb, (uint32_t)gx, (uint32_t)gy, 1);
+    return SDPA_OK;
+}
+
+typedef enum { RUN_FORWARD, RUN_BACKWARD } run_kind;
+
+static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem *p,
+                       const sdpa__fwd_args *a, const sdpa__bwd_args *g, run_kind kind)
+{
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    SDPA__TRY(sdpa__vk_plan_wait(ctx, s, pl));
+    const sdpa__ref *refs[SDPA__VK_T_COUNT] = {0};
+    SDPA__TRY(fill_params(ctx, pl, p, a, g, refs));
+    write_descriptors(s, pl, refs);
+
+    VkCommandBuffer cb = pl->cmd;
+    VkResult r = vkResetCommandBuffer(cb, 0);
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    if (r == VK_SUCCESS) r = vkBeginCommandBuffer(cb, &bi);
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                                 "vulkan: recording failed (%s)", sdpa__vk_result_name(r));
+    barrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe_layout, 0, 1,
+                            &pl->desc_set, 0, NULL);
+    uint64_t rows = (uint64_t)(p->B * p->Hq * p->Sq), kvrows = (uint64_t)(p->B * p->Hkv * p->Skv);
+    bool first = true;
+    sdpa_status st = SDPA_OK;
+    if (pl->spec_flags & SDPA__VK_F_NORMED)
+        st = dispatch(ctx, s, pl, SDPA__VK_P_QKNORM, rows + kvrows, &first);
+    if (kind == RUN_FORWARD) {
+        if (st == SDPA_OK)
+            st = dispatch(ctx, s, pl, SDPA__VK_P_FWD, rows * (uint64_t)pl->nsplit, &first);
+        if (st == SDPA_OK && pl->nsplit > 1)
+            st = dispatch(ctx, s, pl, SDPA__VK_P_COMBINE, rows, &first);
+        if (st == SDPA_OK && p->has_stats && a->stats.mem)
+            st = dispatch(ctx, s, pl, SDPA__VK_P_STATS, (uint64_t)(p->B * p->Hq), &first);
+    } else {
+        if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DQ, rows, &first);
+        if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DKV, kvrows, &first);
+        if (st == SDPA_OK && pl->pipes[SDPA__VK_P_BWD_REDUCE] &&
+            (g->dq_gain.mem || g->dk_gain.mem || g->dtemperature.mem))
+            st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_REDUCE,
+                          (uint64_t)(2 * p->D + p->Hq), &first);
+    }
+    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT);
+    r = vkEndCommandBuffer(cb);
+    if (st != SDPA_OK) return st;
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                                 "vulkan: vkEndCommandBuffer failed (%s)", sdpa__vk_result_name(r));
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &cb,
+    };
+    r = vkQueueSubmit(s->queue, 1, &si, pl->fence);
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                                 "vulkan: vkQueueSubmit failed (%s)", sdpa__vk_result_name(r));
+    pl->pending = true;
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                             const sdpa__fwd_args *a)
+{
+    return run(ctx, plan_state, p, a, NULL, RUN_FORWARD);
+}
+
+sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                              const sdpa__fwd_args *a, const sdpa__bwd_args *g)
+{
+    sdpa__vk_plan *pl = plan_state;
+    SDPA__CHECK(ctx, pl->pipes[SDPA__VK_P_BWD_DQ], SDPA_ERR_INVALID_ARG,
+                "vulkan: plan was created without SDPA_PLAN_BACKWARD");
+    SDPA__CHECK(ctx, a->lse.mem && a->out.mem, SDPA_ERR_INVALID_ARG,
+                "vulkan: backward needs the forward's out and lse");
+    return run(ctx, pl, p, a, g, RUN_BACKWARD);
+}
+
+sdpa_status sdpa__vk_finish(sdpa_context *ctx)
+{
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    if (!s) return SDPA_OK;
+    VkResult r = vkQueueWaitIdle(s->queue);
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                                 "vulkan: vkQueueWaitIdle failed (%s)", sdpa__vk_result_name(r));
+    return SDPA_OK;
+}

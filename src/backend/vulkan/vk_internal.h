@@ -1,0 +1,210 @@
+/*
+ * vk_internal.h — private types of the Vulkan backend: the per-context state
+ * (instance, device, queue, probe results, pipeline cache, shared layouts),
+ * buffers, plans, the parameter block shared with the shaders, and the
+ * functions the backend's files export to each other (sdpa__vk_ prefix).
+ *
+ * File map: vk_device.c (instance, enumeration, probe, context), vk_buffer.c
+ * (memory, staging copies), vk_pcache.c (pipeline-cache persistence),
+ * vk_pipeline.c (SPIR-V lookup, layouts, pipelines with specialization
+ * constants), vk_plan.c (supports, plans, workspace), vk_dispatch.c (forward,
+ * backward, finish), vk_backend.c (the function table and interop).
+ */
+#ifndef SDPA_VK_INTERNAL_H
+#define SDPA_VK_INTERNAL_H
+
+#include "internal.h"
+
+#include <vulkan/vulkan.h>
+
+/* Descriptor bindings, identical in every shader (shaders/vulkan/common.glsl). */
+enum {
+    SDPA__VK_T_Q = 0, SDPA__VK_T_K, SDPA__VK_T_V, SDPA__VK_T_OUT,
+    SDPA__VK_T_MASK, SDPA__VK_T_BIAS, SDPA__VK_T_KVLEN, SDPA__VK_T_QGAIN,
+    SDPA__VK_T_KGAIN, SDPA__VK_T_TEMP, SDPA__VK_T_LSE, SDPA__VK_T_STATS,
+    SDPA__VK_T_DOUT, SDPA__VK_T_DQ, SDPA__VK_T_DK, SDPA__VK_T_DV,
+    SDPA__VK_T_DQG, SDPA__VK_T_DKG, SDPA__VK_T_DT,
+    SDPA__VK_T_COUNT,                 /* 19 tensor bindings */
+    SDPA__VK_B_WS = SDPA__VK_T_COUNT, /* 19: workspace */
+    SDPA__VK_B_PARAMS,                /* 20: uniform parameter block */
+    SDPA__VK_B_COUNT
+};
+
+/* Feature bits: specialization constant 4 (common.glsl FLAGS), also copied
+ * into the parameter block (feat) for inspection. */
+#define SDPA__VK_F_MASK 0x1u
+#define SDPA__VK_F_BIAS 0x2u
+#define SDPA__VK_F_KVLEN 0x4u
+#define SDPA__VK_F_QGAIN 0x8u
+#define SDPA__VK_F_KGAIN 0x10u
+#define SDPA__VK_F_TEMP 0x20u
+#define SDPA__VK_F_LSE 0x40u
+#define SDPA__VK_F_STATS 0x80u
+#define SDPA__VK_F_SOFTCAP 0x100u
+#define SDPA__VK_F_SPLIT 0x200u
+#define SDPA__VK_F_NORMED 0x400u
+
+#define SDPA__VK_RS_SIZE 10 /* floats per row-statistics record */
+#define SDPA__VK_PT_SIZE 12 /* floats per split partial before Dv values */
+#define SDPA__VK_MAX_HEAD_DIM 256
+
+/* std140 parameter block; layout mirrors common.glsl's Params. */
+typedef struct sdpa__vk_params {
+    int32_t shape0[4];  /* B, Hq, Hkv, Sq */
+    int32_t shape1[4];  /* Skv, D, Dv, group */
+    int32_t band[4];    /* diagonal, offset, window left, right */
+    int32_t misc[4];    /* nsplit, split_len, rows, kvrows */
+    int32_t rflags[4];  /* write dq_gain, dk_gain, dtemperature */
+    int32_t feat[4];    /* SDPA__VK_F_* bits, qk_norm mode, 0, 0 */
+    float fpar[4];      /* scale, softcap, eps, saturation */
+    uint32_t ws0[4];    /* qn, kn, rowstats, partials */
+    uint32_t ws1[4];    /* dvec, dqg rows, dkg rows, dt rows */
+    uint32_t toff[5][4];
+    uint32_t tstride[SDPA__VK_T_COUNT][4];
+} sdpa__vk_params;
+
+/* Capabilities from the probe (after any test masking). */
+typedef struct sdpa__vk_caps {
+    uint32_t api_version;
+    uint32_t subgroup_size;
+    uint32_t subgroup_ops;
+    uint32_t max_shared;
+    uint32_t max_wg;
+    uint32_t max_groups[3];
+    uint64_t max_storage_range;
+    bool storage16;
+    bool fp16;
+    bool loop_limited;   /* llvmpipe: 65535 loop iterations per invocation */
+} sdpa__vk_caps;
+
+/* llvmpipe's per-invocation loop budget (LP_MAX_TGSI_LOOP_ITERATIONS is
+ * 65535, shared by all loops of a shader); we keep a margin. */
+#define SDPA__VK_LOOP_BUDGET 60000
+
+typedef struct sdpa__vk_state {
+    sdpa_context *ctx;          /* for logging from the validation callback */
+    bool owns_device;           /* false for interop contexts */
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    uint32_t queue_family;
+    VkQueue queue;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    sdpa__vk_caps caps;
+    VkDebugUtilsMessengerEXT messenger;
+    int validation_errors;      /* counted by the debug callback */
+    int validation_warnings;
+    VkCommandPool cmd_pool;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+    VkPipelineCache pcache;
+    size_t pcache_saved_size;   /* size last written, to skip equal writes */
+    char pcache_path[1024];     /* "" = not persisted */
+    void *dummy;                /* small buffer bound to absent tensors */
+} sdpa__vk_state;
+
+typedef struct sdpa__vk_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;      /* VK_NULL_HANDLE for wrapped buffers */
+    void *mapped;               /* persistent host mapping, or NULL (staging) */
+    size_t size;
+} sdpa__vk_buffer;
+
+/* Pipelines a plan owns. */
+enum {
+    SDPA__VK_P_QKNORM = 0, SDPA__VK_P_FWD, SDPA__VK_P_COMBINE,
+    SDPA__VK_P_STATS, SDPA__VK_P_BWD_DQ, SDPA__VK_P_BWD_DKV,
+    SDPA__VK_P_BWD_REDUCE, SDPA__VK_P_COUNT
+};
+
+typedef struct sdpa__vk_plan {
+    sdpa__problem p;
+    unsigned flags;             /* SDPA_PLAN_* */
+    unsigned spec_flags;        /* SDPA__VK_F_* */
+    int wg_size, k_tile, nsplit, split_len;
+    char source[64];
+    VkPipeline pipes[SDPA__VK_P_COUNT];
+    VkDescriptorPool desc_pool;
+    VkDescriptorSet desc_set;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    bool pending;               /* cmd submitted, fence not yet waited */
+    sdpa__vk_buffer *params;    /* host-visible uniform block */
+    sdpa__vk_buffer *ws;        /* workspace (f32) */
+    size_t ws_bytes;
+    uint32_t ws0[4], ws1[4];
+} sdpa__vk_plan;
+
+/* vk_device.c */
+sdpa_status sdpa__vk_device_count(int *count);
+sdpa_status sdpa__vk_device_info(int index, sdpa_device_info *info);
+sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **state);
+void sdpa__vk_context_free(sdpa_context *ctx, void *state);
+/* Second half of context setup shared with interop: probe, pools, layouts,
+ * pipeline cache, dummy buffer. */
+sdpa_status sdpa__vk_state_setup(sdpa_context *ctx, sdpa__vk_state *s);
+void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
+                    VkPhysicalDeviceProperties *props);
+sdpa__vk_state *sdpa__vk_get_state(sdpa_context *ctx);
+/* Maps a VkResult to a status (OOM, device lost, else `otherwise`). */
+sdpa_status sdpa__vk_status(VkResult r, sdpa_status otherwise);
+const char *sdpa__vk_result_name(VkResult r);
+
+/* vk_buffer.c */
+sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
+void sdpa__vk_buffer_free(sdpa_context *ctx, void *handle);
+sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+                                  const void *src, size_t bytes);
+sdpa_status sdpa__vk_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+                                 void *dst, size_t bytes);
+/* Allocation with an explicit usage (the uniform block needs UNIFORM). */
+sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t bytes,
+                                   VkBufferUsageFlags usage, bool want_mapped,
+                                   sdpa__vk_buffer **out);
+void sdpa__vk_buffer_destroy(sdpa__vk_state *s, sdpa__vk_buffer *b);
+
+/* vk_pcache.c */
+sdpa_status sdpa__vk_pcache_open(sdpa_context *ctx, sdpa__vk_state *s);
+void sdpa__vk_pcache_save(sdpa_context *ctx, sdpa__vk_state *s);
+
+/* vk_pipeline.c */
+sdpa_status sdpa__vk_layouts_create(sdpa_context *ctx, sdpa__vk_state *s);
+void sdpa__vk_layouts_destroy(sdpa__vk_state *s);
+/* Compute pipeline for shader `name` ("fwd", ...) in the dtype's variant. */
+sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
+                                     const char *name, sdpa_dtype dtype,
+                                     const sdpa__vk_plan *plan, VkPipeline *out);
+
+/* vk_plan.c */
+sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p,
+                              unsigned plan_flags);
+sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                 const sdpa_plan_options *options, void **plan_state);
+void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state);
+size_t sdpa__vk_plan_workspace(const void *plan_state);
+void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info);
+/* Tuning slots: default configuration, candidate space, shader hash. */
+void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                           sdpa_tile_config *tile);
+int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                             sdpa_tile_config *out, int max);
+const char *sdpa__vk_source_hash(void);
+/* Waits for the plan's previous submission. */
+sdpa_status sdpa__vk_plan_wait(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl);
+
+/* vk_dispatch.c */
+sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *plan_state,
+                             const sdpa__problem *p, const sdpa__fwd_args *a);
+sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *plan_state,
+                              const sdpa__problem *p, const sdpa__fwd_args *a,
+                              const sdpa__bwd_args *g);
+sdpa_status sdpa__vk_finish(sdpa_context *ctx);
+
+/* Test hooks (tests/test_vulkan.c): validation messages counted on the
+ * context's state since it was created; -1 when ctx is not a Vulkan context. */
+int sdpa__vk_validation_error_count(sdpa_context *ctx);
+/* 1 when the validation layer and its messenger are active on ctx. */
+int sdpa__vk_validation_active(sdpa_context *ctx);
+
+#endif /* SDPA_VK_INTERNAL_H */

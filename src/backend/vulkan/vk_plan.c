@@ -1,0 +1,355 @@
+/*
+ * vk_plan.c — what the Vulkan backend can run (supports), and plans: the
+ * chosen configuration (work-group size, key tile, split-KV count from
+ * options->tile or defaults), the workspace layout, the pipelines (created
+ * here, never on the hot path), one descriptor set, one command buffer and
+ * fence, and a host-visible uniform parameter block.
+ *
+ * Invariants: a plan's objects are reused by every call; a call first waits
+ * for the plan's previous submission (sdpa__vk_plan_wait) before rewriting
+ * its descriptor set and parameters. Element indices in shaders are 32-bit:
+ * supports() refuses problems whose tensors or workspace would overflow them.
+ * Called through the backend table (vk_backend.c).
+ */
+#include "vk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DEFAULT_WG 64
+#define DEFAULT_K_TILE 8
+#define MAX_K_TILE 64
+#define MAX_SPLIT 64
+#define U32_LIMIT ((int64_t)UINT32_MAX)
+
+static bool fits_u32(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t n;
+    return sdpa__mul_i64(a, b, &n) && sdpa__mul_i64(n, c, &n) && sdpa__mul_i64(n, d, &n) &&
+           n < U32_LIMIT;
+}
+
+sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags)
+{
+    (void)plan_flags;
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    SDPA__CHECK(ctx, p->dtype != SDPA_DTYPE_F16 || s->caps.storage16, SDPA_ERR_UNSUPPORTED,
+                "vulkan: device '%s' lacks storageBuffer16BitAccess (16-bit storage), "
+                "needed for f16 storage", s->props.deviceName);
+    SDPA__CHECK(ctx, p->dtype == SDPA_DTYPE_F32 || p->dtype == SDPA_DTYPE_F16 ||
+                p->dtype == SDPA_DTYPE_BF16, SDPA_ERR_UNSUPPORTED,
+                "vulkan: storage dtype %s is not supported", sdpa_dtype_name(p->dtype));
+    SDPA__CHECK(ctx, p->D <= SDPA__VK_MAX_HEAD_DIM && p->Dv <= SDPA__VK_MAX_HEAD_DIM,
+                SDPA_ERR_UNSUPPORTED, "vulkan: head dimension D=%lld Dv=%lld exceeds %d",
+                (long long)p->D, (long long)p->Dv, SDPA__VK_MAX_HEAD_DIM);
+    SDPA__CHECK(ctx, p->Sq < ((int64_t)1 << 28) && p->Skv < ((int64_t)1 << 28) &&
+                fits_u32(p->B, p->Hq, p->Sq, p->D + SDPA__VK_RS_SIZE + 1) &&
+                fits_u32(p->B, p->Hq, p->Sq, p->Dv + SDPA__VK_PT_SIZE) &&
+                fits_u32(p->B, p->Hkv, p->Skv, p->D > p->Dv ? p->D : p->Dv) &&
+                (!(p->has_mask || p->has_bias) || fits_u32(p->B, p->Hq, p->Sq, p->Skv)),
+                SDPA_ERR_UNSUPPORTED,
+                "vulkan: problem too large for 32-bit element indices");
+    return SDPA_OK;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Largest per-invocation loop-iteration count of the plan's shaders (the
+ * estimates follow the loop structure of shaders/vulkan/ *.comp). */
+static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
+{
+    const sdpa__problem *p = &pl->p;
+    int64_t k = pl->k_tile, D = p->D, Dv = p->Dv, group = p->Hq / p->Hkv;
+    int64_t keys = pl->nsplit > 1 ? pl->split_len : p->Skv;
+    int64_t worst = cdiv(keys, k) * (D + Dv + 1) + D + 2 * Dv + 16;
+    *which = "fwd";
+    int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
+    if (n > worst) { worst = n; *which = "combine"; }
+    if (p->has_stats && p->Sq > worst) { worst = p->Sq; *which = "stats_reduce"; }
+    if (pl->flags & SDPA_PLAN_BACKWARD) {
+        n = cdiv(p->Skv, k) * (2 * D + Dv + 1) + 6 * D + 2 * Dv;
+        if (n > worst) { worst = n; *which = "bwd_dq"; }
+        n = group * (cdiv(p->Sq, k) * (2 * D + 2 * Dv + 1) + 1) + 6 * D + 2 * Dv;
+        if (n > worst) { worst = n; *which = "bwd_dkv"; }
+        if (p->has_q_gain || p->has_k_gain || p->has_temperature) {
+            n = p->B * p->Hq * p->Sq;
+            if (p->B * p->Hkv * p->Skv > n) n = p->B * p->Hkv * p->Skv;
+            if (n > worst) { worst = n; *which = "bwd_reduce"; }
+        }
+    }
+    return worst;
+}
+
+static int pick(int forced, int def, int lo, int hi)
+{
+    int v = forced == SDPA_AUTO || forced <= 0 ? def : forced;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Fills the workspace layout (f32 elements) and returns its size in bytes. */
+static size_t layout_workspace(sdpa__vk_plan *pl)
+{
+    const sdpa__problem *p = &pl->p;
+    uint64_t rows = (uint64_t)(p->B * p->Hq * p->Sq), kvrows = (uint64_t)(p->B * p->Hkv * p->Skv);
+    bool normed = (pl->spec_flags & SDPA__VK_F_NORMED) != 0;
+    bool bwd = (pl->flags & SDPA_PLAN_BACKWARD) != 0;
+    uint64_t at = 0;
+#define TAKE(slot, n)            \
+    do {                         \
+        slot = (uint32_t)at;     \
+        at += (n);               \
+    } while (0)
+    TAKE(pl->ws0[0], normed ? rows * (uint64_t)p->D : 0);
+    TAKE(pl->ws0[1], normed ? kvrows * (uint64_t)p->D : 0);
+    TAKE(pl->ws0[2], p->has_stats ? rows * SDPA__VK_RS_SIZE : 0);
+    TAKE(pl->ws0[3], pl->nsplit > 1 ? rows * pl->nsplit * (uint64_t)(SDPA__VK_PT_SIZE + p->Dv) : 0);
+    TAKE(pl->ws1[0], bwd ? rows : 0);
+    TAKE(pl->ws1[1], bwd && p->has_q_gain ? rows * (uint64_t)p->D : 0);
+    TAKE(pl->ws1[2], bwd && p->has_k_gain ? kvrows * (uint64_t)p->D : 0);
+    TAKE(pl->ws1[3], bwd && p->has_temperature ? rows : 0);
+#undef TAKE
+    return (size_t)(at * sizeof(float));
+}
+
+sdpa_status sdpa__vk_plan_wait(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl)
+{
+    if (!pl->pending) return SDPA_OK;
+    VkResult r = vkWaitForFences(s->device, 1, &pl->fence, VK_TRUE, UINT64_MAX);
+    if (r == VK_SUCCESS) r = vkResetFences(s->device, 1, &pl->fence);
+    pl->pending = false;
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                                 "vulkan: waiting for the plan's work failed (%s)",
+                                 sdpa__vk_result_name(r));
+    return SDPA_OK;
+}
+
+static sdpa_status vkcheck(sdpa_context *ctx, VkResult r, const char *what)
+{
+    if (r == VK_SUCCESS) return SDPA_OK;
+    return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
+                             "vulkan: %s failed (%s)", what, sdpa__vk_result_name(r));
+}
+
+static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl)
+{
+    const sdpa__problem *p = &pl->p;
+    bool bwd = (pl->flags & SDPA_PLAN_BACKWARD) != 0;
+    size_t ws_bytes = layout_workspace(pl);
+    SDPA__CHECK(ctx, ws_bytes / sizeof(float) < (size_t)U32_LIMIT, SDPA_ERR_UNSUPPORTED,
+                "vulkan: workspace too large for 32-bit element indices");
+    SDPA__CHECK(ctx, ws_bytes <= s->caps.max_storage_range, SDPA_ERR_UNSUPPORTED,
+                "vulkan: workspace of %zu bytes exceeds the device's maxStorageBufferRange "
+                "(%llu bytes)", ws_bytes, (unsigned long long)s->caps.max_storage_range);
+    pl->ws_bytes = ws_bytes;
+    SDPA__TRY(sdpa__vk_buffer_create(ctx, s, ws_bytes ? ws_bytes : 16,
+                                     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false, &pl->ws));
+    SDPA__TRY(sdpa__vk_buffer_create(ctx, s, sizeof(sdpa__vk_params),
+                                     VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, true, &pl->params));
+    SDPA__CHECK(ctx, pl->params->mapped, SDPA_ERR_DEVICE,
+                "vulkan: no host-visible memory for the parameter block");
+
+    struct { int id; const char *name; bool want; } pipes[] = {
+        {SDPA__VK_P_QKNORM, "qknorm", (pl->spec_flags & SDPA__VK_F_NORMED) != 0},
+        {SDPA__VK_P_FWD, "fwd", true},
+        {SDPA__VK_P_COMBINE, "combine", pl->nsplit > 1},
+        {SDPA__VK_P_STATS, "stats_reduce", p->has_stats},
+        {SDPA__VK_P_BWD_DQ, "bwd_dq", bwd},
+        {SDPA__VK_P_BWD_DKV, "bwd_dkv", bwd},
+        {SDPA__VK_P_BWD_REDUCE, "bwd_reduce",
+         bwd && (p->has_q_gain || p->has_k_gain || p->has_temperature)},
+    };
+    for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
+        if (pipes[i].want)
+            SDPA__TRY(sdpa__vk_pipeline_create(ctx, s, pipes[i].name, p->dtype, pl,
+                                               &pl->pipes[pipes[i].id]));
+    sdpa__vk_pcache_save(ctx, s);
+
+    VkDescriptorPoolSize sizes[2] = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SDPA__VK_B_COUNT - 1},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
+    };
+    VkDescriptorPoolCreateInfo dpi = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = 1,
+        .poolSizeCount = 2,
+        .pPoolSizes = sizes,
+    };
+    SDPA__TRY(vkcheck(ctx, vkCreateDescriptorPool(s->device, &dpi, NULL, &pl->desc_pool),
+                      "vkCreateDescriptorPool"));
+    VkDescriptorSetAllocateInfo dsi = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = pl->desc_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &s->set_layout,
+    };
+    SDPA__TRY(vkcheck(ctx, vkAllocateDescriptorSets(s->device, &dsi, &pl->desc_set),
+                      "vkAllocateDescriptorSets"));
+    VkCommandBufferAllocateInfo cai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = s->cmd_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    SDPA__TRY(vkcheck(ctx, vkAllocateCommandBuffers(s->device, &cai, &pl->cmd),
+                      "vkAllocateCommandBuffers"));
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    SDPA__TRY(vkcheck(ctx, vkCreateFence(s->device, &fci, NULL, &pl->fence), "vkCreateFence"));
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                 const sdpa_plan_options *options, void **plan_state)
+{
+    *plan_state = NULL;
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    SDPA__TRY(sdpa__vk_supports(ctx, p, options ? options->flags : 0));
+    sdpa__vk_plan *pl = calloc(1, sizeof *pl);
+    SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    pl->p = *p;
+    pl->flags = options ? options->flags : 0;
+
+    const sdpa_tile_config *t = options ? options->tile : NULL;
+    if (t && t->struct_size < sizeof(sdpa_tile_config)) t = NULL;
+    int max_wg = (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024);
+    pl->wg_size = pick(t ? t->wg_size : SDPA_AUTO, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg,
+                       1, max_wg);
+    pl->k_tile = pick(t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE, 1, MAX_K_TILE);
+    sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
+
+    int64_t rows = p->B * p->Hq * p->Sq;
+    int nsplit = 1;
+    if (t && t->split_kv != SDPA_AUTO && t->split_kv > 0) {
+        nsplit = t->split_kv;
+    } else if (rows < 128 && p->Skv >= 512) {
+        /* decode: enough invocations to fill the device, >= 128 keys each */
+        int64_t want = (256 + rows - 1) / rows, most = p->Skv / 128;
+        nsplit = (int)(want < most ? want : most);
+    }
+    if (s->caps.loop_limited) {
+        /* enough splits that one invocation's key range fits the budget */
+        int64_t per = (SDPA__VK_LOOP_BUDGET - p->D - 2 * p->Dv - 16) / (p->D + p->Dv + 1);
+        int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
+        if (need > nsplit) nsplit = (int)(need < MAX_SPLIT + 1 ? need : MAX_SPLIT + 1);
+    }
+    if (nsplit > MAX_SPLIT) nsplit = MAX_SPLIT;
+    if (nsplit > p->Skv) nsplit = (int)p->Skv;
+    if (nsplit < 1) nsplit = 1;
+    pl->split_len = (int)((p->Skv + nsplit - 1) / nsplit);
+    pl->nsplit = (int)((p->Skv + pl->split_len - 1) / pl->split_len);
+
+    unsigned f = 0;
+    if (p->has_mask) f |= SDPA__VK_F_MASK;
+    if (p->has_bias) f |= SDPA__VK_F_BIAS;
+    if (p->has_kv_len) f |= SDPA__VK_F_KVLEN;
+    if (p->has_q_gain) f |= SDPA__VK_F_QGAIN;
+    if (p->has_k_gain) f |= SDPA__VK_F_KGAIN;
+    if (p->has_temperature) f |= SDPA__VK_F_TEMP;
+    if (p->has_lse) f |= SDPA__VK_F_LSE;
+    if (p->has_stats) f |= SDPA__VK_F_STATS;
+    if (p->softcap > 0) f |= SDPA__VK_F_SOFTCAP;
+    if (pl->nsplit > 1) f |= SDPA__VK_F_SPLIT;
+    if (p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain)
+        f |= SDPA__VK_F_NORMED;
+    pl->spec_flags = f;
+
+    sdpa_status st = SDPA_OK;
+    const char *which = "";
+    int64_t iters = loop_iterations(pl, &which);
+    if (s->caps.loop_limited && iters > SDPA__VK_LOOP_BUDGET) {
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: llvmpipe ends a shader invocation after 65535 loop iterations "
+                        "and shader '%s' would need about %lld for this shape (use the CPU "
+                        "backend, a larger k_tile, or shorter sequences)", which,
+                        (long long)iters);
+        sdpa__vk_plan_free(ctx, pl);
+        return st;
+    }
+    st = plan_build(ctx, s, pl);
+    if (st != SDPA_OK) {
+        sdpa__vk_plan_free(ctx, pl);
+        return st;
+    }
+    *plan_state = pl;
+    return SDPA_OK;
+}
+
+void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state)
+{
+    sdpa__vk_plan *pl = plan_state;
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    if (!pl || !s) return;
+    if (pl->pending) vkWaitForFences(s->device, 1, &pl->fence, VK_TRUE, UINT64_MAX);
+    if (pl->fence) vkDestroyFence(s->device, pl->fence, NULL);
+    if (pl->cmd) vkFreeCommandBuffers(s->device, s->cmd_pool, 1, &pl->cmd);
+    if (pl->desc_pool) vkDestroyDescriptorPool(s->device, pl->desc_pool, NULL);
+    for (int i = 0; i < SDPA__VK_P_COUNT; i++)
+        if (pl->pipes[i]) vkDestroyPipeline(s->device, pl->pipes[i], NULL);
+    sdpa__vk_buffer_destroy(s, pl->ws);
+    sdpa__vk_buffer_destroy(s, pl->params);
+    free(pl);
+}
+
+size_t sdpa__vk_plan_workspace(const void *plan_state)
+{
+    const sdpa__vk_plan *pl = plan_state;
+    return pl ? pl->ws_bytes : 0;
+}
+
+void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
+{
+    const sdpa__vk_plan *pl = plan_state;
+    if (!pl || !info) return;
+    sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
+    snprintf(info->config, sizeof info->config,
+             "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=1 stage_kv=0 "
+             "variant=%s flags=0x%x", pl->wg_size, pl->k_tile, pl->nsplit, pl->split_len,
+             sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
+    sdpa__strlcpy(info->source, pl->source, sizeof info->source);
+}
+
+/* --- tuning slots (src/core/backend.h) ----------------------------------
+ * Work-group size and key tile are specialization constants, so every
+ * candidate reuses the same SPIR-V; split_kv stays automatic (it also keeps
+ * llvmpipe under its loop limit). */
+static int vk_max_wg(sdpa_context *ctx)
+{
+    sdpa__vk_state *s = ctx ? sdpa__vk_get_state(ctx) : NULL;
+    int m = s ? (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024) : 256;
+    return m > 0 ? m : 1;
+}
+
+void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                           sdpa_tile_config *tile)
+{
+    (void)p;
+    (void)flags;
+    int max_wg = vk_max_wg(ctx);
+    sdpa_tile_config_init(tile);
+    tile->wg_size = DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg;
+    tile->k_tile = DEFAULT_K_TILE;
+}
+
+int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                             sdpa_tile_config *out, int max)
+{
+    static const int wgs[] = {16, 32, 64, 128, 256}, kts[] = {4, 8, 16};
+    int max_wg = vk_max_wg(ctx), n = 0;
+    sdpa_tile_config def;
+    sdpa__vk_default_tile(ctx, p, flags, &def);
+    if (n < max) out[n] = def;
+    n++;
+    for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
+        if (wgs[a] > max_wg) continue;
+        for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
+            if (wgs[a] == def.wg_size && kts[b] == def.k_tile) continue;
+            if (n < max) {
+                sdpa_tile_config_init(&out[n]);
+                out[n].wg_size = wgs[a];
+                out[n].k_tile = kts[b];
+            }
+            n++;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,146 @@
+/*
+ * bucket.c — the keys of the profile store: which device a record belongs to
+ * (backend, vendor, device name, compute units; driver and kernel-source hash
+ * kept beside the key to mark records stale), which shape bucket it covers,
+ * the per-device file name, and the tile-config helpers (range check,
+ * equality, text).
+ *
+ * Invariants: bucket and device keys are pure functions of the problem and
+ * the device's reported info, so the tuner and plan creation always agree on
+ * where a record lives. Called by lookup.c, profile.c and tune.c.
+ */
+#include "tune.h"
+
+#include <ctype.h>
+#include <stdio.h>
+
+static int ceil_log2(int64_t x)
+{
+    int n = 0;
+    while (n < 62 && ((int64_t)1 << n) < x) n++;
+    return n;
+}
+
+void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *b)
+{
+    memset(b, 0, sizeof *b);
+    const char *kind = "forward";
+    if (plan_flags & SDPA_PLAN_BACKWARD)
+        kind = "backward";
+    else if (p->Sq <= 16 && p->Skv >= 1024)
+        kind = "decode";
+    sdpa__strlcpy(b->kind, kind, sizeof b->kind);
+    b->dtype = p->dtype;
+    b->d = (int)p->D;
+    b->dv = (int)p->Dv;
+    const char *mask = "full";
+    if (p->window_left == -1 && p->window_right == 0)
+        mask = "causal";
+    else if (p->window_left >= 0 || p->window_right >= 0)
+        mask = "band";
+    sdpa__strlcpy(b->mask, mask, sizeof b->mask);
+    b->sq_log2 = ceil_log2(p->Sq);
+    b->skv_log2 = ceil_log2(p->Skv);
+    int64_t bh = 0;
+    if (!sdpa__mul_i64(p->B, p->Hq, &bh)) bh = INT64_MAX;
+    b->bh_log2 = ceil_log2(bh);
+}
+
+void sdpa__bucket_string(const sdpa__bucket *b, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s/d%d/dv%d/%s/sq%d/skv%d/bh%d", b->kind,
+             sdpa_dtype_name(b->dtype), b->d, b->dv, b->mask, b->sq_log2, b->skv_log2,
+             b->bh_log2);
+}
+
+bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b)
+{
+    return strcmp(a->kind, b->kind) == 0 && a->dtype == b->dtype && a->d == b->d &&
+           a->dv == b->dv && strcmp(a->mask, b->mask) == 0 && a->sq_log2 == b->sq_log2 &&
+           a->skv_log2 == b->skv_log2 && a->bh_log2 == b->bh_log2;
+}
+
+sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
+                                sdpa__device_key *key)
+{
+    memset(key, 0, sizeof *key);
+    sdpa__strlcpy(key->backend, be->name, sizeof key->backend);
+    int index = be->kind == sdpa_context_backend(ctx) ? sdpa__context_device_index(ctx) : 0;
+    sdpa_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_status st = be->device_info ? be->device_info(index, &info) : SDPA_ERR_UNSUPPORTED;
+    if (st != SDPA_OK) {
+        /* Interop contexts may not map to a listed device: key by name. */
+        sdpa__strlcpy(key->device, sdpa_context_device_name(ctx), sizeof key->device);
+        sdpa__strlcpy(key->vendor, "unknown", sizeof key->vendor);
+        sdpa__strlcpy(key->driver, "unknown", sizeof key->driver);
+    } else {
+        sdpa__strlcpy(key->vendor, info.vendor, sizeof key->vendor);
+        sdpa__strlcpy(key->device, info.name, sizeof key->device);
+        sdpa__strlcpy(key->driver, info.driver, sizeof key->driver);
+        key->compute_units = info.compute_units;
+    }
+    const char *h = be->source_hash ? be->source_hash() : NULL;
+    sdpa__strlcpy(key->source_hash, h && *h ? h : "none", sizeof key->source_hash);
+    return SDPA_OK;
+}
+
+bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b)
+{
+    return strcmp(a->backend, b->backend) == 0 && strcmp(a->vendor, b->vendor) == 0 &&
+           strcmp(a->device, b->device) == 0 && a->compute_units == b->compute_units;
+}
+
+void sdpa__profile_file_name(const sdpa__device_key *key, char *out, size_t size)
+{
+    char dev[81];
+    size_t n = 0;
+    bool sep = false;
+    for (const char *s = key->device; *s && n < sizeof dev - 1; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '.') {
+            if (sep && n > 0) dev[n++] = '_';
+            if (n < sizeof dev - 1) dev[n++] = (char)tolower(c);
+            sep = false;
+        } else {
+            sep = true; /* runs of anything else become one '_' */
+        }
+    }
+    dev[n] = '\0';
+    if (n == 0) sdpa__strlcpy(dev, "device", sizeof dev);
+    snprintf(out, size, "%s-%s.jsonl", key->backend, dev);
+}
+
+static bool in_range(int v, int lo, int hi) { return v == SDPA_AUTO || (v >= lo && v <= hi); }
+
+bool sdpa__tile_valid(const sdpa_tile_config *t)
+{
+    return in_range(t->q_tile, 1, SDPA__TILE_MAX) && in_range(t->k_tile, 1, SDPA__TILE_MAX) &&
+           in_range(t->wg_size, 1, SDPA__TILE_MAX) && in_range(t->vec_width, 1, 64) &&
+           in_range(t->stage_kv, 0, 1) && in_range(t->split_kv, 1, 1024) &&
+           in_range(t->unfused, 0, 1);
+}
+
+bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b)
+{
+    return a->q_tile == b->q_tile && a->k_tile == b->k_tile && a->wg_size == b->wg_size &&
+           a->vec_width == b->vec_width && a->stage_kv == b->stage_kv &&
+           a->split_kv == b->split_kv && a->unfused == b->unfused;
+}
+
+void sdpa__tile_describe(const sdpa_tile_config *t, char *out, size_t size)
+{
+    const char *names[7] = {"q_tile", "k_tile", "wg", "vec", "stage_kv", "split_kv", "unfused"};
+    const int vals[7] = {t->q_tile, t->k_tile, t->wg_size, t->vec_width,
+                         t->stage_kv, t->split_kv, t->unfused};
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < 7; i++) {
+        if (vals[i] == SDPA_AUTO) continue;
+        int w = snprintf(out + n, size - n, "%s%s=%d", n ? " " : "", names[i], vals[i]);
+        if (w < 0 || (size_t)w >= size - n) break;
+        n += (size_t)w;
+    }
+    if (n == 0) sdpa__strlcpy(out, "auto", size);
+}

@@ -1,0 +1,186 @@
+/*
+ * lookup.c — where profiles live and how plan creation finds its record.
+ *
+ * User profiles: <profile dir>/<backend>-<device>.jsonl, the directory being
+ * the context's resolved profile dir ($SDPA_PROFILE_DIR, else
+ * $XDG_DATA_HOME/sdpa/profiles, else ~/.local/share/sdpa/profiles). Shipped
+ * profiles: the same file name under $SDPA_SHIPPED_PROFILE_DIR, else the
+ * install data dir (SDPA_DATA_DIR, set by the build). Chain: user record for
+ * this device and bucket, then the shipped one, then nothing (the backend's
+ * default). Within a file a fresh record beats a stale one (other driver or
+ * kernel sources); a stale record is still used, with one WARN per process.
+ *
+ * Never fails: an unreadable profile is reported (once) and skipped. Called
+ * by src/core/plan.c (sdpa__profile_lookup) and tune.c.
+ */
+#include "tune.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef SDPA_DATA_DIR
+#define SDPA_DATA_DIR "/usr/local/share/sdpa/profiles"
+#endif
+
+/* ---- warn once ------------------------------------------------------------------ */
+
+#define WARN_SLOTS 256
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t warn_seen[WARN_SLOTS];
+static int warn_count;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1; /* never 0 (empty slot) */
+}
+
+void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
+{
+    uint64_t h = fnv1a(key);
+    bool first = true;
+    pthread_mutex_lock(&warn_lock);
+    for (int i = 0; i < warn_count; i++)
+        if (warn_seen[i] == h) first = false;
+    if (first) {
+        /* A full table forgets the oldest half: at worst a warning repeats. */
+        if (warn_count == WARN_SLOTS) {
+            memmove(warn_seen, warn_seen + WARN_SLOTS / 2, sizeof warn_seen / 2);
+            warn_count = WARN_SLOTS / 2;
+        }
+        warn_seen[warn_count++] = h;
+    }
+    pthread_mutex_unlock(&warn_lock);
+    if (!first || !ctx) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sdpa__log(ctx, SDPA_LOG_WARN, "%s", msg);
+}
+
+/* ---- paths ---------------------------------------------------------------------- */
+
+const char *sdpa__shipped_profile_dir(void)
+{
+    const char *env = getenv("SDPA_SHIPPED_PROFILE_DIR");
+    return env && *env ? env : SDPA_DATA_DIR;
+}
+
+static bool join(char *out, size_t size, const char *dir, const char *name)
+{
+    if (!dir || !*dir) return false;
+    int n = snprintf(out, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+    return n > 0 && (size_t)n < size;
+}
+
+bool sdpa__profile_path_for(sdpa_context *ctx, const sdpa__backend *be, char *out, size_t size)
+{
+    sdpa__device_key key;
+    if (sdpa__device_key_of(ctx, be, &key) != SDPA_OK) return false;
+    char name[160];
+    sdpa__profile_file_name(&key, name, sizeof name);
+    return join(out, size, sdpa__context_profile_dir(ctx), name);
+}
+
+const char *sdpa_context_profile_path(const sdpa_context *cctx)
+{
+    /* One context is used by one thread at a time, so a per-thread buffer
+     * holds the answer until this thread asks again. */
+    static _Thread_local char path[4096];
+    if (!cctx) return NULL;
+    sdpa_context *ctx = (sdpa_context *)cctx; /* only read: device info, dirs */
+    const sdpa__backend *be = sdpa__backend_get(sdpa_context_backend(ctx));
+    if (!be || !sdpa__profile_path_for(ctx, be, path, sizeof path)) return "";
+    return path;
+}
+
+/* ---- lookup ---------------------------------------------------------------------- */
+
+static bool is_stale(const sdpa__profile_record *r, const sdpa__device_key *k)
+{
+    return strcmp(r->dev.driver, k->driver) != 0 ||
+           strcmp(r->dev.source_hash, k->source_hash) != 0;
+}
+
+/* Best record of one file: fresh beats stale, later lines beat earlier. */
+static bool find_in(sdpa_context *ctx, const char *path, const sdpa__device_key *key,
+                    const sdpa__bucket *b, sdpa__profile_record *out, bool *stale)
+{
+    sdpa__profile_file f;
+    if (sdpa__profile_read(ctx, path, &f) != SDPA_OK) return false;
+    int best = -1;
+    bool best_stale = true;
+    for (size_t i = 0; i < f.count; i++) {
+        const sdpa__profile_record *r = &f.records[i];
+        if (!sdpa__device_key_equal(&r->dev, key) || !sdpa__bucket_equal(&r->bucket, b))
+            continue;
+        bool s = is_stale(r, key);
+        if (best < 0 || !s || best_stale) {
+            best = (int)i;
+            best_stale = s;
+        }
+    }
+    if (best >= 0) {
+        *out = f.records[best];
+        *stale = best_stale;
+    }
+    sdpa__profile_file_free(&f);
+    return best >= 0;
+}
+
+bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa__problem *p,
+                          unsigned plan_flags, sdpa_tile_config *tile, char *source,
+                          size_t source_size)
+{
+    if (!ctx || !be || !p || !tile) return false;
+    sdpa__device_key key;
+    if (sdpa__device_key_of(ctx, be, &key) != SDPA_OK) return false;
+    sdpa__bucket b;
+    sdpa__bucket_of(p, plan_flags, &b);
+    char name[160], path[4096], bucket[160];
+    sdpa__profile_file_name(&key, name, sizeof name);
+    sdpa__bucket_string(&b, bucket, sizeof bucket);
+
+    const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir()};
+    const char *labels[2] = {"profile", "shipped profile"};
+    for (int i = 0; i < 2; i++) {
+        if (!join(path, sizeof path, dirs[i], name)) continue;
+        sdpa__profile_record r;
+        bool stale = false;
+        if (!find_in(ctx, path, &key, &b, &r, &stale)) continue;
+        if (!sdpa__tile_valid(&r.tile)) continue; /* parse checked it; belt and braces */
+        char desc[256];
+        sdpa__tile_describe(&r.tile, desc, sizeof desc);
+        if (stale) {
+            char wkey[4400];
+            snprintf(wkey, sizeof wkey, "stale:%s:%s", path, bucket);
+            sdpa__warn_once(ctx, wkey,
+                            "%s record for %s in %s is stale (tuned with driver '%s', kernels %s; "
+                            "now driver '%s', kernels %s): using it until retuned (sdpa-tune)",
+                            labels[i], bucket, path, r.dev.driver, r.dev.source_hash,
+                            key.driver, key.source_hash);
+        }
+        sdpa__log(ctx, SDPA_LOG_INFO, "%s: %s record for %s: %s", be->name, labels[i], bucket,
+                  desc);
+        *tile = r.tile;
+        tile->struct_size = sizeof *tile;
+        if (source && source_size) sdpa__strlcpy(source, labels[i], source_size);
+        return true;
+    }
+    sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: no profile record for %s; backend defaults", be->name,
+              bucket);
+    return false;
+}
+
+int sdpa__tune_fault_candidate(void)
+{
+    const char *s = getenv("SDPA_TUNE_FAULT_CANDIDATE");
+    if (!s || !*s) return -1;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*end == '\0' && v >= 0 && v < 1000000) ? (int)v : -1;
+}

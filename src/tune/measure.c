@@ -1,0 +1,304 @@
+/*
+ * measure.c — what the tuner runs: instances of the problem being tuned
+ * (same dtypes, optional tensors and broadcast axes as the user's
+ * description, at a size the tuner picks), the check of a candidate against
+ * the float64 reference, and the timing of one call.
+ *
+ * Invariants: inputs are random normal (never zeros); outputs are poisoned
+ * with NaN before every checked run, so a kernel that skips rows fails the
+ * check; timing instances live in device buffers so host copies are never
+ * timed; a plan made for timing must run on the backend being tuned (an AUTO
+ * CPU fallback is refused, it would be recorded under the wrong device).
+ * Called by tune.c and search.c.
+ */
+#include "measure.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Axis meaning of every slot: B batch, Q query heads, K kv heads, s Sq,
+ * k Skv, D head dim, V value dim, C stat count, 1 extent one. */
+static const char *const axes[SDPA__TI_ALL] = {
+    "BQsD", "BKkD", "BKkV", "BQsV", /* q k v out */
+    "BQsk", "BQsk", "B111",         /* mask bias kv_len */
+    "111D", "111D", "1Q11",         /* q_gain k_gain temperature */
+    "BQs1", "BQ1C",                 /* lse stats */
+    "BQsV", "BQsD", "BKkD", "BKkV", /* dout dq dk dv */
+};
+
+static int64_t extent(char a, const sdpa__problem *p, const sdpa__tune_dims *d, bool tmpl)
+{
+    switch (a) {
+    case 'B': return tmpl ? p->B : d->B;
+    case 'Q': return tmpl ? p->Hq : d->Hq;
+    case 'K': return tmpl ? p->Hkv : d->Hkv;
+    case 's': return tmpl ? p->Sq : d->Sq;
+    case 'k': return tmpl ? p->Skv : d->Skv;
+    case 'D': return p->D;
+    case 'V': return p->Dv;
+    case 'C': return SDPA_STAT_COUNT;
+    default: return 1;
+    }
+}
+
+static sdpa_tensor *slot(sdpa__tune_instance *ti, int i)
+{
+    sdpa_forward_tensors *t = &ti->desc.tensors;
+    sdpa_tensor *f[SDPA__TI_FWD] = {&t->q, &t->k, &t->v, &t->out, &t->mask, &t->bias,
+                                    &t->kv_len, &t->q_gain, &t->k_gain, &t->temperature,
+                                    &t->lse, &t->stats};
+    if (i < SDPA__TI_FWD) return f[i];
+    sdpa_tensor *g[SDPA__TI_BWD] = {&ti->bwd.dout, &ti->bwd.dq, &ti->bwd.dk, &ti->bwd.dv};
+    return g[i - SDPA__TI_FWD];
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1p-53; }
+static double rng_normal(uint64_t *s)
+{
+    double u = rng_uniform(s), v = rng_uniform(s);
+    if (u < 1e-300) u = 1e-300;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static bool is_output(int i)
+{
+    return i == 3 || i == 10 || i == 11 || i >= SDPA__TI_FWD + 1;
+}
+
+static void fill(sdpa__tune_instance *ti, int i, const sdpa__problem *p,
+                 const sdpa__tune_dims *d, bool ragged, uint64_t *rng)
+{
+    void *h = ti->host[i];
+    size_t n = ti->count[i];
+    sdpa_dtype dt = ti->dtype[i];
+    if (is_output(i)) {
+        for (size_t e = 0; e < n; e++) sdpa__store_float(h, dt, (int64_t)e, NAN);
+        return;
+    }
+    switch (i) {
+    case 4: /* mask: keep 80% */
+        for (size_t e = 0; e < n; e++) ((uint8_t *)h)[e] = rng_uniform(rng) < 0.8;
+        break;
+    case 6: /* kv_len */
+        for (size_t e = 0; e < n; e++)
+            ((int32_t *)h)[e] = ragged ? (int32_t)(1 + rng_next(rng) % (uint64_t)d->Skv)
+                                       : (int32_t)d->Skv;
+        break;
+    case 7: case 8: /* gains */
+        for (size_t e = 0; e < n; e++) ((float *)h)[e] = (float)(1.0 + 0.1 * rng_normal(rng));
+        break;
+    case 9: /* temperature: a positive scale near 1/sqrt(D) */
+        for (size_t e = 0; e < n; e++)
+            ((float *)h)[e] = (float)((0.5 + rng_uniform(rng)) / sqrt((double)p->D));
+        break;
+    default: /* q, k, v, bias, dout */
+        for (size_t e = 0; e < n; e++) sdpa__store_float(h, dt, (int64_t)e, (float)rng_normal(rng));
+        break;
+    }
+}
+
+sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
+                                     const sdpa_attention_desc *tmpl, const sdpa__problem *p,
+                                     const sdpa__tune_dims *d, bool backward, bool ragged,
+                                     uint64_t seed, sdpa__tune_instance *ti)
+{
+    memset(ti, 0, sizeof *ti);
+    ti->desc = *tmpl;
+    ti->backward = backward;
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 12345;
+    for (int i = 0; i < SDPA__TI_ALL; i++) {
+        sdpa_tensor *t = slot(ti, i);
+        const sdpa_tensor *src = i < SDPA__TI_FWD ? t : NULL; /* desc copy = template */
+        bool present;
+        sdpa_dtype dt;
+        if (i < SDPA__TI_FWD) {
+            present = src->dtype != SDPA_DTYPE_NONE;
+            dt = src->dtype;
+            if (i == 10 && backward && !present) { /* the backward needs lse */
+                present = true;
+                dt = SDPA_DTYPE_F32;
+            }
+        } else {
+            present = backward;
+            dt = p->dtype;
+        }
+        int64_t shape[4];
+        for (int a = 0; a < 4; a++) {
+            int64_t full = extent(axes[i][a], p, d, true);
+            int64_t want = extent(axes[i][a], p, d, false);
+            /* keep broadcast axes broadcast */
+            shape[a] = (src && src->dtype != SDPA_DTYPE_NONE && src->shape[a] == 1 && full > 1)
+                           ? 1 : want;
+        }
+        memset(t, 0, sizeof *t);
+        if (!present) continue;
+        size_t n = 1;
+        for (int a = 0; a < 4; a++)
+            SDPA__CHECK(ctx, sdpa__mul_size(n, (size_t)shape[a], &n), SDPA_ERR_SHAPE,
+                        "tune: instance too large");
+        size_t bytes;
+        SDPA__CHECK(ctx, sdpa__mul_size(n, sdpa_dtype_size(dt), &bytes), SDPA_ERR_SHAPE,
+                    "tune: instance too large");
+        ti->count[i] = n;
+        ti->dtype[i] = dt;
+        ti->host[i] = malloc(bytes ? bytes : 1);
+        if (!ti->host[i]) {
+            sdpa__tune_instance_free(ti);
+            return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "tune: %zu bytes of inputs", bytes);
+        }
+        fill(ti, i, p, d, ragged, &rng);
+        if (dev) {
+            sdpa_status st = sdpa_buffer_create(dev, bytes, &ti->buf[i]);
+            if (st == SDPA_OK) st = sdpa_buffer_write(ti->buf[i], 0, ti->host[i], bytes);
+            if (st != SDPA_OK) {
+                sdpa__tune_instance_free(ti);
+                return st;
+            }
+            *t = sdpa_tensor_buffer(ti->buf[i], 0, dt, shape[0], shape[1], shape[2], shape[3]);
+        } else {
+            *t = sdpa_tensor_host(ti->host[i], dt, shape[0], shape[1], shape[2], shape[3]);
+        }
+    }
+    return SDPA_OK;
+}
+
+void sdpa__tune_instance_free(sdpa__tune_instance *ti)
+{
+    for (int i = 0; i < SDPA__TI_ALL; i++) {
+        sdpa_buffer_destroy(ti->buf[i]);
+        free(ti->host[i]);
+        ti->buf[i] = NULL;
+        ti->host[i] = NULL;
+    }
+}
+
+void sdpa__tune_outputs_free(sdpa__tune_outputs *o)
+{
+    for (int i = 0; i < 5; i++) {
+        free(o->v[i]);
+        o->v[i] = NULL;
+        o->n[i] = 0;
+    }
+}
+
+static const int output_slots[5] = {3, 10, SDPA__TI_FWD + 1, SDPA__TI_FWD + 2, SDPA__TI_FWD + 3};
+
+sdpa_status sdpa__tune_run_host(sdpa_context *ctx, sdpa__tune_instance *ti, unsigned flags,
+                                const sdpa_tile_config *tile, sdpa__tune_outputs *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < SDPA__TI_ALL; i++)
+        if (is_output(i) && ti->host[i])
+            for (size_t e = 0; e < ti->count[i]; e++)
+                sdpa__store_float(ti->host[i], ti->dtype[i], (int64_t)e, NAN);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = flags;
+    po.tile = tile;
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(ctx, &ti->desc, &po, &plan);
+    if (st == SDPA_OK) st = sdpa_plan_forward(plan, &ti->desc.tensors);
+    if (st == SDPA_OK && ti->backward) st = sdpa_plan_backward(plan, &ti->desc.tensors, &ti->bwd);
+    if (st == SDPA_OK) st = sdpa_context_finish(ctx);
+    sdpa_plan_destroy(plan);
+    if (st != SDPA_OK) return st;
+    for (int k = 0; k < 5; k++) {
+        int i = output_slots[k];
+        if (!ti->host[i]) continue;
+        out->v[k] = malloc(ti->count[i] * sizeof(double));
+        if (!out->v[k]) {
+            sdpa__tune_outputs_free(out);
+            return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "tune: outputs");
+        }
+        out->n[k] = ti->count[i];
+        for (size_t e = 0; e < ti->count[i]; e++)
+            out->v[k][e] = sdpa__load_float(ti->host[i], ti->dtype[i], (int64_t)e);
+    }
+    return SDPA_OK;
+}
+
+bool sdpa__tune_compare(const sdpa__tune_outputs *got, const sdpa__tune_outputs *want,
+                        sdpa_dtype dtype, char *why, size_t why_size)
+{
+    static const char *const names[5] = {"out", "lse", "dq", "dk", "dv"};
+    double base = dtype == SDPA_DTYPE_BF16 ? 6e-2 : dtype == SDPA_DTYPE_F16 ? 1e-2 : 2e-3;
+    for (int k = 0; k < 5; k++) {
+        if (got->n[k] != want->n[k]) {
+            snprintf(why, why_size, "%s: %zu elements, expected %zu", names[k], got->n[k],
+                     want->n[k]);
+            return false;
+        }
+        double tol = k >= 2 ? 4 * base : base;
+        for (size_t e = 0; e < got->n[k]; e++) {
+            double g = got->v[k][e], w = want->v[k][e];
+            bool ok;
+            if (isnan(w)) ok = isnan(g);
+            else if (isinf(w)) ok = g == w;
+            else ok = isfinite(g) && fabs(g - w) <= tol * (1.0 + fabs(w));
+            if (!ok) {
+                snprintf(why, why_size, "wrong results: %s[%zu] = %.6g, reference %.6g",
+                         names[k], e, g, w);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+sdpa_status sdpa__tune_plan(sdpa_context *ctx, const sdpa__backend *be,
+                            sdpa__tune_instance *ti, unsigned flags,
+                            const sdpa_tile_config *tile, sdpa_plan **plan)
+{
+    *plan = NULL;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = flags;
+    po.tile = tile;
+    SDPA__TRY(sdpa_plan_create(ctx, &ti->desc, &po, plan));
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_status st = sdpa_plan_get_info(*plan, &info);
+    if (st == SDPA_OK && info.backend != be->kind)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "tune: %s cannot run this problem (the plan fell back to %s); "
+                        "nothing to tune on this device",
+                        be->name, sdpa_backend_name(info.backend));
+    if (st != SDPA_OK) {
+        sdpa_plan_destroy(*plan);
+        *plan = NULL;
+    }
+    return st;
+}
+
+sdpa_status sdpa__tune_time(sdpa_context *ctx, sdpa_plan *plan, sdpa__tune_instance *ti,
+                            double *ms)
+{
+    double t0 = sdpa__now();
+    SDPA__TRY(sdpa_plan_forward(plan, &ti->desc.tensors));
+    if (ti->backward) SDPA__TRY(sdpa_plan_backward(plan, &ti->desc.tensors, &ti->bwd));
+    SDPA__TRY(sdpa_context_finish(ctx));
+    *ms = (sdpa__now() - t0) * 1e3;
+    return SDPA_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sdpa__median(double *v, int n)
+{
+    if (n <= 0) return INFINITY;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

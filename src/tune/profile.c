@@ -1,0 +1,526 @@
+/*
+ * profile.c — the profile store's file format: one JSON object per line
+ * (written and parsed with cJSON), read with size limits and stored with an
+ * atomic, multi-process-safe rewrite.
+ *
+ * Reading treats the file as untrusted input: files above
+ * SDPA__PROFILE_MAX_FILE are refused, lines above SDPA__PROFILE_MAX_LINE or
+ * holding NUL bytes are skipped, and every field is type- and range-checked
+ * before a record is accepted; a bad line costs that line only and the file
+ * gets one WARN. Writing takes an exclusive flock on "<path>.lock", re-reads
+ * the current file under the lock, replaces or appends the record, writes a
+ * temp file in the same directory, fsyncs it and renames it over the profile,
+ * so readers see the old or the new file, never a torn one, and concurrent
+ * writers never lose each other's records. Called by lookup.c and tune.c.
+ */
+#include "tune.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- record -> JSON -------------------------------------------------------- */
+
+static cJSON *tile_to_json(const sdpa_tile_config *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "q_tile", t->q_tile);
+    cJSON_AddNumberToObject(o, "k_tile", t->k_tile);
+    cJSON_AddNumberToObject(o, "wg_size", t->wg_size);
+    cJSON_AddNumberToObject(o, "vec_width", t->vec_width);
+    cJSON_AddNumberToObject(o, "stage_kv", t->stage_kv);
+    cJSON_AddNumberToObject(o, "split_kv", t->split_kv);
+    cJSON_AddNumberToObject(o, "unfused", t->unfused);
+    return o;
+}
+
+char *sdpa__profile_record_to_json(const sdpa__profile_record *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char bucket[160];
+    sdpa__bucket_string(&r->bucket, bucket, sizeof bucket);
+    cJSON_AddNumberToObject(o, "format", SDPA__PROFILE_FORMAT);
+    cJSON_AddStringToObject(o, "backend", r->dev.backend);
+    cJSON_AddStringToObject(o, "vendor", r->dev.vendor);
+    cJSON_AddStringToObject(o, "device", r->dev.device);
+    cJSON_AddNumberToObject(o, "compute_units", r->dev.compute_units);
+    cJSON_AddStringToObject(o, "driver", r->dev.driver);
+    cJSON_AddStringToObject(o, "source_hash", r->dev.source_hash);
+    cJSON_AddStringToObject(o, "bucket", bucket);
+    cJSON_AddStringToObject(o, "kind", r->bucket.kind);
+    cJSON_AddStringToObject(o, "dtype", sdpa_dtype_name(r->bucket.dtype));
+    cJSON_AddNumberToObject(o, "d", r->bucket.d);
+    cJSON_AddNumberToObject(o, "dv", r->bucket.dv);
+    cJSON_AddStringToObject(o, "mask", r->bucket.mask);
+    cJSON_AddNumberToObject(o, "sq_log2", r->bucket.sq_log2);
+    cJSON_AddNumberToObject(o, "skv_log2", r->bucket.skv_log2);
+    cJSON_AddNumberToObject(o, "bh_log2", r->bucket.bh_log2);
+    cJSON_AddItemToObject(o, "tile", tile_to_json(&r->tile));
+    /* times to 0.1 us: enough, and short lines */
+    cJSON_AddNumberToObject(o, "best_ms", round(r->best_ms * 1e4) / 1e4);
+    cJSON_AddNumberToObject(o, "default_ms", round(r->default_ms * 1e4) / 1e4);
+    cJSON *rej = cJSON_AddArrayToObject(o, "rejected");
+    for (int i = 0; rej && i < r->n_rejected && i < SDPA__PROFILE_MAX_REJECTED; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) continue;
+        cJSON_AddItemToObject(e, "tile", tile_to_json(&r->rejected[i].tile));
+        cJSON_AddStringToObject(e, "reason", r->rejected[i].reason);
+        cJSON_AddItemToArray(rej, e);
+    }
+    cJSON_AddStringToObject(o, "tuned_at", r->tuned_at);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* ---- JSON -> record (untrusted) -------------------------------------------- */
+
+static bool get_int(const cJSON *o, const char *name, int lo, int hi, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) return false;
+    *out = (int)d;
+    return true;
+}
+
+static bool get_str(const cJSON *o, const char *name, char *out, size_t size)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsString(v) || !v->valuestring) return false;
+    if (strlen(v->valuestring) >= size) return false;
+    sdpa__strlcpy(out, v->valuestring, size);
+    return true;
+}
+
+static bool get_ms(const cJSON *o, const char *name, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble > 1e9)
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static bool parse_tile(const cJSON *o, sdpa_tile_config *t)
+{
+    if (!cJSON_IsObject(o)) return false;
+    sdpa_tile_config_init(t);
+    /* Each field is optional (absent = AUTO) but, when present, must be an
+     * integer in its range. */
+    struct { const char *name; int *field; int lo, hi; } f[] = {
+        {"q_tile", &t->q_tile, 1, SDPA__TILE_MAX}, {"k_tile", &t->k_tile, 1, SDPA__TILE_MAX},
+        {"wg_size", &t->wg_size, 1, SDPA__TILE_MAX}, {"vec_width", &t->vec_width, 1, 64},
+        {"stage_kv", &t->stage_kv, 0, 1}, {"split_kv", &t->split_kv, 1, 1024},
+        {"unfused", &t->unfused, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, f[i].name)) continue;
+        int v;
+        if (!get_int(o, f[i].name, SDPA_AUTO, f[i].hi, &v)) return false;
+        if (v != SDPA_AUTO && v < f[i].lo) return false;
+        *f[i].field = v;
+    }
+    return sdpa__tile_valid(t);
+}
+
+static bool parse_dtype(const char *s, sdpa_dtype *out)
+{
+    static const sdpa_dtype all[] = {SDPA_DTYPE_F32, SDPA_DTYPE_F16, SDPA_DTYPE_BF16};
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(s, sdpa_dtype_name(all[i])) == 0) {
+            *out = all[i];
+            return true;
+        }
+    return false;
+}
+
+static bool one_of(const char *s, const char *a, const char *b, const char *c)
+{
+    return strcmp(s, a) == 0 || strcmp(s, b) == 0 || strcmp(s, c) == 0;
+}
+
+static bool parse_object(const cJSON *o, sdpa__profile_record *r, const char **why)
+{
+    memset(r, 0, sizeof *r);
+    char dtype[16], bucket[160], want[160];
+    if (!get_int(o, "format", 0, 1 << 30, &r->format)) return *why = "no format version", false;
+    if (r->format != SDPA__PROFILE_FORMAT) return *why = "other format version", false;
+    if (!get_str(o, "backend", r->dev.backend, sizeof r->dev.backend) ||
+        !get_str(o, "vendor", r->dev.vendor, sizeof r->dev.vendor) ||
+        !get_str(o, "device", r->dev.device, sizeof r->dev.device) ||
+        !get_int(o, "compute_units", 0, 1 << 24, &r->dev.compute_units) ||
+        !get_str(o, "driver", r->dev.driver, sizeof r->dev.driver) ||
+        !get_str(o, "source_hash", r->dev.source_hash, sizeof r->dev.source_hash))
+        return *why = "bad device key", false;
+    if (!get_str(o, "kind", r->bucket.kind, sizeof r->bucket.kind) ||
+        !one_of(r->bucket.kind, "forward", "backward", "decode") ||
+        !get_str(o, "dtype", dtype, sizeof dtype) || !parse_dtype(dtype, &r->bucket.dtype) ||
+        !get_int(o, "d", 1, 1 << 20, &r->bucket.d) || !get_int(o, "dv", 1, 1 << 20, &r->bucket.dv) ||
+        !get_str(o, "mask", r->bucket.mask, sizeof r->bucket.mask) ||
+        !one_of(r->bucket.mask, "full", "causal", "band") ||
+        !get_int(o, "sq_log2", 0, 62, &r->bucket.sq_log2) ||
+        !get_int(o, "skv_log2", 0, 62, &r->bucket.skv_log2) ||
+        !get_int(o, "bh_log2", 0, 62, &r->bucket.bh_log2))
+        return *why = "bad shape bucket", false;
+    /* The bucket string is redundant (for people and grep); it must agree. */
+    sdpa__bucket_string(&r->bucket, want, sizeof want);
+    if (!get_str(o, "bucket", bucket, sizeof bucket) || strcmp(bucket, want) != 0)
+        return *why = "bucket string disagrees with its fields", false;
+    if (!parse_tile(cJSON_GetObjectItemCaseSensitive(o, "tile"), &r->tile))
+        return *why = "bad tile configuration", false;
+    if (!get_ms(o, "best_ms", &r->best_ms) || !get_ms(o, "default_ms", &r->default_ms))
+        return *why = "bad times", false;
+    const cJSON *rej = cJSON_GetObjectItemCaseSensitive(o, "rejected");
+    if (rej) {
+        if (!cJSON_IsArray(rej)) return *why = "bad rejected list", false;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, rej) {
+            if (r->n_rejected >= SDPA__PROFILE_MAX_REJECTED) break;
+            sdpa__rejected *x = &r->rejected[r->n_rejected];
+            if (!cJSON_IsObject(e) ||
+                !parse_tile(cJSON_GetObjectItemCaseSensitive(e, "tile"), &x->tile))
+                return *why = "bad rejected entry", false;
+            if (!get_str(e, "reason", x->reason, sizeof x->reason)) x->reason[0] = '\0';
+            r->n_rejected++;
+        }
+    }
+    if (!get_str(o, "tuned_at", r->tuned_at, sizeof r->tuned_at)) r->tuned_at[0] = '\0';
+    return true;
+}
+
+bool sdpa__profile_record_parse(const char *line, size_t len, sdpa__profile_record *r,
+                                const char **why)
+{
+    const char *dummy;
+    if (!why) why = &dummy;
+    if (len > SDPA__PROFILE_MAX_LINE) return *why = "line too long", false;
+    if (memchr(line, '\0', len)) return *why = "binary data", false;
+    cJSON *o = cJSON_ParseWithLength(line, len);
+    if (!o) return *why = "not JSON", false;
+    bool ok = cJSON_IsObject(o) ? parse_object(o, r, why) : (*why = "not an object", false);
+    cJSON_Delete(o);
+    return ok;
+}
+
+/* ---- reading files ---------------------------------------------------------- */
+
+/* Reads a whole regular file of at most `limit` bytes; *data is malloc'd and
+ * NUL-terminated. ENOENT -> SDPA_OK with *data NULL. */
+static sdpa_status slurp(sdpa_context *ctx, const char *path, size_t limit, char **data,
+                         size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return SDPA_OK;
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "profile %s: %s", path,
+                                 strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return SDPA__FAIL(ctx, SDPA_ERR_IO, "profile %s is not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > limit) {
+        close(fd);
+        return SDPA__FAIL(ctx, SDPA_ERR_CORRUPT, "profile %s is %lld bytes, above the %zu limit",
+                          path, (long long)sb.st_size, limit);
+    }
+    size_t cap = (size_t)sb.st_size + 1;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: out of memory", path);
+    }
+    size_t n = 0;
+    for (;;) {
+        if (n == cap - 1) break; /* grew while reading: read what fits */
+        ssize_t got = read(fd, buf + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "profile %s: %s", path, strerror(e));
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return SDPA_OK;
+}
+
+/* Calls fn for each line (without '\n'; a final line without '\n' counts). */
+typedef void (*line_fn)(void *user, const char *line, size_t len);
+static void for_each_line(const char *data, size_t len, line_fn fn, void *user)
+{
+    size_t i = 0;
+    while (i < len) {
+        const char *nl = memchr(data + i, '\n', len - i);
+        size_t end = nl ? (size_t)(nl - data) : len;
+        size_t l = end - i;
+        if (l && data[i + l - 1] == '\r') l--;
+        fn(user, data + i, l);
+        i = end + 1;
+    }
+}
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return false;
+    return true;
+}
+
+typedef struct read_state {
+    sdpa__profile_file *f;
+    size_t cap;
+    const char *first_why;
+    size_t first_line, line;
+    bool oom;
+} read_state;
+
+static void read_line(void *user, const char *line, size_t len)
+{
+    read_state *s = user;
+    s->line++;
+    if (blank(line, len)) return;
+    sdpa__profile_record r;
+    const char *why = NULL;
+    if (!sdpa__profile_record_parse(line, len, &r, &why)) {
+        if (!s->f->bad_lines++) {
+            s->first_why = why;
+            s->first_line = s->line;
+        }
+        return;
+    }
+    if (s->f->count == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 16;
+        sdpa__profile_record *nr = realloc(s->f->records, nc * sizeof *nr);
+        if (!nr) {
+            s->oom = true;
+            return;
+        }
+        s->f->records = nr;
+        s->cap = nc;
+    }
+    s->f->records[s->f->count++] = r;
+}
+
+sdpa_status sdpa__profile_read(sdpa_context *ctx, const char *path, sdpa__profile_file *f)
+{
+    memset(f, 0, sizeof *f);
+    char *data;
+    size_t len;
+    sdpa_status st = slurp(ctx, path, SDPA__PROFILE_MAX_FILE, &data, &len);
+    if (st != SDPA_OK) {
+        char key[4200];
+        snprintf(key, sizeof key, "unreadable:%s", path);
+        sdpa__warn_once(ctx, key, "profile %s cannot be used (%s); ignoring it", path,
+                        sdpa_status_string(st));
+        return st;
+    }
+    if (!data) return SDPA_OK;
+    read_state s = {.f = f};
+    for_each_line(data, len, read_line, &s);
+    free(data);
+    if (s.oom) {
+        sdpa__profile_file_free(f);
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: out of memory", path);
+    }
+    if (f->bad_lines) {
+        char key[4200];
+        snprintf(key, sizeof key, "bad:%s:%zu", path, f->bad_lines);
+        sdpa__warn_once(ctx, key,
+                        "profile %s: skipped %zu unreadable line(s) (first: line %zu, %s); "
+                        "retune or delete the file",
+                        path, f->bad_lines, s.first_line, s.first_why ? s.first_why : "?");
+    }
+    return SDPA_OK;
+}
+
+void sdpa__profile_file_free(sdpa__profile_file *f)
+{
+    if (!f) return;
+    free(f->records);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- storing ------------------------------------------------------------------ */
+
+/* Growable output text. */
+typedef struct text {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} text;
+
+static void text_add(text *t, const char *s, size_t n)
+{
+    if (t->oom) return;
+    if (t->n + n + 2 > t->cap) {
+        size_t nc = t->cap ? t->cap : 4096;
+        while (t->n + n + 2 > nc) nc *= 2;
+        char *np = realloc(t->p, nc);
+        if (!np) {
+            t->oom = true;
+            return;
+        }
+        t->p = np;
+        t->cap = nc;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    t->p[t->n++] = '\n';
+}
+
+typedef struct merge_state {
+    text out;
+    const sdpa__profile_record *rec;
+    bool replaced;
+    const char *json; /* the new record's line */
+} merge_state;
+
+static void merge_line(void *user, const char *line, size_t len)
+{
+    merge_state *m = user;
+    if (blank(line, len)) return;
+    sdpa__profile_record r;
+    if (sdpa__profile_record_parse(line, len, &r, NULL)) {
+        if (sdpa__device_key_equal(&r.dev, &m->rec->dev) &&
+            sdpa__bucket_equal(&r.bucket, &m->rec->bucket)) {
+            if (!m->replaced) text_add(&m->out, m->json, strlen(m->json));
+            m->replaced = true; /* later duplicates of the key are dropped */
+            return;
+        }
+        text_add(&m->out, line, len);
+        return;
+    }
+    /* Keep lines another version of the library wrote (JSON objects within
+     * the limits); drop junk. */
+    if (len <= SDPA__PROFILE_MAX_LINE && !memchr(line, '\0', len)) {
+        cJSON *o = cJSON_ParseWithLength(line, len);
+        if (o && cJSON_IsObject(o)) text_add(&m->out, line, len);
+        cJSON_Delete(o);
+    }
+}
+
+static sdpa_status mkdir_p(sdpa_context *ctx, const char *dir)
+{
+    char buf[4096];
+    size_t n = strlen(dir);
+    SDPA__CHECK(ctx, n > 0 && n < sizeof buf, SDPA_ERR_IO, "profile directory '%s' is unusable", dir);
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "cannot create %s: %s", buf,
+                                     strerror(errno));
+        buf[i] = c;
+    }
+    return SDPA_OK;
+}
+
+static sdpa_status write_all(sdpa_context *ctx, int fd, const char *p, size_t n, const char *path)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0)
+            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "writing %s: %s", path,
+                                     strerror(errno));
+        p += w;
+        n -= (size_t)w;
+    }
+    return SDPA_OK;
+}
+
+static sdpa_status store_locked(sdpa_context *ctx, const char *path, const char *json,
+                                const sdpa__profile_record *r)
+{
+    char *data;
+    size_t len;
+    sdpa_status st = slurp(ctx, path, SDPA__PROFILE_MAX_FILE, &data, &len);
+    if (st != SDPA_OK) return st; /* refuse to rewrite what we cannot read */
+    merge_state m = {.rec = r, .json = json};
+    if (data) for_each_line(data, len, merge_line, &m);
+    free(data);
+    if (!m.replaced) text_add(&m.out, json, strlen(json));
+    if (m.out.oom) {
+        free(m.out.p);
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: out of memory", path);
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    unlink(tmp); /* a leftover of a crashed writer with our pid */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        free(m.out.p);
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "cannot create %s: %s", tmp,
+                                 strerror(errno));
+    }
+    st = write_all(ctx, fd, m.out.p, m.out.n, tmp);
+    free(m.out.p);
+    if (st == SDPA_OK && fsync(fd) != 0)
+        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "fsync %s: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == SDPA_OK)
+        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "close %s: %s", tmp, strerror(errno));
+    if (st == SDPA_OK && rename(tmp, path) != 0)
+        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "rename %s: %s", path, strerror(errno));
+    if (st != SDPA_OK) unlink(tmp);
+    return st;
+}
+
+sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa__profile_record *r)
+{
+    SDPA__CHECK(ctx, path && *path && r, SDPA_ERR_NULL, "profile store: no path or record");
+    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile), SDPA_ERR_INVALID_ARG,
+                "profile store: tile configuration out of range");
+    char dir[4096];
+    sdpa__strlcpy(dir, path, sizeof dir);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        SDPA__TRY(mkdir_p(ctx, dir));
+    }
+    char *json = sdpa__profile_record_to_json(r);
+    SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "profile store: out of memory");
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lfd < 0) {
+        int e = errno;
+        free(json);
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot open lock %s: %s", lock, strerror(e));
+    }
+    while (flock(lfd, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        int e = errno;
+        close(lfd);
+        free(json);
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot lock %s: %s", lock, strerror(e));
+    }
+    sdpa_status st = store_locked(ctx, path, json, r);
+    flock(lfd, LOCK_UN);
+    close(lfd);
+    free(json);
+    return st;
+}

@@ -1,0 +1,146 @@
+/*
+ * tune.h — internal interface of the autotuner and the per-device profile
+ * store (src/tune). The front end calls sdpa__profile_lookup() when a plan is
+ * created without a forced tile; sdpa_tune() (tune.c) measures candidates and
+ * writes records through sdpa__profile_store().
+ *
+ * A profile is a JSON-lines file per device: one record (one JSON object) per
+ * shape bucket. Everything read from a profile is untrusted: lines are size-
+ * limited, parsed with cJSON, type- and range-checked, and a line that fails
+ * any check is skipped (one WARN per file), never fatal. docs/tuning.md has
+ * the record format.
+ */
+#ifndef SDPA_TUNE_TUNE_H
+#define SDPA_TUNE_TUNE_H
+
+#include "internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SDPA__PROFILE_FORMAT 1
+#define SDPA__PROFILE_MAX_FILE (16u << 20)  /* larger files are refused */
+#define SDPA__PROFILE_MAX_LINE (64u << 10)  /* longer lines are skipped */
+#define SDPA__PROFILE_MAX_REJECTED 16       /* rejected configs kept per record */
+#define SDPA__TILE_MAX 65536                /* upper bound of any tile field */
+
+/* Which device a record belongs to. */
+typedef struct sdpa__device_key {
+    char backend[16];
+    char vendor[128];
+    char device[256];
+    int compute_units;
+    char driver[128];      /* not part of the key: a mismatch marks "stale" */
+    char source_hash[72];  /* not part of the key: a mismatch marks "stale" */
+} sdpa__device_key;
+
+/* Shape bucket: kernel kind, dtype, head dims, mask kind, log2 lengths. */
+typedef struct sdpa__bucket {
+    char kind[12];         /* "forward" | "backward" | "decode" */
+    sdpa_dtype dtype;
+    int d, dv;
+    char mask[8];          /* "full" | "causal" | "band" */
+    int sq_log2, skv_log2, bh_log2; /* ceil(log2(x)) */
+} sdpa__bucket;
+
+typedef struct sdpa__rejected {
+    sdpa_tile_config tile;
+    char reason[128];
+} sdpa__rejected;
+
+typedef struct sdpa__profile_record {
+    int format;
+    sdpa__device_key dev;
+    sdpa__bucket bucket;
+    sdpa_tile_config tile;  /* the winner */
+    double best_ms, default_ms;
+    int n_rejected;
+    sdpa__rejected rejected[SDPA__PROFILE_MAX_REJECTED];
+    char tuned_at[32];      /* UTC, ISO 8601; informational */
+} sdpa__profile_record;
+
+/* ---- keys (bucket.c) ---------------------------------------------------- */
+
+/* Bucket of a problem under the given plan flags. Decode = Sq <= 16 and
+ * Skv >= 1024 (forward only). */
+void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *b);
+/* "forward/f32/d64/dv64/causal/sq9/skv9/bh3" */
+void sdpa__bucket_string(const sdpa__bucket *b, char *out, size_t size);
+bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b);
+
+/* Device key of backend `be` on ctx (the context's device when be is the
+ * context's backend, else device 0, e.g. the AUTO CPU fallback). */
+sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
+                                sdpa__device_key *key);
+/* backend, vendor, device name and compute units equal. */
+bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b);
+/* "<backend>-<sanitised device name>.jsonl" */
+void sdpa__profile_file_name(const sdpa__device_key *key, char *out, size_t size);
+
+/* Tile configs: valid ranges, equality, human-readable text. */
+bool sdpa__tile_valid(const sdpa_tile_config *t);
+bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b);
+void sdpa__tile_describe(const sdpa_tile_config *t, char *out, size_t size);
+
+/* ---- records and files (profile.c) ------------------------------------ */
+
+/* Record <-> one JSON line (no newline). Returns a malloc'd string, NULL on
+ * allocation failure. */
+char *sdpa__profile_record_to_json(const sdpa__profile_record *r);
+/* Parses one line: false (with a short reason) when the line is not a valid
+ * record of this format version. */
+bool sdpa__profile_record_parse(const char *line, size_t len, sdpa__profile_record *r,
+                                const char **why);
+
+/* Result of reading one file. */
+typedef struct sdpa__profile_file {
+    sdpa__profile_record *records;
+    size_t count;
+    size_t bad_lines;       /* skipped: junk, wrong types, wrong version, too long */
+} sdpa__profile_file;
+
+/* Reads path. A missing file is SDPA_OK with no records. Files larger than
+ * SDPA__PROFILE_MAX_FILE are refused (SDPA_ERR_CORRUPT). Bad lines are
+ * counted, and logged as one WARN per file on ctx (ctx may be NULL). */
+sdpa_status sdpa__profile_read(sdpa_context *ctx, const char *path, sdpa__profile_file *f);
+void sdpa__profile_file_free(sdpa__profile_file *f);
+
+/* Stores r in the file at path, replacing the record with the same device
+ * key and bucket: takes an flock on "<path>.lock", re-reads the file, writes
+ * "<path>.tmp.<pid>", fsyncs it and renames it over path. Creates the
+ * directory. Safe with several processes. Lines of other format versions
+ * that are valid JSON objects are kept; junk lines are dropped. */
+sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path,
+                                const sdpa__profile_record *r);
+
+/* ---- lookup (lookup.c) -------------------------------------------------- */
+
+/* Directory of shipped profiles: $SDPA_SHIPPED_PROFILE_DIR, else the build's
+ * SDPA_DATA_DIR (install datadir/sdpa/profiles). */
+const char *sdpa__shipped_profile_dir(void);
+
+/* Full path of the user profile for backend be on ctx; false if none. */
+bool sdpa__profile_path_for(sdpa_context *ctx, const sdpa__backend *be, char *out,
+                            size_t size);
+
+/* The hook plan creation calls when options->tile is NULL: user record for
+ * this device and bucket, then a shipped one. On a hit fills *tile and
+ * `source` ("profile" or "shipped profile") and returns true; a stale record
+ * (other driver or kernel sources) is used with one WARN. Never fails. */
+bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be,
+                          const sdpa__problem *p, unsigned plan_flags,
+                          sdpa_tile_config *tile, char *source, size_t source_size);
+
+/* Logs `fmt` at WARN only the first time `key` is seen in this process
+ * (bounded table; thread-safe). */
+void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
+    SDPA__PRINTF(3, 4);
+
+/* ---- test hook ------------------------------------------------------------ */
+
+/* Test hook (documented in docs/tuning.md): when the environment variable
+ * SDPA_TUNE_FAULT_CANDIDATE=N is set, sdpa_tune corrupts the checked output of
+ * candidate number N (0 = the default) so that the check must reject it. */
+int sdpa__tune_fault_candidate(void);
+
+#endif /* SDPA_TUNE_TUNE_H */

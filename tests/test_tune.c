@@ -1,0 +1,1171 @@
+/*
+ * test_tune.c — the autotuner and the per-device profile store (src/tune).
+ *
+ * Profile store: record round trip and replacement; corrupt, truncated,
+ * binary, oversized-line, wrong-type, wrong-version and huge files (bad lines
+ * skipped with exactly one WARN, never fatal, plans still build); random
+ * mutations of a record line (parse or refuse, never crash, never yield an
+ * out-of-range tile); stale driver records (used, one WARN); two writer
+ * processes storing many records at once (none lost, file parses); the
+ * lookup chain user -> shipped -> default as seen in sdpa_plan_get_info; a
+ * profile configuration the backend refuses falls back to its default.
+ * Tuner: argument checks, dry run, a fault-injected wrong-result candidate is
+ * rejected and recorded (SDPA_TUNE_FAULT_CANDIDATE), a 2 s budget on the cpu
+ * backend finishes within budget + slack and leaves a valid plan whose source
+ * is "profile", backward buckets, exhaustive and sampled searches over a cpu
+ * backend table that offers 16 or 36 candidates, the search order itself,
+ * and the sdpa-tune tool (JSON, table, dry run, exit codes). Bucket keys and
+ * file names.
+ *
+ * Every test works in its own temporary directory. Run time: under 20 s
+ * (about 2 s today; the tuning tests have budgets of 1-3 s each).
+ */
+#include "testutil.h"
+#include "../src/tune/search.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NO_SHIPPED "/nonexistent/sdpa-test-shipped-profiles"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+typedef struct logcap {
+    int warns, errors;
+    char last[1024];
+} logcap;
+
+static void log_capture(void *user, sdpa_log_level level, const char *msg)
+{
+    logcap *c = user;
+    if (level == SDPA_LOG_WARN) c->warns++;
+    if (level == SDPA_LOG_ERROR) c->errors++;
+    if (level <= SDPA_LOG_WARN) snprintf(c->last, sizeof c->last, "%s", msg);
+}
+
+static char *make_tmpdir(void)
+{
+    char tmpl[] = "/tmp/sdpa-test-tune-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(d);
+    return strdup(d);
+}
+
+static sdpa_context *cpu_ctx(const char *profile_dir, logcap *cap)
+{
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_CPU;
+    o.profile_dir = profile_dir;
+    o.log_level = SDPA_LOG_WARN;
+    o.log_fn = log_capture;
+    o.log_user = cap;
+    o.threads = 2;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    return ctx;
+}
+
+/* The problem the lookup tests plan: B1 Hq4 Hkv2 Sq100 Skv130 D32 causal. */
+static sdpa__problem test_problem(void)
+{
+    sdpa__problem p;
+    memset(&p, 0, sizeof p);
+    p.B = 1; p.Hq = 4; p.Hkv = 2; p.Sq = 100; p.Skv = 130; p.D = 32; p.Dv = 32;
+    p.dtype = SDPA_DTYPE_F32;
+    p.window_left = -1;
+    p.window_right = 0;
+    return p;
+}
+
+typedef struct host_problem {
+    sdpa_attention_desc desc;
+    float *q, *k, *v, *o, *lse;
+} host_problem;
+
+static void host_problem_make(host_problem *h)
+{
+    const sdpa__problem p = test_problem();
+    size_t nq = (size_t)(p.B * p.Hq * p.Sq * p.D), nk = (size_t)(p.B * p.Hkv * p.Skv * p.D);
+    h->q = malloc(nq * 4); h->o = malloc(nq * 4);
+    h->k = malloc(nk * 4); h->v = malloc(nk * 4);
+    h->lse = malloc((size_t)(p.B * p.Hq * p.Sq) * 4);
+    trng r;
+    trng_seed(&r, 7);
+    for (size_t i = 0; i < nq; i++) h->q[i] = (float)trng_normal(&r);
+    for (size_t i = 0; i < nk; i++) { h->k[i] = (float)trng_normal(&r); h->v[i] = (float)trng_normal(&r); }
+    sdpa_attention_desc_init(&h->desc);
+    sdpa_attention_desc_set_causal(&h->desc, SDPA_DIAGONAL_TOP_LEFT);
+    h->desc.tensors.q = sdpa_tensor_host(h->q, SDPA_DTYPE_F32, p.B, p.Hq, p.Sq, p.D);
+    h->desc.tensors.k = sdpa_tensor_host(h->k, SDPA_DTYPE_F32, p.B, p.Hkv, p.Skv, p.D);
+    h->desc.tensors.v = sdpa_tensor_host(h->v, SDPA_DTYPE_F32, p.B, p.Hkv, p.Skv, p.Dv);
+    h->desc.tensors.out = sdpa_tensor_host(h->o, SDPA_DTYPE_F32, p.B, p.Hq, p.Sq, p.Dv);
+}
+
+static void host_problem_free(host_problem *h)
+{
+    free(h->q); free(h->k); free(h->v); free(h->o); free(h->lse);
+}
+
+/* A record for backend `be` on ctx's device, bucket of test_problem(). */
+static sdpa__profile_record make_record(sdpa_context *ctx, int q_tile, int k_tile)
+{
+    sdpa__profile_record r;
+    memset(&r, 0, sizeof r);
+    r.format = SDPA__PROFILE_FORMAT;
+    const sdpa__backend *be = sdpa__backend_get(sdpa_context_backend(ctx));
+    ck_assert_ptr_nonnull(be);
+    ck_assert_int_eq(sdpa__device_key_of(ctx, be, &r.dev), SDPA_OK);
+    sdpa__problem p = test_problem();
+    sdpa__bucket_of(&p, 0, &r.bucket);
+    sdpa_tile_config_init(&r.tile);
+    r.tile.q_tile = q_tile;
+    r.tile.k_tile = k_tile;
+    r.best_ms = 1.25;
+    r.default_ms = 2.5;
+    snprintf(r.tuned_at, sizeof r.tuned_at, "2026-01-01T00:00:00Z");
+    return r;
+}
+
+static void user_path(sdpa_context *ctx, char *out, size_t size)
+{
+    const sdpa__backend *be = sdpa__backend_get(sdpa_context_backend(ctx));
+    ck_assert(sdpa__profile_path_for(ctx, be, out, size));
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+/* Plans test_problem on ctx and returns the plan info. */
+static sdpa_plan_info plan_info(sdpa_context *ctx)
+{
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &h.desc.tensors), SDPA_OK);
+    ck_assert(isfinite(h.o[0]));
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    host_problem_free(&h);
+    return info;
+}
+
+
+/* ---- a cpu backend that offers tile candidates ------------------------------------
+ * A copy of the cpu table with tile_candidates filled in (q_tile x k_tile),
+ * sharing a real cpu context's state (its context_free is a no-op), so the
+ * tuner's search, rejection and re-measurement run over many candidates
+ * whatever the cpu backend itself offers. */
+static int fake_nq = 4, fake_nk = 4;
+static int fake_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                           sdpa_tile_config *out, int max)
+{
+    (void)ctx; (void)p; (void)flags;
+    static const int qs[] = {16, 32, 64, 128, 256, 48}, ks[] = {32, 64, 128, 256, 16, 96};
+    int n = 0;
+    for (int i = 0; i < fake_nq; i++)
+        for (int j = 0; j < fake_nk; j++, n++)
+            if (n < max) {
+                sdpa_tile_config_init(&out[n]);
+                out[n].q_tile = qs[i];
+                out[n].k_tile = ks[j];
+            }
+    return n;
+}
+static void fake_default(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                         sdpa_tile_config *t)
+{
+    (void)ctx; (void)p; (void)flags;
+    sdpa_tile_config_init(t);
+    t->q_tile = 64;
+    t->k_tile = 64;
+}
+static void noop_free(sdpa_context *ctx, void *state) { (void)ctx; (void)state; }
+static sdpa__backend fake_be;
+/* Refuses q_tile 112, as a device would refuse a configuration above its
+ * limits (e.g. a profile made before a driver lowered them). */
+static sdpa_status fake_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                    const sdpa_plan_options *options, void **plan_state)
+{
+    if (options && options->tile && options->tile->q_tile == 112)
+        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "fake: q_tile 112 exceeds the device");
+    return sdpa__backend_get(SDPA_BACKEND_CPU)->plan_create(ctx, p, options, plan_state);
+}
+
+/* A context over fake_be; *owner keeps the real state alive. */
+static sdpa_context *fake_ctx(const char *profile_dir, logcap *cap, sdpa_context **owner)
+{
+    *owner = cpu_ctx(profile_dir, cap);
+    fake_be = *sdpa__backend_get(SDPA_BACKEND_CPU);
+    fake_be.context_free = noop_free;
+    fake_be.tile_candidates = fake_candidates;
+    fake_be.default_tile = fake_default;
+    fake_be.plan_create = fake_plan_create;
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.profile_dir = profile_dir;
+    o.log_level = SDPA_LOG_WARN;
+    o.log_fn = log_capture;
+    o.log_user = cap;
+    o.threads = 2;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa__context_create_with_state(&o, &fake_be,
+                                                     sdpa__context_backend_state(*owner),
+                                                     sdpa_context_device_name(*owner), &ctx),
+                     SDPA_OK);
+    return ctx;
+}
+
+/* ---- keys ------------------------------------------------------------------------- */
+
+START_TEST(bucket_keys)
+{
+    sdpa__problem p = test_problem();
+    sdpa__bucket b;
+    char s[160];
+    sdpa__bucket_of(&p, 0, &b);
+    sdpa__bucket_string(&b, s, sizeof s);
+    ck_assert_str_eq(s, "forward/f32/d32/dv32/causal/sq7/skv8/bh2");
+    sdpa__bucket_of(&p, SDPA_PLAN_BACKWARD, &b);
+    ck_assert_str_eq(b.kind, "backward");
+    p.Sq = 1; p.Skv = 4096; p.window_right = -1; p.B = 3; p.Hq = 32; p.Hkv = 8;
+    sdpa__bucket_of(&p, 0, &b);
+    sdpa__bucket_string(&b, s, sizeof s);
+    ck_assert_str_eq(s, "decode/f32/d32/dv32/full/sq0/skv12/bh7");
+    p.window_left = 128; p.window_right = 0; p.Sq = 17;
+    sdpa__bucket_of(&p, 0, &b);
+    ck_assert_str_eq(b.kind, "forward");
+    ck_assert_str_eq(b.mask, "band");
+
+    sdpa__device_key k;
+    memset(&k, 0, sizeof k);
+    strcpy(k.backend, "opencl");
+    strcpy(k.device, "  NVIDIA GeForce RTX 4090 (rev/2) ../../etc ");
+    sdpa__profile_file_name(&k, s, sizeof s);
+    ck_assert_str_eq(s, "opencl-nvidia_geforce_rtx_4090_rev_2_.._.._etc.jsonl");
+    ck_assert_ptr_null(strchr(s, '/'));
+    k.device[0] = '\0';
+    sdpa__profile_file_name(&k, s, sizeof s);
+    ck_assert_str_eq(s, "opencl-device.jsonl");
+}
+END_TEST
+
+/* ---- round trip ---------------------------------------------------------------- */
+
+START_TEST(record_round_trip)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    sdpa__profile_record r = make_record(ctx, 32, 128);
+    r.tile.split_kv = 4;
+    r.n_rejected = 1;
+    r.rejected[0].tile = r.tile;
+    r.rejected[0].tile.q_tile = 256;
+    snprintf(r.rejected[0].reason, sizeof r.rejected[0].reason, "wrong results: out[3]");
+    char *json = sdpa__profile_record_to_json(&r);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_ptr_null(strchr(json, '\n'));
+    sdpa__profile_record back;
+    const char *why = NULL;
+    ck_assert_msg(sdpa__profile_record_parse(json, strlen(json), &back, &why), "%s", why);
+    ck_assert(sdpa__device_key_equal(&back.dev, &r.dev));
+    ck_assert_str_eq(back.dev.driver, r.dev.driver);
+    ck_assert_str_eq(back.dev.source_hash, r.dev.source_hash);
+    ck_assert(sdpa__bucket_equal(&back.bucket, &r.bucket));
+    ck_assert(sdpa__tile_equal(&back.tile, &r.tile));
+    ck_assert_double_eq(back.best_ms, 1.25);
+    ck_assert_double_eq(back.default_ms, 2.5);
+    ck_assert_int_eq(back.n_rejected, 1);
+    ck_assert_int_eq(back.rejected[0].tile.q_tile, 256);
+    ck_assert_str_eq(back.rejected[0].reason, "wrong results: out[3]");
+    free(json);
+
+    /* Store twice with the same key: one record, the newer one. */
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    r.tile.q_tile = 64;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    sdpa__bucket other = r.bucket;
+    r.bucket.d = 128;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    sdpa__profile_file f;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &f), SDPA_OK);
+    ck_assert_uint_eq(f.count, 2);
+    ck_assert_uint_eq(f.bad_lines, 0);
+    ck_assert(sdpa__bucket_equal(&f.records[0].bucket, &other));
+    ck_assert_int_eq(f.records[0].tile.q_tile, 64);
+    sdpa__profile_file_free(&f);
+    ck_assert_str_eq(sdpa_context_profile_path(ctx), path);
+    ck_assert_int_eq(cap.warns, 0);
+    /* No temp or stray files besides the lock. */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    ck_assert_int_ne(access(tmp, F_OK), 0);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* ---- damaged files ---------------------------------------------------------------- */
+
+START_TEST(corrupt_lines_skipped)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    sdpa__profile_record r = make_record(ctx, 32, 128);
+    char *good = sdpa__profile_record_to_json(&r);
+    /* Variants of the good line with one field broken. */
+    char *wrong_version = strdup(good), *wrong_type = strdup(good), *bad_tile = strdup(good);
+    char *p = strstr(wrong_version, "\"format\":1");
+    ck_assert_ptr_nonnull(p);
+    p[9] = '7';
+    p = strstr(wrong_type, "\"d\":32");
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, "\"d\":\"x\"", 6); /* "d":"x  -> broken JSON or wrong type */
+    p = strstr(bad_tile, "\"q_tile\":32");
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, "\"q_tile\":-9", 11);
+    size_t huge_n = SDPA__PROFILE_MAX_LINE + 100;
+    char *huge = malloc(huge_n + 1);
+    memset(huge, ' ', huge_n);
+    memcpy(huge, good, strlen(good)); /* valid JSON padded past the limit */
+    huge[huge_n] = '\0';
+
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    mkdir(dir, 0755);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{not json\n%s\n%s\n%s\n", wrong_version, wrong_type, bad_tile);
+    static const char bin[] = "\x01\x02\xff\xfe binary \x00 junk\n";
+    fwrite(bin, 1, sizeof bin - 1, f);
+    fwrite("\x7f" "ELF\x00\x00\x01", 1, 7, f);
+    fputc('\n', f);
+    fprintf(f, "%s\n[1,2,3]\n\n", huge);
+    fprintf(f, "%s\n", good);                          /* the one good record */
+    fprintf(f, "%.*s", (int)(strlen(good) / 2), good); /* truncated last line */
+    fclose(f);
+
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 1);
+    ck_assert_uint_eq(pf.bad_lines, 9);
+    ck_assert_int_eq(pf.records[0].tile.q_tile, 32);
+    sdpa__profile_file_free(&pf);
+    ck_assert_int_eq(cap.warns, 1);
+    ck_assert_ptr_nonnull(strstr(cap.last, "skipped 9"));
+    /* The plan still uses the good record; no second warning. */
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=32"));
+    ck_assert_int_eq(cap.warns, 1);
+
+    /* Storing into a damaged file keeps the good record, drops the junk, and
+     * keeps JSON objects of other format versions. */
+    sdpa__profile_record r2 = make_record(ctx, 64, 64);
+    r2.bucket.d = 256;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r2), SDPA_OK);
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 2);
+    ck_assert_uint_le(pf.bad_lines, 3); /* version 7, wrong type (if JSON), bad tile */
+    sdpa__profile_file_free(&pf);
+
+    free(good); free(wrong_version); free(wrong_type); free(bad_tile); free(huge);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+START_TEST(huge_and_binary_files)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    /* Above the size limit: refused with one warning, plans still build. */
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)SDPA__PROFILE_MAX_FILE + 1), 0);
+    fclose(f);
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_ERR_CORRUPT);
+    ck_assert_uint_eq(pf.count, 0);
+    ck_assert_int_eq(cap.warns, 1);
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    ck_assert_int_eq(cap.warns, 1);
+    /* A writer refuses to replace what it cannot read. */
+    sdpa__profile_record r = make_record(ctx, 32, 64);
+    ck_assert_int_ne(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+
+    /* All binary (random bytes, with NULs and no newlines): one warning. */
+    unsigned char junk[70000];
+    trng rng;
+    trng_seed(&rng, 3);
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)trng_next(&rng);
+    write_file(path, junk, sizeof junk);
+    cap.warns = 0;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 0);
+    ck_assert_uint_ge(pf.bad_lines, 1);
+    sdpa__profile_file_free(&pf);
+    ck_assert_int_eq(cap.warns, 1);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    ck_assert_int_eq(cap.warns, 1);
+    /* A directory where the file should be: reported, not fatal. */
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    rmdir(path);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+START_TEST(mutated_lines_never_crash)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    sdpa__profile_record r = make_record(ctx, 32, 128);
+    char *good = sdpa__profile_record_to_json(&r);
+    size_t n = strlen(good);
+    char *buf = malloc(n + 16);
+    trng rng;
+    trng_seed(&rng, 11);
+    static const char alphabet[] = "{}[]\":,-0123456789e.+ atrufnl\\\x00\xff";
+    int accepted = 0;
+    for (int it = 0; it < 20000; it++) {
+        memcpy(buf, good, n + 1);
+        size_t len = n;
+        int edits = 1 + (int)(trng_next(&rng) % 4);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)(trng_next(&rng) % len);
+            switch (trng_next(&rng) % 3) {
+            case 0: buf[at] = alphabet[trng_next(&rng) % (sizeof alphabet - 1)]; break;
+            case 1: len = at + 1; break; /* truncate */
+            default: memmove(buf + at, buf + at + 1, len - at); len--; break;
+            }
+            if (len == 0) len = 1;
+        }
+        sdpa__profile_record out;
+        if (sdpa__profile_record_parse(buf, len, &out, NULL)) {
+            accepted++;
+            ck_assert(sdpa__tile_valid(&out.tile));
+            ck_assert(isfinite(out.best_ms) && out.best_ms >= 0);
+            ck_assert_int_le(out.n_rejected, SDPA__PROFILE_MAX_REJECTED);
+        }
+    }
+    ck_assert_int_lt(accepted, 20000);
+    free(buf);
+    free(good);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* ---- stale records ---------------------------------------------------------------- */
+
+START_TEST(stale_driver_used_with_warning)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    sdpa__profile_record r = make_record(ctx, 32, 128);
+    snprintf(r.dev.driver, sizeof r.dev.driver, "old-driver-0.0.1");
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=32"));
+    ck_assert_int_eq(cap.warns, 1);
+    ck_assert_ptr_nonnull(strstr(cap.last, "stale"));
+    ck_assert_ptr_nonnull(strstr(cap.last, "old-driver-0.0.1"));
+    info = plan_info(ctx); /* one warning per process, not per plan */
+    ck_assert_int_eq(cap.warns, 1);
+    /* A fresh record in the same file wins over the stale one. */
+    sdpa__profile_record fresh = make_record(ctx, 64, 64);
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &fresh), SDPA_OK); /* replaces it */
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 1);
+    sdpa__profile_file_free(&pf);
+    info = plan_info(ctx);
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=64"));
+    ck_assert_int_eq(cap.warns, 1);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* ---- concurrent writers ------------------------------------------------------------ */
+
+#define WRITERS 2
+#define RECORDS_PER_WRITER 60
+
+START_TEST(concurrent_writers)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    sdpa__profile_record base = make_record(ctx, 32, 64);
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        ck_assert_int_ge(pids[w], 0);
+        if (pids[w] == 0) {
+            int bad = 0;
+            for (int i = 0; i < RECORDS_PER_WRITER; i++) {
+                sdpa__profile_record r = base;
+                r.bucket.d = 1 + w * 1000 + i; /* distinct keys per writer */
+                r.tile.q_tile = 16 + i;
+                if (sdpa__profile_store(NULL, path, &r) != SDPA_OK) bad++;
+            }
+            _exit(bad ? 1 : 0);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.bad_lines, 0);
+    ck_assert_uint_eq(pf.count, WRITERS * RECORDS_PER_WRITER);
+    int seen[WRITERS][RECORDS_PER_WRITER] = {{0}};
+    for (size_t i = 0; i < pf.count; i++) {
+        int d = pf.records[i].bucket.d - 1;
+        int w = d / 1000, k = d % 1000;
+        ck_assert(w >= 0 && w < WRITERS && k < RECORDS_PER_WRITER);
+        ck_assert_int_eq(pf.records[i].tile.q_tile, 16 + k);
+        seen[w][k]++;
+    }
+    for (int w = 0; w < WRITERS; w++)
+        for (int k = 0; k < RECORDS_PER_WRITER; k++) ck_assert_int_eq(seen[w][k], 1);
+    sdpa__profile_file_free(&pf);
+    ck_assert_int_eq(cap.warns, 0);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* ---- lookup chain ------------------------------------------------------------------- */
+
+START_TEST(lookup_chain)
+{
+    char *dir = make_tmpdir();
+    char *shipped = make_tmpdir();
+    setenv("SDPA_SHIPPED_PROFILE_DIR", shipped, 1);
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+
+    /* Nothing anywhere: the backend's default. */
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+
+    /* Shipped only. */
+    char name[160], spath[4096], upath[4096];
+    sdpa__profile_record rs = make_record(ctx, 48, 96);
+    sdpa__profile_file_name(&rs.dev, name, sizeof name);
+    snprintf(spath, sizeof spath, "%s/%s", shipped, name);
+    ck_assert_int_eq(sdpa__profile_store(ctx, spath, &rs), SDPA_OK);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "shipped profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=48"));
+
+    /* User record wins over the shipped one. */
+    user_path(ctx, upath, sizeof upath);
+    sdpa__profile_record ru = make_record(ctx, 32, 128);
+    ck_assert_int_eq(sdpa__profile_store(ctx, upath, &ru), SDPA_OK);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=32"));
+    ck_assert_ptr_nonnull(strstr(info.config, "k_tile=128"));
+
+    /* A user record for another bucket or another device does not match. */
+    ru.bucket.d = 64;
+    sdpa__profile_record rd = make_record(ctx, 16, 16);
+    snprintf(rd.dev.device, sizeof rd.dev.device, "some other device");
+    unlink(upath);
+    ck_assert_int_eq(sdpa__profile_store(ctx, upath, &ru), SDPA_OK);
+    ck_assert_int_eq(sdpa__profile_store(ctx, upath, &rd), SDPA_OK);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "shipped profile");
+
+    /* A forced tile bypasses the profiles. */
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    tc.q_tile = 64;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.tile = &tc;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, &po, &plan), SDPA_OK);
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_plan_get_info(plan, &info);
+    ck_assert_str_ne(info.source, "profile");
+    ck_assert_str_ne(info.source, "shipped profile");
+    sdpa_plan_destroy(plan);
+    host_problem_free(&h);
+
+    /* Removing the shipped file: back to the default. */
+    unlink(spath);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    ck_assert_int_eq(cap.warns, 0);
+    sdpa_context_destroy(ctx);
+    setenv("SDPA_SHIPPED_PROFILE_DIR", NO_SHIPPED, 1);
+    free(dir);
+    free(shipped);
+}
+END_TEST
+
+/* ---- the tuner ----------------------------------------------------------------------- */
+
+typedef struct dry_list {
+    int n;
+    char desc[64][128];
+} dry_list;
+
+static void dry_progress(void *user, const sdpa_tune_progress *p)
+{
+    dry_list *l = user;
+    if (l->n < 64) snprintf(l->desc[l->n++], sizeof l->desc[0], "%s", p->current);
+}
+
+START_TEST(tune_arguments_and_dry_run)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    ck_assert_double_eq(o.budget_s, 60.0);
+    ck_assert_int_eq(o.repeats, 5);
+    ck_assert_int_eq(o.write_profile, 1);
+    sdpa_tune_result res;
+    ck_assert_int_eq(sdpa_tune(NULL, &h.desc, &o, &res), SDPA_ERR_NULL);
+    ck_assert_int_eq(sdpa_tune(ctx, NULL, &o, &res), SDPA_ERR_NULL);
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, NULL), SDPA_ERR_NULL);
+    o.budget_s = 0;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_INVALID_ARG);
+    o.budget_s = NAN;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_INVALID_ARG);
+    sdpa_tune_options_init(&o);
+    o.repeats = 0;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_INVALID_ARG);
+    sdpa_tune_options_init(&o);
+    o.struct_size = 8;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_INVALID_ARG);
+    sdpa_tune_options_init(&o);
+    sdpa_attention_desc bad = h.desc;
+    bad.tensors.k.shape[3] = 7; /* D mismatch */
+    ck_assert_int_eq(sdpa_tune(ctx, &bad, &o, &res), SDPA_ERR_SHAPE);
+
+    dry_list l = {0};
+    o.dry_run = 1;
+    o.progress = dry_progress;
+    o.progress_user = &l;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_int_ge(res.candidates, 1);
+    ck_assert_int_eq(l.n, res.candidates < 64 ? res.candidates : 64);
+    ck_assert_int_eq(res.measured, 0);
+    ck_assert_str_eq(res.bucket, "forward/f32/d32/dv32/causal/sq7/skv8/bh2");
+    ck_assert_str_eq(l.desc[0], res.default_desc);
+    ck_assert_int_ne(access(sdpa_context_profile_path(ctx), F_OK), 0); /* nothing written */
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+START_TEST(tune_rejects_wrong_candidate)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    dry_list l = {0};
+    o.dry_run = 1;
+    o.progress = dry_progress;
+    o.progress_user = &l;
+    sdpa_tune_result res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    const int n = res.candidates;
+
+    /* Corrupt candidate 1 when there is one, else the default itself. */
+    const int victim = n >= 2 ? 1 : 0;
+    char num[16];
+    snprintf(num, sizeof num, "%d", victim);
+    setenv("SDPA_TUNE_FAULT_CANDIDATE", num, 1);
+    sdpa_tune_options_init(&o);
+    o.budget_s = 2.0;
+    o.repeats = 3;
+    sdpa_status st = sdpa_tune(ctx, &h.desc, &o, &res);
+    unsetenv("SDPA_TUNE_FAULT_CANDIDATE");
+    ck_assert_int_ge(res.rejected, 1);
+    ck_assert_int_ge(cap.warns, 1);
+    ck_assert_ptr_nonnull(strstr(cap.last, "wrong results"));
+    if (victim == 0) {
+        /* Only candidate, and it is wrong: nothing to record. */
+        ck_assert_int_eq(st, SDPA_ERR_DEVICE);
+        ck_assert_int_ne(access(sdpa_context_profile_path(ctx), F_OK), 0);
+    } else {
+        ck_assert_int_eq(st, SDPA_OK);
+        ck_assert_str_ne(res.best_desc, l.desc[1]);
+        sdpa__profile_file pf;
+        ck_assert_int_eq(sdpa__profile_read(ctx, sdpa_context_profile_path(ctx), &pf), SDPA_OK);
+        ck_assert_uint_eq(pf.count, 1);
+        ck_assert_int_ge(pf.records[0].n_rejected, 1);
+        ck_assert_ptr_nonnull(strstr(pf.records[0].rejected[0].reason, "wrong results"));
+        sdpa__profile_file_free(&pf);
+    }
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+typedef struct prog_count { int calls, last_done; double last_elapsed; } prog_count;
+static void count_progress(void *user, const sdpa_tune_progress *p)
+{
+    prog_count *c = user;
+    c->calls++;
+    ck_assert_int_ge(p->done, c->last_done);
+    ck_assert_int_le(p->done, p->total);
+    c->last_done = p->done;
+    c->last_elapsed = p->elapsed_s;
+}
+
+START_TEST(tune_tiny_budget_yields_profile_plan)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 2.0;
+    prog_count pc = {0};
+    o.progress = count_progress;
+    o.progress_user = &pc;
+    sdpa_tune_result res;
+    double t0 = sdpa__now();
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    double took = sdpa__now() - t0;
+    ck_assert_msg(took < o.budget_s + 1.0, "tuning took %.2f s for a %.1f s budget", took,
+                  o.budget_s);
+    ck_assert_int_ge(res.measured, 1);
+    ck_assert_int_eq(res.rejected, 0);
+    ck_assert_int_ge(pc.calls, 1);
+    ck_assert(isfinite(res.best_ms) && res.best_ms > 0);
+    ck_assert(isfinite(res.default_ms) && res.default_ms > 0);
+    ck_assert(res.best_ms <= res.default_ms);
+    ck_assert_str_eq(res.bucket, "forward/f32/d32/dv32/causal/sq7/skv8/bh2");
+    /* The profile exists and the next plan uses it. */
+    ck_assert_int_eq(access(sdpa_context_profile_path(ctx), R_OK), 0);
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_int_eq(cap.warns, 0);
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+START_TEST(tune_backward_bucket)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    host_problem h;
+    host_problem_make(&h);
+    const sdpa__problem p = test_problem();
+    h.desc.tensors.lse = sdpa_tensor_host(h.lse, SDPA_DTYPE_F32, p.B, p.Hq, p.Sq, 1);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 1.5;
+    o.repeats = 3;
+    o.plan_flags = SDPA_PLAN_BACKWARD;
+    sdpa_tune_result res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_str_eq(res.bucket, "backward/f32/d32/dv32/causal/sq7/skv8/bh2");
+    ck_assert_int_eq(res.rejected, 0);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, &po, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_plan_get_info(plan, &info);
+    ck_assert_str_eq(info.source, "profile");
+    sdpa_plan_destroy(plan);
+    /* The forward bucket has no record. */
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+
+START_TEST(tune_many_candidates_fault)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *owner;
+    fake_nq = 4;
+    fake_nk = 4;
+    sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    dry_list l = {0};
+    o.dry_run = 1;
+    o.progress = dry_progress;
+    o.progress_user = &l;
+    sdpa_tune_result res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    /* default (64,64) + 16 candidates, one of them equal to the default */
+    ck_assert_int_eq(res.candidates, 16);
+    ck_assert_str_eq(l.desc[0], "q_tile=64 k_tile=64");
+    ck_assert_str_eq(l.desc[1], "q_tile=16 k_tile=32");
+
+    setenv("SDPA_TUNE_FAULT_CANDIDATE", "3", 1);
+    sdpa_tune_options_init(&o);
+    o.budget_s = 3.0;
+    o.repeats = 3;
+    double t0 = sdpa__now();
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    double took = sdpa__now() - t0;
+    unsetenv("SDPA_TUNE_FAULT_CANDIDATE");
+    ck_assert_msg(took < o.budget_s + 1.0, "took %.2f s", took);
+    ck_assert_int_eq(res.rejected, 1);
+    ck_assert_str_ne(res.best_desc, l.desc[3]);
+    ck_assert_int_ge(res.measured, 2);
+    ck_assert(res.best_ms <= res.default_ms);
+    ck_assert_ptr_nonnull(strstr(cap.last, "wrong results"));
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, sdpa_context_profile_path(ctx), &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 1);
+    ck_assert_int_eq(pf.records[0].n_rejected, 1);
+    ck_assert_int_eq(pf.records[0].rejected[0].tile.q_tile, 16);
+    ck_assert_int_eq(pf.records[0].rejected[0].tile.k_tile, 128);
+    ck_assert_ptr_nonnull(strstr(pf.records[0].rejected[0].reason, "wrong results"));
+    ck_assert_str_eq(pf.records[0].dev.backend, "cpu");
+    sdpa__profile_file_free(&pf);
+    /* The winner is what the next plan uses. */
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    char want[64];
+    snprintf(want, sizeof want, "q_tile=%d k_tile=%d", res.best.q_tile, res.best.k_tile);
+    ck_assert_msg(strstr(info.config, want), "%s vs %s", info.config, want);
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    sdpa_context_destroy(owner);
+    free(dir);
+}
+END_TEST
+
+START_TEST(tune_sampled_space_within_budget)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *owner;
+    fake_nq = 6;
+    fake_nk = 6; /* 36 candidates: sampled, then refined */
+    sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 1.0;
+    o.repeats = 3;
+    o.seed = 42;
+    prog_count pc = {0};
+    o.progress = count_progress;
+    o.progress_user = &pc;
+    sdpa_tune_result res;
+    double t0 = sdpa__now();
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    double took = sdpa__now() - t0;
+    ck_assert_msg(took < o.budget_s + 1.0, "took %.2f s", took);
+    ck_assert_int_eq(res.candidates, 36);
+    ck_assert_int_eq(res.rejected, 0);
+    ck_assert_int_ge(res.measured, 2);
+    ck_assert_int_eq(pc.calls, res.measured);
+    ck_assert(res.measured == 36 || res.budget_exhausted);
+    ck_assert(res.best_ms <= res.default_ms);
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    sdpa_context_destroy(owner);
+    free(dir);
+}
+END_TEST
+
+START_TEST(search_order)
+{
+    sdpa_tile_config c[40];
+    for (int i = 0; i < 40; i++) {
+        sdpa_tile_config_init(&c[i]);
+        c[i].q_tile = 16 * (1 + i / 8);
+        c[i].k_tile = 16 * (1 + i % 8);
+    }
+    double ms[40];
+    for (int i = 0; i < 40; i++) ms[i] = INFINITY;
+    /* Small space: in order. */
+    sdpa__search s;
+    ck_assert(sdpa__search_init(&s, c, 10, 1));
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(sdpa__search_next(&s, ms, -1, 0.0), i);
+    ck_assert_int_eq(sdpa__search_next(&s, ms, -1, 0.0), -1);
+    sdpa__search_free(&s);
+    /* Large space: default first, every candidate exactly once, and after
+     * the sampling phase the neighbours of the best come next. */
+    ck_assert(sdpa__search_init(&s, c, 40, 7));
+    int seen[40] = {0};
+    ck_assert_int_eq(sdpa__search_next(&s, ms, -1, 0.0), 0);
+    seen[0] = 1;
+    int best = 0;
+    for (int k = 1; k < 40; k++) {
+        double frac = k < 5 ? 0.1 : 0.7;
+        int i = sdpa__search_next(&s, ms, best, frac);
+        ck_assert(i >= 0 && i < 40);
+        ck_assert_int_eq(seen[i], 0);
+        seen[i] = 1;
+        if (k == 5) {
+            /* best is 0 = (16,16): its unvisited neighbours share q or k */
+            ck_assert(c[i].q_tile == c[0].q_tile || c[i].k_tile == c[0].k_tile);
+        }
+    }
+    ck_assert_int_eq(sdpa__search_next(&s, ms, best, 0.9), -1);
+    sdpa__search_free(&s);
+}
+END_TEST
+
+
+/* ---- the sdpa-tune tool (found through $SDPA_TOOLS_DIR) ------------------------------ */
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = '\0';
+    fclose(f);
+    return b;
+}
+
+/* Runs sdpa-tune with args; stdout in *out (malloc'd). Returns the exit
+ * status, or -1 when the tool is not built. */
+static int run_tool(const char *dir, const char *args, char **out)
+{
+    const char *tools = getenv("SDPA_TOOLS_DIR");
+    char exe[4096], cmd[16384], outp[4200];
+    snprintf(exe, sizeof exe, "%s/sdpa-tune", tools && *tools ? tools : "tools");
+    if (access(exe, X_OK) != 0) return -1;
+    snprintf(outp, sizeof outp, "%s/stdout.txt", dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s/stderr.txt'", exe, args, outp, dir);
+    int st = system(cmd);
+    *out = read_all(outp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+START_TEST(tool_runs_and_writes_profile)
+{
+    char *dir = make_tmpdir();
+    char args[4400], *out = NULL;
+    snprintf(args, sizeof args, "--backend cpu --preset vit --budget 2 --json --profile-dir '%s/p'",
+             dir);
+    double t0 = sdpa__now();
+    int rc = run_tool(dir, args, &out);
+    if (rc < 0) {
+        fprintf(stderr, "tool_runs_and_writes_profile: sdpa-tune not built; skipped\n");
+        free(dir);
+        return;
+    }
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(sdpa__now() - t0 < 2.0 + 3.0, "the tool overran its budget");
+    cJSON *j = cJSON_Parse(out);
+    ck_assert_msg(j != NULL, "not JSON: %s", out);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "backend")->valuestring, "cpu");
+    const char *profile = cJSON_GetObjectItem(j, "profile")->valuestring;
+    ck_assert_int_eq(access(profile, R_OK), 0);
+    cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "buckets"), 0);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(cJSON_GetObjectItem(b, "bucket")->valuestring,
+                     "forward/f32/d64/dv64/full/sq8/skv8/bh4");
+    ck_assert_str_eq(cJSON_GetObjectItem(b, "status")->valuestring, "SDPA_OK");
+    ck_assert(cJSON_GetObjectItem(b, "tuned_ms")->valuedouble > 0);
+    /* The profile the tool wrote is one the library reads. */
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(NULL, profile, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 1);
+    ck_assert_uint_eq(pf.bad_lines, 0);
+    sdpa__profile_file_free(&pf);
+    cJSON_Delete(j);
+    free(out);
+
+    /* Text mode, not a terminal: plain progress lines, then the table. */
+    snprintf(args, sizeof args, "--backend cpu --shape 1,2,1,33,70,32 --causal --budget 1 "
+             "--profile-dir '%s/p'", dir);
+    ck_assert_int_eq(run_tool(dir, args, &out), 0);
+    ck_assert_ptr_null(strchr(out, '\r'));
+    ck_assert_ptr_nonnull(strstr(out, "default ms"));
+    ck_assert_ptr_nonnull(strstr(out, "forward/f32/d32/dv32/causal/sq6/skv7/bh1"));
+    free(out);
+
+    /* Dry run writes nothing; usage errors exit 2; --help exits 0. */
+    snprintf(args, sizeof args, "--backend cpu --preset mobile --dry-run --profile-dir '%s/q'", dir);
+    ck_assert_int_eq(run_tool(dir, args, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "nothing written"));
+    free(out);
+    char q[4200];
+    snprintf(q, sizeof q, "%s/q", dir);
+    ck_assert_int_ne(access(q, F_OK), 0);
+    const char *bad[] = {"--bogus", "--budget -1", "--shape 1,2,3", "--shape 1,3,2,8,8,8",
+                         "--preset nope", "--dtype f64", "--repeats 0", "extra"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(run_tool(dir, bad[i], &out) == 2, "'%s' should be a usage error", bad[i]);
+        free(out);
+    }
+    ck_assert_int_eq(run_tool(dir, "--help", &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Exit status"));
+    free(out);
+    free(dir);
+}
+END_TEST
+
+
+START_TEST(refused_profile_config_falls_back)
+{
+    char *dir = make_tmpdir();
+    logcap cap = {0};
+    sdpa_context *owner;
+    sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    sdpa__profile_record r = make_record(ctx, 112, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    ck_assert_int_eq(cap.warns, 1);
+    ck_assert_ptr_nonnull(strstr(cap.last, "configuration failed"));
+    ck_assert_ptr_nonnull(strstr(cap.last, "q_tile 112"));
+    /* An acceptable record is used. */
+    r.tile.q_tile = 32;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_int_eq(cap.warns, 1);
+    sdpa_context_destroy(ctx);
+    sdpa_context_destroy(owner);
+    free(dir);
+}
+END_TEST
+
+
+START_TEST(tune_unwritable_profile)
+{
+    logcap cap = {0};
+    sdpa_context *ctx = cpu_ctx("/proc/sdpa-no-such-dir/profiles", &cap);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 1.0;
+    o.repeats = 2;
+    sdpa_tune_result res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_IO);
+    ck_assert(isfinite(res.best_ms)); /* the measurement is still reported */
+    sdpa_error_info e;
+    sdpa_context_last_error(ctx, &e);
+    ck_assert_ptr_nonnull(strstr(e.message, "/proc/sdpa-no-such-dir"));
+    o.write_profile = 0; /* nothing to write: fine */
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    /* Plans still build (the lookup finds nothing). */
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+static Suite *tune_suite(void)
+{
+    Suite *s = suite_create("tune");
+    TCase *store = tcase_create("profile");
+    tcase_add_test(store, bucket_keys);
+    tcase_add_test(store, record_round_trip);
+    tcase_add_test(store, corrupt_lines_skipped);
+    tcase_add_test(store, huge_and_binary_files);
+    tcase_add_test(store, mutated_lines_never_crash);
+    tcase_add_test(store, stale_driver_used_with_warning);
+    tcase_add_test(store, concurrent_writers);
+    tcase_add_test(store, lookup_chain);
+    tcase_set_timeout(store, 60);
+    suite_add_tcase(s, store);
+    TCase *tune = tcase_create("tuner");
+    tcase_add_test(tune, tune_arguments_and_dry_run);
+    tcase_add_test(tune, tune_rejects_wrong_candidate);
+    tcase_add_test(tune, tune_tiny_budget_yields_profile_plan);
+    tcase_add_test(tune, tune_backward_bucket);
+    tcase_add_test(tune, tune_many_candidates_fault);
+    tcase_add_test(tune, tune_sampled_space_within_budget);
+    tcase_add_test(tune, search_order);
+    tcase_add_test(tune, tune_unwritable_profile);
+    tcase_add_test(tune, refused_profile_config_falls_back);
+    tcase_add_test(tune, tool_runs_and_writes_profile);
+    tcase_set_timeout(tune, 60);
+    suite_add_tcase(s, tune);
+    return s;
+}
+
+int main(void)
+{
+    /* Hermetic: never read profiles installed on this machine. */
+    setenv("SDPA_SHIPPED_PROFILE_DIR", NO_SHIPPED, 1);
+    return trun_suite(tune_suite());
+}
