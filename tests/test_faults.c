@@ -137,7 +137,7 @@ static const char *const k_steps[] = {"context create", "plan create", "forward"
 
 static bool is_alloc_site(const char *site)
 {
-    return !strcmp(site, "malloc") || !strcmp(site, "calloc") || !strcmp(site, "host_alloc") ||
+    return !strcmp(site, "malloc") || !strcmp(site, "calloc") || !strcmp(site, "aligned_alloc") ||
            !strcmp(site, "buffer_alloc");
 }
 
@@ -212,7 +212,7 @@ static bool walk_once(sdpa_backend_kind kind, const char *device, const expected
                               sdpa_status_name(st), msg);
             }
             if (!silent_ok && strcmp(site, "malloc") && strcmp(site, "calloc") &&
-                strcmp(site, "host_alloc")) {
+                strcmp(site, "aligned_alloc")) {
                 ck_assert_msg(strstr(msg, site) != NULL,
                               "%s, fault %lld at %s (%s): message does not name the site: %s",
                               sdpa_backend_name(kind), (long long)n, site, k_steps[step], msg);

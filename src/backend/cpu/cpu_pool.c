@@ -74,15 +74,16 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     }
     for (int t = 1; t < nthreads; t++) {
         worker_arg *wa = sdpa__malloc(sizeof *wa);
-        int rc = wa ? 0 : -1;
-        if (wa) {
-            wa->pool = pool;
-            wa->tid = t;
-            rc = pthread_create(&pool->threads[t - 1], NULL, worker_main, wa);
-            if (rc != 0) free(wa);
+        if (!wa) { /* out of memory is an error, like every other allocation */
+            sdpa__cpu_pool_destroy(pool);
+            return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: thread pool");
         }
+        wa->pool = pool;
+        wa->tid = t;
+        int rc = pthread_create(&pool->threads[t - 1], NULL, worker_main, wa);
         if (rc != 0) {
-            /* Run with the threads we have rather than fail. */
+            free(wa);
+            /* The system refused a thread: run with the threads we have. */
             sdpa__log(ctx, SDPA_LOG_WARN,
                       "cpu: could start only %d of %d threads", pool->n, nthreads);
             break;
