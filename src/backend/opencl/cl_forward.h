@@ -1,7 +1,7 @@
 /*
- * cl_forward.h — helpers cl_forward.c shares with cl_backward.c: packing a
- * tensor into workspace and the argument block common to the attention
- * kernels. See cl_forward.c.
+ * cl_forward.h — helpers cl_forward.c shares with cl_backward.c and
+ * cl_unfused.c: packing a tensor into workspace, the argument block common to
+ * the attention kernels, and the statistics reduction. See cl_forward.c.
  */
 #ifndef SDPA_CL_FORWARD_H
 #define SDPA_CL_FORWARD_H
@@ -17,5 +17,9 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f);
 float sdpa__cl_scale(const sdpa__problem *p);
+/* Reduces the per-row statistics partials (pl->ws_rowstats) into f->stats;
+ * shared by the fused and unfused forwards. */
+sdpa_status sdpa__cl_reduce_stats(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                                  const sdpa__problem *p, const sdpa__fwd_args *f);
 
 #endif

@@ -224,18 +224,7 @@ sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
     sdpa__cl_arg_i32(&c, p->has_lse);
     SDPA__CL_CHECK(ctx, c.err, "clSetKernelArg(sdpa_combine)");
     SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &gr, &ls));
-    if (p->has_stats) {
-        sdpa__cl_args s = {pl->k_stats, 0, CL_SUCCESS, st->dummy};
-        sdpa__cl_arg_mem(&s, pl->ws_rowstats);
-        sdpa__cl_arg_i64(&s, p->B * p->Hq);
-        sdpa__cl_arg_i32(&s, (int)p->Hq);
-        sdpa__cl_arg_i32(&s, (int)p->Sq);
-        sdpa__cl_arg_f32(&s, (float)p->stats_saturation);
-        sdpa__cl_arg_ref(&s, &f->stats);
-        SDPA__CL_CHECK(ctx, s.err, "clSetKernelArg(sdpa_stats)");
-        size_t g = (size_t)(p->B * p->Hq);
-        SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_stats, "sdpa_stats", 1, &g, &ls));
-    }
+    if (p->has_stats) SDPA__TRY(sdpa__cl_reduce_stats(ctx, st, pl, p, f));
     return SDPA_OK;
 #else
     (void)st; (void)pl; (void)p; (void)f;
