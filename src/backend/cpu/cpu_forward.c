@@ -243,7 +243,8 @@ static void fwd_stats_row(const sdpa__problem *p, const float *rs, float m, floa
     const double sp2 = (double)rs[RS_L2] / ((double)l * l);
     const double sp3 = (double)rs[RS_L3] / ((double)l * l * l);
     double jac2 = sp2 - 2 * sp3 + sp2 * sp2;
-    const double ent = (double)lse - (double)rs[RS_A] / l;
+    double ent = (double)lse - (double)rs[RS_A] / l;
+    if (ent < 0) ent = 0; /* rounding on one-hot rows; entropy is >= 0 (NaN stays) */
     const double pmax = 1.0 / l;
     if (part[CPU_SP_ROWS] == 0) {
         part[CPU_SP_MIN] = rs[RS_MIN];
