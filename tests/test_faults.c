@@ -22,12 +22,18 @@
  * points per backend is printed ("fault walk <backend>: ..."). A second test
  * checks AUTO's CPU fallback when a device backend's plan_create fails.
  *
- * Run time: under 1 s for reference + cpu (ASan build); ~70 s each for
+ * fault_tune_walk (below) walks a tiny sdpa_tune run the same way.
+ *
+ * Run time: under 1 s for reference + cpu + the tuning walk (ASan build); ~70 s each for
  * OpenCL (PoCL) and Vulkan (lavapipe) without sanitizers, 50 fault points each.
  */
 #include "testutil.h"
 
 #include "internal.h"
+#include "../src/tune/search.h"
+
+#include <dirent.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -376,6 +382,212 @@ START_TEST(fault_hooks)
 }
 END_TEST
 
+/* ---- tuning walk ----------------------------------------------------------
+ * A tiny sdpa_tune run on the cpu backend (all its candidates, budget 1 s,
+ * repeats 1, warmup 0, write_profile 1, a fresh profile directory per N),
+ * walked over N = 1, 2, ... until a run reaches no armed site. For each N:
+ *   - a failing run returns a non-OK status and the context's last error
+ *     (same status) carries a message;
+ *   - SDPA_OK despite a fault only where src/tune absorbs it by design: a
+ *     fault inside a candidate's check or measurement rejects that candidate
+ *     (result.rejected > 0, the fault fired before the last candidate's
+ *     progress call), or a fault in the final interleaved re-measurement,
+ *     which keeps the first measurements (fired after the last progress call,
+ *     nothing rejected);
+ *   - the profile file is absent, or every line parses as a record (the store
+ *     writes a temp file and renames it: no torn write, no temp file left);
+ *     after an OK run it exists and holds the tuned bucket;
+ *   - the context stays usable: a clean forward afterwards matches the
+ *     reference; nothing leaks (ASan/LSan in scripts/hardening.sh). */
+static void tune_case(tcase *c)
+{
+    tcase_init(c, "tune", 1, 2, 1, 5, 9, 16, 16);
+    c->seed = 7;
+}
+
+static int64_t g_tune_progress_seen; /* sdpa__fault_count() at the last progress call */
+static void tune_progress(void *user, const sdpa_tune_progress *pr)
+{
+    (void)user;
+    (void)pr;
+    g_tune_progress_seen = sdpa__fault_count();
+}
+
+/* Checks the directory: no temp file left; the profile absent or every line a
+ * valid record. Returns the number of records; removes everything. */
+static int check_and_clear_profile_dir(const char *dir, const char *profile, int64_t n)
+{
+    int records = 0;
+    FILE *f = fopen(profile, "rb");
+    if (f) {
+        char line[16384];
+        int lineno = 0;
+        while (fgets(line, sizeof line, f)) {
+            lineno++;
+            size_t len = strlen(line);
+            ck_assert_msg(len > 0 && line[len - 1] == '\n',
+                          "tune fault %lld: profile line %d is torn or too long", (long long)n,
+                          lineno);
+            line[--len] = '\0';
+            if (!len) continue;
+            sdpa__profile_record r;
+            const char *why = NULL;
+            ck_assert_msg(sdpa__profile_record_parse(line, len, &r, &why),
+                          "tune fault %lld: profile line %d does not parse (%s): %s",
+                          (long long)n, lineno, why ? why : "?", line);
+            records++;
+        }
+        fclose(f);
+    }
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        ck_assert_msg(!strstr(de->d_name, ".tmp."), "tune fault %lld: temp file %s left behind",
+                      (long long)n, de->d_name);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    return records;
+}
+
+typedef struct tune_stats {
+    int64_t points, failed, rejected_ok, remeasure_ok;
+    int candidates;
+} tune_stats;
+
+static bool tune_walk_once(const tproblem *want, int64_t n, tune_stats *ts)
+{
+    char tmpl[] = "/tmp/sdpa-test-faults-tune-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    ck_assert_ptr_nonnull(dir);
+    sdpa__fault_arm(0);
+    sdpa_context_options co;
+    sdpa_context_options_init(&co);
+    co.backend = SDPA_BACKEND_CPU;
+    co.threads = 2;
+    co.log_level = SDPA_LOG_ERROR;
+    co.log_fn = capture_log;
+    co.profile_dir = dir;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&co, &ctx), SDPA_OK);
+    char profile[4096];
+    snprintf(profile, sizeof profile, "%s", sdpa_context_profile_path(ctx));
+    ck_assert_msg(profile[0] && !strncmp(profile, dir, strlen(dir)),
+                  "profile path %s is not under %s", profile, dir);
+
+    tcase c;
+    tune_case(&c);
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 1.0;
+    o.repeats = 1;
+    o.warmup = 0;
+    o.write_profile = 1;
+    o.progress = tune_progress;
+    sdpa_tune_result res;
+    memset(&res, 0, sizeof res);
+    g_tune_progress_seen = 0;
+    sdpa__fault_arm(n);
+    sdpa_status st = sdpa_tune(ctx, &p.desc, &o, &res);
+    char site[64];
+    snprintf(site, sizeof site, "%s", sdpa__fault_last_site());
+    int64_t at_last_progress = g_tune_progress_seen;
+    sdpa__fault_arm(0);
+    bool hit = site[0] != '\0';
+    if (res.candidates > ts->candidates) ts->candidates = res.candidates;
+
+    if (st != SDPA_OK) {
+        ck_assert_msg(hit, "tune without a fault (N=%lld) failed: %s", (long long)n,
+                      sdpa_status_name(st));
+        ts->failed++;
+        sdpa_error_info info;
+        ck_assert_int_eq(sdpa_context_last_error(ctx, &info), SDPA_OK);
+        ck_assert_msg(info.status == st && info.message && info.message[0],
+                      "tune fault %lld at %s: status %s, last error %s without a message",
+                      (long long)n, site, sdpa_status_name(st), sdpa_status_name(info.status));
+        if (is_alloc_site(site) && n > at_last_progress)
+            ck_assert_msg(st == SDPA_ERR_OUT_OF_MEMORY || st == SDPA_ERR_IO,
+                          "tune fault %lld: allocation failure at %s came back as %s (%s)",
+                          (long long)n, site, sdpa_status_name(st), info.message);
+    } else if (hit) {
+        if (n <= at_last_progress) {
+            /* Inside the candidate loop: the candidate must have been rejected. */
+            ck_assert_msg(res.rejected > 0,
+                          "tune fault %lld at %s in the candidate loop absorbed without a "
+                          "rejection", (long long)n, site);
+            ts->rejected_ok++;
+        } else {
+            /* After the loop: only the interleaved re-measurement may absorb. */
+            ck_assert_msg(res.rejected == 0 && strcmp(site, "malloc") && strcmp(site, "calloc"),
+                          "tune fault %lld at %s after the candidate loop absorbed (%d rejected)",
+                          (long long)n, site, res.rejected);
+            ts->remeasure_ok++;
+        }
+        ck_assert(isfinite(res.best_ms));
+    }
+    if (hit) ts->points++;
+
+    int records = check_and_clear_profile_dir(dir, profile, n);
+    if (st == SDPA_OK)
+        ck_assert_msg(records == 1, "tune fault %lld: OK run left %d profile records",
+                      (long long)n, records);
+
+    /* The context stays usable. */
+    tproblem_poison(&p);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p.desc.tensors), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    tcompare r = tcompare_arrays(p.out, SDPA_DTYPE_F32, want->out, SDPA_DTYPE_F32, p.n_out);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs <= 1e-3,
+                  "tune fault %lld at %s: forward afterwards differs (max_abs %.3g)",
+                  (long long)n, site, r.max_abs);
+    sdpa_context_destroy(ctx);
+    tproblem_free(&p);
+    ck_assert_int_eq(rmdir(dir), 0);
+    return hit;
+}
+
+START_TEST(fault_tune_walk)
+{
+    sdpa__fault_arm(0);
+    tcase c;
+    tune_case(&c);
+    tproblem want;
+    tproblem_make(&want, &c);
+    sdpa_context *ref = tcontext(SDPA_BACKEND_REFERENCE, NULL);
+    ck_assert_ptr_nonnull(ref);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ref, &want.desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &want.desc.tensors), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    sdpa_context_destroy(ref);
+
+    tune_stats ts;
+    memset(&ts, 0, sizeof ts);
+    double t0 = sdpa__now();
+    int64_t n = 1;
+    while (tune_walk_once(&want, n, &ts)) {
+        n++;
+        ck_assert_msg(n < MAX_WALK, "tune: more than %d fault points", MAX_WALK);
+    }
+    printf("fault walk tune: %lld fault points (cpu, %d candidates); %lld failed cleanly; "
+           "%lld absorbed by a rejected candidate; %lld absorbed by the re-measurement; %.1f s\n",
+           (long long)ts.points, ts.candidates, (long long)ts.failed, (long long)ts.rejected_ok,
+           (long long)ts.remeasure_ok, sdpa__now() - t0);
+    fflush(stdout);
+    ck_assert_int_ge(ts.points, 1);
+    tproblem_free(&want);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -384,6 +596,7 @@ int main(void)
     tcase_add_test(t, fault_hooks);
     tcase_add_loop_test(t, fault_walk, 0, N_KINDS);
     tcase_add_loop_test(t, fault_auto_fallback, 0, 2);
+    tcase_add_test(t, fault_tune_walk);
     suite_add_tcase(s, t);
     return trun_suite(s);
 }
