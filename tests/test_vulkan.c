@@ -27,6 +27,8 @@
 /* Test hooks from src/backend/vulkan/vk_device.c. */
 int sdpa__vk_validation_error_count(sdpa_context *ctx);
 int sdpa__vk_validation_active(sdpa_context *ctx);
+/* From src/backend/vulkan/vk_alloc.c. */
+int sdpa__vk_memory_block_count(sdpa_context *ctx);
 
 static sdpa_context *vk, *ref;
 
@@ -673,6 +675,84 @@ START_TEST(test_interop)
 }
 END_TEST
 
+/* The sub-allocator (vk_alloc.c): buffers of assorted sizes created and
+ * destroyed in random order, each holding a distinct pattern that must
+ * survive its neighbours' writes; 100 small buffers share a few blocks. */
+static uint32_t suballoc_rng(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+static void suballoc_fill(uint32_t *w, size_t n, uint32_t tag)
+{
+    for (size_t i = 0; i < n; i++) w[i] = tag * 2654435761u ^ (uint32_t)i;
+}
+
+static void suballoc_check(sdpa_buffer *b, size_t bytes, uint32_t tag, uint32_t *tmp)
+{
+    size_t n = bytes / 4;
+    ck_assert_int_eq(sdpa_buffer_read(b, 0, tmp, bytes), SDPA_OK);
+    size_t bad = n; /* one ck_assert per buffer: each costs a syscall */
+    for (size_t i = 0; i < n && bad == n; i++)
+        if (tmp[i] != (tag * 2654435761u ^ (uint32_t)i)) bad = i;
+    ck_assert_msg(bad == n, "buffer %u word %zu corrupted", tag, bad);
+}
+
+START_TEST(test_suballocator)
+{
+    int base = sdpa__vk_memory_block_count(vk);
+    ck_assert_int_ge(base, 1); /* the dummy buffer's block */
+    enum { N = 100 };
+    sdpa_buffer *bufs[N] = {0};
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(sdpa_buffer_create(vk, 256, &bufs[i]), SDPA_OK);
+    int after = sdpa__vk_memory_block_count(vk);
+    ck_assert_msg(after - base <= 2, "100 small buffers used %d new blocks", after - base);
+    for (int i = 0; i < N; i++) sdpa_buffer_destroy(bufs[i]);
+    ck_assert_int_le(sdpa__vk_memory_block_count(vk), after);
+
+    /* Assorted sizes, random create/destroy order, one oversized buffer. */
+    enum { M = 48 };
+    sdpa_buffer *b[M] = {0};
+    size_t sz[M] = {0};
+    uint32_t tag[M] = {0};
+    const size_t big = (size_t)80 << 20; /* larger than one 64 MiB block */
+    uint32_t *tmp = malloc(big);
+    ck_assert(tmp);
+    uint32_t seed = 12345, next_tag = 1;
+    for (int round = 0; round < 400; round++) {
+        int i = (int)(suballoc_rng(&seed) % M);
+        if (b[i]) {
+            suballoc_check(b[i], sz[i], tag[i], tmp);
+            sdpa_buffer_destroy(b[i]);
+            b[i] = NULL;
+            continue;
+        }
+        uint32_t r = suballoc_rng(&seed);
+        size_t bytes = round == 100 ? big
+                     : (r & 3) == 0 ? (size_t)4 << (r % 20)   /* 4 B .. 2 MiB */
+                     : (size_t)4 * (1 + r % 5000);            /* up to ~20 KB */
+        ck_assert_int_eq(sdpa_buffer_create(vk, bytes, &b[i]), SDPA_OK);
+        sz[i] = bytes;
+        tag[i] = next_tag++;
+        suballoc_fill(tmp, bytes / 4, tag[i]);
+        ck_assert_int_eq(sdpa_buffer_write(b[i], 0, tmp, bytes), SDPA_OK);
+        if (round % 50 == 0)
+            for (int j = 0; j < M; j++)
+                if (b[j]) suballoc_check(b[j], sz[j], tag[j], tmp);
+    }
+    for (int j = 0; j < M; j++)
+        if (b[j]) {
+            suballoc_check(b[j], sz[j], tag[j], tmp);
+            sdpa_buffer_destroy(b[j]);
+        }
+    free(tmp);
+    /* Everything freed: at most the dummy's block plus one spare remain. */
+    ck_assert_int_le(sdpa__vk_memory_block_count(vk), base + 1);
+}
+END_TEST
+
 static Suite *vulkan_suite(void)
 {
     Suite *s = suite_create("vulkan");
@@ -691,6 +771,7 @@ static Suite *vulkan_suite(void)
         {"missing_storage16", test_missing_storage16},
         {"pipeline_cache", test_pipeline_cache},
         {"interop", test_interop},
+        {"suballocator", test_suballocator},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -1,8 +1,8 @@
 /*
- * vk_buffer.c — device memory for the Vulkan backend: one VkBuffer and one
- * allocation per sdpa buffer (no sub-allocator yet), in host-visible coherent
- * memory when the device has it (every integrated GPU and lavapipe), mapped
- * for the buffer's lifetime so writes and reads are memcpy after the queue is
+ * vk_buffer.c — buffers for the Vulkan backend: one VkBuffer per sdpa buffer,
+ * bound to a range of a shared memory block (vk_alloc.c), in host-visible
+ * coherent memory when the device has it (every integrated GPU and lavapipe),
+ * mapped once per block so writes and reads are memcpy after the queue is
  * idle; otherwise device-local memory reached through a temporary staging
  * buffer and vkCmdCopyBuffer. Wrapped application buffers (sdpa_vulkan.h)
  * have no mapping and always use staging.
@@ -37,6 +37,7 @@ sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t 
     sdpa__vk_buffer *b = calloc(1, sizeof *b);
     SDPA__CHECK(ctx, b, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     b->size = bytes;
+    b->owned = true;
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
@@ -63,28 +64,8 @@ sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t 
         st = SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "vulkan: no memory type for a storage buffer");
         goto fail;
     }
-    VkMemoryAllocateInfo mai = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .allocationSize = req.size,
-        .memoryTypeIndex = (uint32_t)type,
-    };
-    r = vkAllocateMemory(s->device, &mai, NULL, &b->memory);
-    if (r != VK_SUCCESS) {
-        st = SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_OUT_OF_MEMORY), r,
-                               "vulkan: vkAllocateMemory(%llu bytes) failed (%s)",
-                               (unsigned long long)req.size, sdpa__vk_result_name(r));
-        goto fail;
-    }
-    r = vkBindBufferMemory(s->device, b->buffer, b->memory, 0);
-    if (r != VK_SUCCESS) {
-        st = SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
-                               "vulkan: vkBindBufferMemory failed (%s)", sdpa__vk_result_name(r));
-        goto fail;
-    }
-    if ((s->mem_props.memoryTypes[type].propertyFlags & hv) == hv) {
-        r = vkMapMemory(s->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
-        if (r != VK_SUCCESS) b->mapped = NULL; /* fall back to staging */
-    }
+    st = sdpa__vk_alloc_bind(ctx, s, b, &req, (uint32_t)type);
+    if (st != SDPA_OK) goto fail;
     *out = b;
     return SDPA_OK;
 fail:
@@ -95,10 +76,9 @@ fail:
 void sdpa__vk_buffer_destroy(sdpa__vk_state *s, sdpa__vk_buffer *b)
 {
     if (!b) return;
-    if (b->memory) {
+    if (b->owned) { /* wrapped application buffers: only the wrapper */
         if (b->buffer) vkDestroyBuffer(s->device, b->buffer, NULL);
-        if (b->mapped) vkUnmapMemory(s->device, b->memory);
-        vkFreeMemory(s->device, b->memory, NULL);
+        sdpa__vk_alloc_release(s, b); /* no-op when never bound */
     }
     free(b);
 }

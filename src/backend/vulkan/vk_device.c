@@ -470,6 +470,7 @@ void sdpa__vk_context_free(sdpa_context *ctx, void *state)
         vkDeviceWaitIdle(s->device);
         sdpa__vk_pcache_save(ctx, s);
         if (s->dummy) sdpa__vk_buffer_destroy(s, s->dummy);
+        sdpa__vk_alloc_destroy_all(s);
         if (s->pcache) vkDestroyPipelineCache(s->device, s->pcache, NULL);
         sdpa__vk_layouts_destroy(s);
         if (s->cmd_pool) vkDestroyCommandPool(s->device, s->cmd_pool, NULL);

@@ -4,8 +4,9 @@
  * buffers, plans, the parameter block shared with the shaders, and the
  * functions the backend's files export to each other (sdpa__vk_ prefix).
  *
- * File map: vk_device.c (instance, enumeration, probe, context), vk_buffer.c
- * (memory, staging copies), vk_pcache.c (pipeline-cache persistence),
+ * File map: vk_device.c (instance, enumeration, probe, context), vk_alloc.c
+ * (device-memory blocks and the sub-allocator), vk_buffer.c (buffers,
+ * staging copies), vk_pcache.c (pipeline-cache persistence),
  * vk_pipeline.c (SPIR-V lookup, layouts, pipelines with specialization
  * constants), vk_plan.c (supports, plans, workspace), vk_dispatch.c (forward,
  * backward, finish), vk_backend.c (the function table and interop).
@@ -81,6 +82,8 @@ typedef struct sdpa__vk_caps {
  * 65535, shared by all loops of a shader); we keep a margin. */
 #define SDPA__VK_LOOP_BUDGET 60000
 
+struct sdpa__vk_block;          /* vk_alloc.c: one VkDeviceMemory block */
+
 typedef struct sdpa__vk_state {
     sdpa_context *ctx;          /* for logging from the validation callback */
     bool owns_device;           /* false for interop contexts */
@@ -102,13 +105,19 @@ typedef struct sdpa__vk_state {
     size_t pcache_saved_size;   /* size last written, to skip equal writes */
     char pcache_path[1024];     /* "" = not persisted */
     void *dummy;                /* small buffer bound to absent tensors */
+    struct sdpa__vk_block *blocks; /* device-memory blocks (vk_alloc.c) */
+    int block_count;
 } sdpa__vk_state;
 
 typedef struct sdpa__vk_buffer {
     VkBuffer buffer;
-    VkDeviceMemory memory;      /* VK_NULL_HANDLE for wrapped buffers */
-    void *mapped;               /* persistent host mapping, or NULL (staging) */
+    VkDeviceMemory memory;      /* the block's memory; VK_NULL_HANDLE for wrapped buffers */
+    struct sdpa__vk_block *block; /* NULL for wrapped buffers */
+    VkDeviceSize offset;        /* bind offset in the block */
+    VkDeviceSize range_start, range_size; /* range taken from the block (with pad) */
+    void *mapped;               /* block mapping + offset, or NULL (staging) */
     size_t size;
+    bool owned;                 /* created by us (false: wrapped app buffer) */
 } sdpa__vk_buffer;
 
 /* Pipelines a plan owns. */
@@ -150,6 +159,15 @@ sdpa__vk_state *sdpa__vk_get_state(sdpa_context *ctx);
 /* Maps a VkResult to a status (OOM, device lost, else `otherwise`). */
 sdpa_status sdpa__vk_status(VkResult r, sdpa_status otherwise);
 const char *sdpa__vk_result_name(VkResult r);
+
+/* vk_alloc.c: carves memory of `type` for b->buffer from a block (a new one
+ * when none has room), binds it and sets b->block, memory, offset, mapped. */
+sdpa_status sdpa__vk_alloc_bind(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_buffer *b,
+                                const VkMemoryRequirements *req, uint32_t type);
+/* Returns b's range (after its VkBuffer is destroyed); no-op when unbound. */
+void sdpa__vk_alloc_release(sdpa__vk_state *s, sdpa__vk_buffer *b);
+/* Frees every block (context teardown, after all buffers). */
+void sdpa__vk_alloc_destroy_all(sdpa__vk_state *s);
 
 /* vk_buffer.c */
 sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
@@ -206,5 +224,8 @@ sdpa_status sdpa__vk_finish(sdpa_context *ctx);
 int sdpa__vk_validation_error_count(sdpa_context *ctx);
 /* 1 when the validation layer and its messenger are active on ctx. */
 int sdpa__vk_validation_active(sdpa_context *ctx);
+/* Number of VkDeviceMemory blocks alive on ctx (vk_alloc.c); -1 when ctx is
+ * not a Vulkan context. */
+int sdpa__vk_memory_block_count(sdpa_context *ctx);
 
 #endif /* SDPA_VK_INTERNAL_H */
