@@ -328,7 +328,6 @@ sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_ke
                                          const sdpa_backward_tensors *g)
 {
     if (!g) return SDPA__FAIL(ctx, SDPA_ERR_NULL, "backward tensors are NULL");
-    const sdpa__problem *p = &key->problem;
     const int src[SDPA__G_COUNT] = {SDPA__T_OUT, SDPA__T_Q, SDPA__T_K, SDPA__T_V,
                                     SDPA__T_Q_GAIN, SDPA__T_K_GAIN, SDPA__T_TEMPERATURE};
     for (int i = 0; i < SDPA__G_COUNT; i++) {
@@ -344,6 +343,5 @@ sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_ke
         SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], x, want, key->shapes[src[i]],
                                     i != SDPA__G_DOUT));
     }
-    (void)p;
     return SDPA_OK;
 }
