@@ -21,12 +21,13 @@ packages=(
 
 # --- hardening (scripts/hardening.sh only; not needed by the README's
 # commands): clang + libFuzzer, cross compilers and qemu-user, and Check /
-# cJSON for the cross targets through Debian multiarch (arm64, i386).
+# cJSON for the cross targets through Debian multiarch (arm64, i386);
+# libc6:arm64 is the loader and libc the aarch64 tests run on under qemu.
 hardening_packages=(
   clang libclang-rt-14-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   gcc-i686-linux-gnu libc6-dev-i386-cross
-  check:arm64 libsubunit-dev:arm64 libcjson-dev:arm64
+  libc6:arm64 check:arm64 libsubunit-dev:arm64 libcjson-dev:arm64
   check:i386 libsubunit-dev:i386 libcjson-dev:i386
 )
 if [ "${1:-}" = "--hardening" ]; then

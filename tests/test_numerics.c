@@ -55,9 +55,8 @@ static sdpa_context *backend_ctx(int i, const char *test)
 {
     sdpa_backend_kind kind = k_kinds[i];
     if (!sdpa_backend_compiled(kind)) return NULL;
-    /* SDPA_TEST_THREADS caps the CPU threads (scripts/hardening.sh sets 1
-     * under qemu-user, where a dynamically linked guest's pthread_create
-     * hangs on this machine); default: all cores. */
+    /* SDPA_TEST_THREADS caps the CPU threads (for debugging a run with
+     * one worker); default: all cores. */
     sdpa_context_options o;
     sdpa_context_options_init(&o);
     o.backend = kind;
