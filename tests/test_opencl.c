@@ -20,6 +20,11 @@
  * source hash stable); NaN/Inf in K/V at dropped keys never reach an output
  * (forward, split-KV forward and backward); the unfused (CLBlast) path: parity with the
  * reference and the fused path, refusals (SDPA_ERR_WORKSPACE, backward).
+ * Test case "cache_entry" (no device, < 1 s): the disk cache's pure file
+ * parser sdpa__cl_entry_parse accepts a valid entry with spans inside the
+ * file and refuses each corruption (bad magic, version, key, truncated
+ * header / identity / binary, length fields past the end or over the limit,
+ * trailing bytes, checksum) with its own reason.
  *
  * Every output is poisoned with NaN first (testutil). Contexts are created
  * per test inside Check's forked child (PoCL's threads do not survive fork).
@@ -33,6 +38,9 @@
 #include "backend.h"
 #include "sdpa_opencl.h"
 #include "fcase.h"
+/* The pure cache-file parser, by relative path (tests/meson.build does not
+ * put src/backend/opencl on the include path). */
+#include "../src/backend/opencl/cl_cache_entry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1017,6 +1025,160 @@ START_TEST(interop_app_context_and_wrapped_buffers)
 }
 END_TEST
 
+/* ---- cache entry parser (src/backend/opencl/cl_cache_entry.c) -------------
+ * Pure byte-level tests, no device: a valid entry is accepted with spans
+ * inside the file, and every corruption is refused with its own reason. The
+ * same parser is fuzzed by tests/fuzz/fuzz_clcache.c. */
+
+#define ENTRY_IDENT "Portable Computing Language\ncpu-test\n6.0\nfeedfacecafebeef -cl-fast"
+
+/* A cache file for ENTRY_IDENT and a random binary of `blen` bytes. */
+static unsigned char *entry_make(size_t blen, uint64_t seed, size_t *len)
+{
+    unsigned char *bin = malloc(blen);
+    ck_assert_ptr_nonnull(bin);
+    trng r;
+    trng_seed(&r, seed);
+    for (size_t i = 0; i < blen; i++) bin[i] = (unsigned char)trng_next(&r);
+    size_t klen = strlen(ENTRY_IDENT);
+    size_t n = sdpa__cl_entry_encode(NULL, 0, ENTRY_IDENT, klen, bin, blen);
+    ck_assert_uint_eq(n, SDPA__CL_ENTRY_HEADER + klen + blen);
+    unsigned char *e = malloc(n);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(sdpa__cl_entry_encode(e, n, ENTRY_IDENT, klen, bin, blen), n);
+    ck_assert(memcmp(e + SDPA__CL_ENTRY_HEADER + klen, bin, blen) == 0);
+    free(bin);
+    *len = n;
+    return e;
+}
+
+static sdpa__cl_entry_status entry_parse(const unsigned char *d, size_t n)
+{
+    sdpa__cl_entry e;
+    memset(&e, 0x5a, sizeof e);
+    sdpa__cl_entry_status s = sdpa__cl_entry_parse(d, n, ENTRY_IDENT, strlen(ENTRY_IDENT), &e);
+    if (s != SDPA__CL_ENTRY_OK)
+        ck_assert(e.ident == NULL && e.ident_len == 0 && e.binary == NULL && e.binary_len == 0);
+    return s;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+START_TEST(cache_entry_valid_accepted)
+{
+    static const size_t sizes[] = {1, 7, 63, 65, 257, 1000};
+    size_t klen = strlen(ENTRY_IDENT);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n;
+        unsigned char *d = entry_make(sizes[i], 100 + i, &n);
+        sdpa__cl_entry e;
+        ck_assert_int_eq(sdpa__cl_entry_parse(d, n, ENTRY_IDENT, klen, &e), SDPA__CL_ENTRY_OK);
+        ck_assert_ptr_eq(e.ident, d + SDPA__CL_ENTRY_HEADER);
+        ck_assert_uint_eq(e.ident_len, klen);
+        ck_assert_ptr_eq(e.binary, d + SDPA__CL_ENTRY_HEADER + klen);
+        ck_assert_uint_eq(e.binary_len, sizes[i]);
+        ck_assert(e.binary + e.binary_len == d + n); /* the span ends at the file's end */
+        /* The layout the previous writer produced (native u32/u64 on a
+         * little-endian host): magic, version 1, lengths, checksum. */
+        ck_assert(memcmp(d, "SDPACLB1", 8) == 0);
+        ck_assert_int_eq(d[8], 1);
+        ck_assert_int_eq(d[12], (int)klen);
+        /* Identity check off: accepted too. */
+        ck_assert_int_eq(sdpa__cl_entry_parse(d, n, NULL, 0, &e), SDPA__CL_ENTRY_OK);
+        free(d);
+    }
+    ck_assert_str_eq(sdpa__cl_entry_reason(SDPA__CL_ENTRY_OK), "ok");
+}
+END_TEST
+
+START_TEST(cache_entry_corruptions_rejected)
+{
+    size_t n, klen = strlen(ENTRY_IDENT);
+    unsigned char *good = entry_make(257, 7, &n);
+    unsigned char *d = malloc(n + 8);
+    ck_assert_ptr_nonnull(d);
+#define RESET() memcpy(d, good, n)
+
+    /* Truncated header: every length below 32, and no data at all. */
+    RESET();
+    for (size_t len = 0; len < SDPA__CL_ENTRY_HEADER; len++)
+        ck_assert_int_eq(entry_parse(d, len), SDPA__CL_ENTRY_TRUNCATED_HEADER);
+    ck_assert_int_eq(entry_parse(NULL, 0), SDPA__CL_ENTRY_TRUNCATED_HEADER);
+    /* Truncated identity or binary: every shorter length. */
+    for (size_t len = SDPA__CL_ENTRY_HEADER; len < n; len++)
+        ck_assert_int_eq(entry_parse(d, len), SDPA__CL_ENTRY_TRUNCATED);
+    /* Bytes after the binary. */
+    d[n] = 0;
+    ck_assert_int_eq(entry_parse(d, n + 1), SDPA__CL_ENTRY_TRAILING);
+    /* Bad magic. */
+    RESET();
+    d[7] = '0';
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_MAGIC);
+    /* Wrong version. */
+    RESET();
+    put_le(d + 8, 2, 4);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_VERSION);
+    /* Wrong key: one byte of the stored identity, and another expected one. */
+    RESET();
+    d[SDPA__CL_ENTRY_HEADER + klen - 1] ^= 1;
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_KEY_MISMATCH);
+    RESET();
+    sdpa__cl_entry e;
+    ck_assert_int_eq(sdpa__cl_entry_parse(d, n, ENTRY_IDENT, klen - 1, &e),
+                     SDPA__CL_ENTRY_KEY_MISMATCH);
+    ck_assert_int_eq(sdpa__cl_entry_parse(d, n, "another identity", 16, &e),
+                     SDPA__CL_ENTRY_KEY_MISMATCH);
+    /* Length fields larger than the file: a little, hugely, and the identity. */
+    RESET();
+    put_le(d + 16, 257 + 1, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_TRUNCATED);
+    put_le(d + 16, SDPA__CL_ENTRY_MAX_BINARY, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_TRUNCATED);
+    put_le(d + 16, SDPA__CL_ENTRY_MAX_BINARY + 1, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_SIZE);
+    put_le(d + 16, UINT64_MAX, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_SIZE);
+    put_le(d + 16, 0, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_SIZE);
+    RESET();
+    put_le(d + 12, n, 4);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_TRUNCATED);
+    put_le(d + 12, UINT32_MAX, 4);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_BAD_SIZE);
+    /* Identity/binary split moved (lengths still add up): not this identity. */
+    RESET();
+    put_le(d + 12, klen + 1, 4);
+    put_le(d + 16, 257 - 1, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_KEY_MISMATCH);
+    /* Checksum mismatch: every byte of the binary, and the field itself. */
+    for (size_t i = SDPA__CL_ENTRY_HEADER + klen; i < n; i++) {
+        RESET();
+        d[i] ^= 0x5a;
+        ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_CHECKSUM);
+    }
+    RESET();
+    d[24] ^= 1;
+    ck_assert_int_eq(entry_parse(d, n), SDPA__CL_ENTRY_CHECKSUM);
+    /* With the identity check off, a flipped identity byte is a bad checksum. */
+    RESET();
+    d[SDPA__CL_ENTRY_HEADER] ^= 1;
+    ck_assert_int_eq(sdpa__cl_entry_parse(d, n, NULL, 0, &e), SDPA__CL_ENTRY_CHECKSUM);
+#undef RESET
+    /* Every reason is distinct and non-empty. */
+    for (int a = SDPA__CL_ENTRY_OK; a <= SDPA__CL_ENTRY_CHECKSUM; a++) {
+        const char *ra = sdpa__cl_entry_reason((sdpa__cl_entry_status)a);
+        ck_assert(ra && ra[0]);
+        for (int b = a + 1; b <= SDPA__CL_ENTRY_CHECKSUM; b++)
+            ck_assert_str_ne(ra, sdpa__cl_entry_reason((sdpa__cl_entry_status)b));
+    }
+    free(d);
+    free(good);
+}
+END_TEST
+
 int main(void)
 {
     if (getenv("SDPA_TEST_NO_PLATFORM_PROBE")) return no_platform_probe();
@@ -1086,6 +1248,12 @@ int main(void)
     tcase_add_test(tc, device_info);
     tcase_add_test(tc, disk_cache_written_and_corrupt_entries_rebuilt);
     tcase_add_test(tc, interop_app_context_and_wrapped_buffers);
+    suite_add_tcase(s, tc);
+
+    /* No fixture: pure parser tests, no device. */
+    tc = tcase_create("cache_entry");
+    tcase_add_test(tc, cache_entry_valid_accepted);
+    tcase_add_test(tc, cache_entry_corruptions_rejected);
     suite_add_tcase(s, tc);
     return trun_suite(s);
 }

@@ -5,7 +5,12 @@
  * storage, split-KV decode, backward (and its determinism), forced tile
  * configurations, the pipeline cache (persisted, corrupt file discarded),
  * a simulated device without 16-bit storage, and interop on an
- * application-created VkDevice with wrapped VkBuffers.
+ * application-created VkDevice with wrapped VkBuffers. Test case
+ * "cache_entry" (no device, < 1 s): the pipeline cache file parser
+ * sdpa__vk_entry_parse accepts a valid file for the device and refuses each
+ * corruption (bad magic, version, truncated header / payload, size field
+ * past the end or over the limit, trailing bytes, checksum, malformed driver
+ * header, another vendor / device / UUID) with its own reason.
  *
  * Every context runs with the Khronos validation layer (SDPA_VK_VALIDATION=1,
  * set in main unless the caller set it) and each test asserts that it
@@ -16,6 +21,9 @@
 #include "testutil.h"
 #include "backend.h"
 #include "sdpa_vulkan.h"
+/* The pure pipeline-cache file parser, by relative path (tests/meson.build
+ * does not put src/backend/vulkan on the include path). */
+#include "../src/backend/vulkan/vk_cache_entry.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -551,6 +559,175 @@ START_TEST(test_pipeline_cache)
 }
 END_TEST
 
+/* ---- pipeline cache file parser (src/backend/vulkan/vk_cache_entry.c) -------
+ * Pure byte-level tests, no device: a valid file is accepted with the payload
+ * inside it, each corruption is refused with its own reason. The same parser
+ * is fuzzed by tests/fuzz/fuzz_vkcache.c. */
+
+static const sdpa__vk_entry_device entry_dev = {
+    0x10005u, 0x2u, {0x6d, 0x65, 0x73, 0x61, 0x2d, 0x6c, 0x76, 0x70, 0x2d, 0x74, 0x65, 0x73,
+                     0x74, 0x2d, 0x30, 0x31}};
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A file for entry_dev: header, driver header, `extra` random bytes. */
+static unsigned char *entry_make(size_t extra, uint64_t seed, size_t *len)
+{
+    size_t n = SDPA__VK_ENTRY_DRIVER_HEADER_SIZE + extra;
+    unsigned char *d = malloc(SDPA__VK_ENTRY_HEADER + n + 8);
+    ck_assert_ptr_nonnull(d);
+    unsigned char *p = d + SDPA__VK_ENTRY_HEADER;
+    put_le(p, SDPA__VK_ENTRY_DRIVER_HEADER_SIZE, 4);
+    put_le(p + 4, SDPA__VK_ENTRY_DRIVER_HEADER_VERSION, 4);
+    put_le(p + 8, entry_dev.vendor_id, 4);
+    put_le(p + 12, entry_dev.device_id, 4);
+    memcpy(p + 16, entry_dev.uuid, SDPA__VK_ENTRY_UUID_SIZE);
+    trng r;
+    trng_seed(&r, seed);
+    for (size_t i = SDPA__VK_ENTRY_DRIVER_HEADER_SIZE; i < n; i++)
+        p[i] = (unsigned char)trng_next(&r);
+    sdpa__vk_entry_header(d, p, n);
+    *len = SDPA__VK_ENTRY_HEADER + n;
+    return d;
+}
+
+static sdpa__vk_entry_status entry_parse(const unsigned char *d, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)"x";
+    size_t pn = 99;
+    sdpa__vk_entry_status s = sdpa__vk_entry_parse(d, n, &entry_dev, &p, &pn);
+    if (s != SDPA__VK_ENTRY_OK) ck_assert(p == NULL && pn == 0);
+    return s;
+}
+
+/* Rewrites the checksum so that a payload edit is judged on its own. */
+static void entry_reseal(unsigned char *d, size_t n)
+{
+    sdpa__vk_entry_header(d, d + SDPA__VK_ENTRY_HEADER, n - SDPA__VK_ENTRY_HEADER);
+}
+
+START_TEST(test_cache_entry_valid)
+{
+    static const size_t extras[] = {0, 1, 7, 63, 65, 257, 1000};
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+        size_t n;
+        unsigned char *d = entry_make(extras[i], 50 + i, &n);
+        const unsigned char *p = NULL;
+        size_t pn = 0;
+        ck_assert_int_eq(sdpa__vk_entry_parse(d, n, &entry_dev, &p, &pn), SDPA__VK_ENTRY_OK);
+        ck_assert_ptr_eq(p, d + SDPA__VK_ENTRY_HEADER);
+        ck_assert_uint_eq(pn, n - SDPA__VK_ENTRY_HEADER);
+        ck_assert(memcmp(d, "SDPAVKPC", 8) == 0);
+        /* Device check off: accepted too. */
+        ck_assert_int_eq(sdpa__vk_entry_parse(d, n, NULL, &p, &pn), SDPA__VK_ENTRY_OK);
+        free(d);
+    }
+    /* The reserved field is not checked (older files keep loading). */
+    size_t n;
+    unsigned char *d = entry_make(16, 3, &n);
+    put_le(d + 12, 0xdeadbeef, 4);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_OK);
+    /* A driver header larger than the minimum, inside the payload. */
+    put_le(d + SDPA__VK_ENTRY_HEADER, SDPA__VK_ENTRY_DRIVER_HEADER_SIZE + 16, 4);
+    entry_reseal(d, n);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_OK);
+    free(d);
+}
+END_TEST
+
+START_TEST(test_cache_entry_corruptions)
+{
+    size_t n;
+    unsigned char *good = entry_make(257, 9, &n);
+    unsigned char *d = malloc(n + 8);
+    ck_assert_ptr_nonnull(d);
+    unsigned char *p = d + SDPA__VK_ENTRY_HEADER;
+#define RESET() memcpy(d, good, n)
+    RESET();
+    /* Truncated header, then truncated payload: every shorter length. */
+    for (size_t len = 0; len < SDPA__VK_ENTRY_HEADER; len++)
+        ck_assert_int_eq(entry_parse(d, len), SDPA__VK_ENTRY_TRUNCATED_HEADER);
+    ck_assert_int_eq(entry_parse(NULL, 0), SDPA__VK_ENTRY_TRUNCATED_HEADER);
+    for (size_t len = SDPA__VK_ENTRY_HEADER; len < n; len++)
+        ck_assert_int_eq(entry_parse(d, len), SDPA__VK_ENTRY_TRUNCATED);
+    d[n] = 0;
+    ck_assert_int_eq(entry_parse(d, n + 1), SDPA__VK_ENTRY_TRAILING);
+    /* Bad magic, wrong version. */
+    RESET();
+    d[0] = 's';
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_MAGIC);
+    RESET();
+    put_le(d + 8, 2, 4);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_VERSION);
+    /* Size field larger than the file, over the limit, zero. */
+    RESET();
+    put_le(d + 16, n - SDPA__VK_ENTRY_HEADER + 1, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_TRUNCATED);
+    put_le(d + 16, SDPA__VK_ENTRY_MAX, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_TRUNCATED);
+    put_le(d + 16, SDPA__VK_ENTRY_MAX + 1, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_SIZE);
+    put_le(d + 16, UINT64_MAX, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_SIZE);
+    put_le(d + 16, 0, 8);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_SIZE);
+    /* Checksum mismatch: every payload byte, and the field itself. */
+    for (size_t i = SDPA__VK_ENTRY_HEADER; i < n; i++) {
+        RESET();
+        d[i] ^= 0x5a;
+        ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_CHECKSUM);
+    }
+    RESET();
+    d[31] ^= 0x80;
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_CHECKSUM);
+    /* Wrong key, i.e. another device: vendor, device, each UUID byte
+     * (checksum resealed so that only the driver header is wrong). */
+    RESET();
+    put_le(p + 8, 0x1002, 4);
+    entry_reseal(d, n);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_WRONG_DEVICE);
+    RESET();
+    put_le(p + 12, entry_dev.device_id + 1, 4);
+    entry_reseal(d, n);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_WRONG_DEVICE);
+    for (int i = 0; i < (int)SDPA__VK_ENTRY_UUID_SIZE; i++) {
+        RESET();
+        p[16 + i] ^= 1;
+        entry_reseal(d, n);
+        ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_WRONG_DEVICE);
+    }
+    /* Malformed driver header: size below 32 or past the payload, version. */
+    static const uint32_t bad_hsize[] = {0, 31, 257 + 32 + 1, UINT32_MAX};
+    for (size_t i = 0; i < sizeof bad_hsize / sizeof bad_hsize[0]; i++) {
+        RESET();
+        put_le(p, bad_hsize[i], 4);
+        entry_reseal(d, n);
+        ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_DRIVER_HEADER);
+    }
+    RESET();
+    put_le(p + 4, 2, 4);
+    entry_reseal(d, n);
+    ck_assert_int_eq(entry_parse(d, n), SDPA__VK_ENTRY_BAD_DRIVER_HEADER);
+    /* A payload shorter than the driver header (consistent otherwise). */
+    RESET();
+    put_le(d + 16, 20, 8);
+    entry_reseal(d, SDPA__VK_ENTRY_HEADER + 20);
+    ck_assert_int_eq(entry_parse(d, SDPA__VK_ENTRY_HEADER + 20), SDPA__VK_ENTRY_BAD_DRIVER_HEADER);
+#undef RESET
+    for (int a = SDPA__VK_ENTRY_OK; a <= SDPA__VK_ENTRY_WRONG_DEVICE; a++) {
+        const char *ra = sdpa__vk_entry_reason((sdpa__vk_entry_status)a);
+        ck_assert(ra && ra[0]);
+        for (int b = a + 1; b <= SDPA__VK_ENTRY_WRONG_DEVICE; b++)
+            ck_assert_str_ne(ra, sdpa__vk_entry_reason((sdpa__vk_entry_status)b));
+    }
+    free(d);
+    free(good);
+}
+END_TEST
+
 /* ---- interop ------------------------------------------------------------------ */
 
 typedef struct app_vk {
@@ -780,6 +957,11 @@ static Suite *vulkan_suite(void)
         tcase_add_test(tc, tests[i].fn);
         suite_add_tcase(s, tc);
     }
+    /* No fixture: pure parser tests, no device. */
+    TCase *tc = tcase_create("cache_entry");
+    tcase_add_test(tc, test_cache_entry_valid);
+    tcase_add_test(tc, test_cache_entry_corruptions);
+    suite_add_tcase(s, tc);
     return s;
 }
 

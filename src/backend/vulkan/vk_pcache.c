@@ -3,17 +3,21 @@
  * device under sdpa__context_cache_dir(ctx):
  *   vk-<vendor>-<device>-<pipelineCacheUUID>.pcache
  * The file is a 32-byte libsdpa header (magic "SDPAVKPC", format version,
- * payload size, FNV-1a 64 of the payload) followed by the driver's cache data.
- * On load the header, size limit (256 MiB), checksum and the driver's own
- * VkPipelineCacheHeaderVersionOne (header version, vendor, device, UUID) are
- * all checked; anything wrong discards the file with an INFO/WARN log line
- * and starts an empty cache, never trusting it. Writes go to a temp file in
- * the same directory and are renamed over the old one (atomic on POSIX), so a
- * crash or a concurrent process never leaves a torn file.
+ * payload size, FNV-1a 64 of the payload) followed by the driver's cache data
+ * (format in vk_cache_entry.h). On load the file size is bounded before it is
+ * read, then the pure parser sdpa__vk_entry_parse (vk_cache_entry.c, fuzzed
+ * by tests/fuzz/fuzz_vkcache.c) checks the header, size limit (256 MiB),
+ * exact size, checksum and the driver's own VkPipelineCacheHeaderVersionOne
+ * (header size and version, vendor, device, UUID); anything wrong discards
+ * the file with a WARN log line and starts an empty cache, never trusting it.
+ * Writes go to a temp file in the same directory and are renamed over the
+ * old one (atomic on POSIX), so a crash or a concurrent process never leaves
+ * a torn file.
  * Called by vk_device.c (open at context setup, save at context free) and
  * vk_plan.c (save after a plan created new pipelines).
  */
 #include "vk_internal.h"
+#include "vk_cache_entry.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,41 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PCACHE_MAGIC "SDPAVKPC"
-#define PCACHE_VERSION 1u
-#define PCACHE_MAX ((size_t)256 << 20)
-#define PCACHE_HEADER 32
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
+_Static_assert(SDPA__VK_ENTRY_UUID_SIZE == VK_UUID_SIZE, "pipelineCacheUUID size");
+_Static_assert(SDPA__VK_ENTRY_DRIVER_HEADER_SIZE == sizeof(VkPipelineCacheHeaderVersionOne),
+               "VkPipelineCacheHeaderVersionOne size");
+_Static_assert(SDPA__VK_ENTRY_DRIVER_HEADER_VERSION == VK_PIPELINE_CACHE_HEADER_VERSION_ONE,
+               "pipeline cache header version");
 
 /* mkdir -p; true when the directory exists afterwards. */
 static bool make_dirs(const char *path)
@@ -76,38 +50,31 @@ static bool make_dirs(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Whether `data` is a cache this device would accept. */
-static bool driver_header_ok(const sdpa__vk_state *s, const unsigned char *d, size_t n)
-{
-    if (n < 16 + VK_UUID_SIZE) return false;
-    uint32_t hsize = get_u32(d), hver = get_u32(d + 4);
-    if (hsize < 16 + VK_UUID_SIZE || hsize > n) return false;
-    if (hver != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) return false;
-    if (get_u32(d + 8) != s->props.vendorID || get_u32(d + 12) != s->props.deviceID) return false;
-    return memcmp(d + 16, s->props.pipelineCacheUUID, VK_UUID_SIZE) == 0;
-}
-
-/* Reads and checks the file; returns malloc'd payload or NULL. */
-static unsigned char *load_file(sdpa_context *ctx, const sdpa__vk_state *s, size_t *size)
+/* Reads and checks the file; returns malloc'd file contents (the payload at
+ * *payload, *size bytes) or NULL. */
+static unsigned char *load_file(sdpa_context *ctx, const sdpa__vk_state *s,
+                                const unsigned char **payload, size_t *size)
 {
     FILE *f = fopen(s->pcache_path, "rb");
     if (!f) return NULL; /* no cache yet */
-    unsigned char hdr[PCACHE_HEADER];
     unsigned char *data = NULL;
     const char *why = NULL;
-    if (fread(hdr, 1, sizeof hdr, f) != sizeof hdr) why = "truncated header";
-    else if (memcmp(hdr, PCACHE_MAGIC, 8) != 0) why = "bad magic";
-    else if (get_u32(hdr + 8) != PCACHE_VERSION) why = "unknown format version";
-    else {
-        uint64_t n = get_u64(hdr + 16);
-        if (n == 0 || n > PCACHE_MAX) why = "implausible size";
-        else if (!(data = malloc((size_t)n))) why = "out of memory";
-        else if (fread(data, 1, (size_t)n, f) != n || fgetc(f) != EOF) why = "size mismatch";
-        else if (fnv1a(data, (size_t)n) != get_u64(hdr + 24)) why = "checksum mismatch";
-        else if (!driver_header_ok(s, data, (size_t)n)) why = "driver header does not match this device";
-        else *size = (size_t)n;
-    }
+    size_t len = 0;
+    struct stat sb;
+    /* The size is checked before anything is allocated: a length field is
+     * never trusted, and neither is the file's size beyond the format's. */
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) why = "not a regular file";
+    else if ((uint64_t)sb.st_size > SDPA__VK_ENTRY_HEADER + SDPA__VK_ENTRY_MAX)
+        why = "implausible size";
+    else if (!(data = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1))) why = "out of memory";
+    else len = fread(data, 1, (size_t)sb.st_size, f);
     fclose(f);
+    if (!why) {
+        sdpa__vk_entry_device dev = {s->props.vendorID, s->props.deviceID, {0}};
+        memcpy(dev.uuid, s->props.pipelineCacheUUID, VK_UUID_SIZE);
+        sdpa__vk_entry_status es = sdpa__vk_entry_parse(data, len, &dev, payload, size);
+        if (es != SDPA__VK_ENTRY_OK) why = sdpa__vk_entry_reason(es);
+    }
     if (why) {
         sdpa__log(ctx, SDPA_LOG_WARN, "vulkan: pipeline cache '%s' discarded (%s)",
                   s->pcache_path, why);
@@ -130,11 +97,12 @@ sdpa_status sdpa__vk_pcache_open(sdpa_context *ctx, sdpa__vk_state *s)
         if (n < 0 || (size_t)n >= sizeof s->pcache_path) s->pcache_path[0] = '\0';
     }
     size_t size = 0;
-    unsigned char *data = s->pcache_path[0] ? load_file(ctx, s, &size) : NULL;
+    const unsigned char *payload = NULL;
+    unsigned char *data = s->pcache_path[0] ? load_file(ctx, s, &payload, &size) : NULL;
     VkPipelineCacheCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
         .initialDataSize = data ? size : 0,
-        .pInitialData = data,
+        .pInitialData = data ? payload : NULL,
     };
     VkResult r = vkCreatePipelineCache(s->device, &ci, NULL, &s->pcache);
     if (r != VK_SUCCESS && data) {
@@ -162,19 +130,16 @@ void sdpa__vk_pcache_save(sdpa_context *ctx, sdpa__vk_state *s)
     if (!s->pcache || !s->pcache_path[0]) return;
     size_t n = 0;
     if (vkGetPipelineCacheData(s->device, s->pcache, &n, NULL) != VK_SUCCESS || n == 0 ||
-        n > PCACHE_MAX || n == s->pcache_saved_size)
+        n > SDPA__VK_ENTRY_MAX || n == s->pcache_saved_size)
         return;
-    unsigned char *buf = malloc(PCACHE_HEADER + n);
+    unsigned char *buf = malloc(SDPA__VK_ENTRY_HEADER + n);
     if (!buf) return;
-    if (vkGetPipelineCacheData(s->device, s->pcache, &n, buf + PCACHE_HEADER) != VK_SUCCESS) {
+    if (vkGetPipelineCacheData(s->device, s->pcache, &n, buf + SDPA__VK_ENTRY_HEADER) !=
+        VK_SUCCESS) {
         free(buf);
         return;
     }
-    memcpy(buf, PCACHE_MAGIC, 8);
-    put_u32(buf + 8, PCACHE_VERSION);
-    put_u32(buf + 12, 0);
-    put_u64(buf + 16, n);
-    put_u64(buf + 24, fnv1a(buf + PCACHE_HEADER, n));
+    sdpa__vk_entry_header(buf, buf + SDPA__VK_ENTRY_HEADER, n);
 
     char dir[1024], tmp[1100];
     sdpa__strlcpy(dir, s->pcache_path, sizeof dir);
@@ -184,7 +149,7 @@ void sdpa__vk_pcache_save(sdpa_context *ctx, sdpa__vk_state *s)
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->pcache_path, (long)getpid());
     FILE *f = ok ? fopen(tmp, "wb") : NULL;
     if (f) {
-        ok = fwrite(buf, 1, PCACHE_HEADER + n, f) == PCACHE_HEADER + n;
+        ok = fwrite(buf, 1, SDPA__VK_ENTRY_HEADER + n, f) == SDPA__VK_ENTRY_HEADER + n;
         ok = (fclose(f) == 0) && ok;
         ok = ok && rename(tmp, s->pcache_path) == 0;
         if (!ok) remove(tmp);
