@@ -499,6 +499,37 @@ SDPA_API sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *des
 /* Profile file this context reads and writes (may not exist yet). */
 SDPA_API const char *sdpa_context_profile_path(const sdpa_context *ctx);
 
+/* ---- device peak (experimental) ----
+ * The fp32 FMA throughput of the context's device, for "fraction of peak"
+ * figures (sdpa-bench). Measured once per device by a built-in micro-benchmark
+ * (CPU and reference: independent FMA chains in the widest vector ISA, on the
+ * context's thread count; OpenCL: a kernel of floatN FMA chains timed with
+ * profiling events; Vulkan: a compute shader timed with timestamp queries, or
+ * the host clock around a fence where timestamps are missing), best of a few
+ * runs, about 0.2-0.5 s plus a first kernel build. The result is cached as one
+ * JSON line per device in <profile dir>/peak.jsonl (the directory of
+ * sdpa_context_profile_path), keyed like profiles (backend, vendor, device,
+ * compute units) plus the thread count for the CPU backends; a record made
+ * with another driver version is stale and re-measured. Damaged lines are
+ * skipped with one WARN; an unwritable directory costs only the caching (one
+ * WARN). Builds without the profile store (no cJSON) measure every time. */
+typedef struct sdpa_peak_info {
+    size_t struct_size;  /* sizeof(sdpa_peak_info), set by the call */
+    double gflops;       /* fp32 GFLOP/s, 2 flops per FMA lane */
+    char method[64];     /* how it was measured, e.g. "opencl fma kernel float16",
+                            "cpu avx512 2 threads" */
+    int cached;          /* 1 = read from the profile dir, 0 = measured now */
+} sdpa_peak_info;
+
+/* Fills *info with the peak of ctx's device (the primary backend's device,
+ * not the AUTO CPU fallback): the cached record, or a measurement that is then
+ * cached. refresh = 1 measures again and replaces the record. Uses the context
+ * like any other call (one thread at a time); blocks while measuring.
+ * Returns SDPA_ERR_NULL (ctx or info NULL), SDPA_ERR_UNSUPPORTED (the
+ * backend has no micro-benchmark), SDPA_ERR_BUILD, SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY
+ * (the measurement failed). Caching problems are never errors. */
+SDPA_API sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info);
+
 #endif /* SDPA_EXPERIMENTAL */
 
 #ifdef __cplusplus

@@ -333,7 +333,7 @@ static double bench_flops(const char *extra, const char *op)
             hit = r;
     }
     ck_assert_ptr_nonnull(hit);
-    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "cpu_peak")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "peaks")));
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(hit, "peak_frac")));
     ck_assert_str_eq(cJSON_GetObjectItem(hit, "status")->valuestring, "ok");
     double g = cJSON_GetObjectItem(hit, "gflops")->valuedouble;
@@ -404,19 +404,36 @@ START_TEST(bench_table_and_csv)
 }
 END_TEST
 
+/* The one entry of the JSON "peaks" array (backend reference): its gflops,
+ * checking the method and whether it came from the cache. */
+static double bench_peak_entry(cJSON *j, int want_cached)
+{
+    cJSON *pa = cJSON_GetObjectItem(j, "peaks");
+    ck_assert(cJSON_IsArray(pa));
+    ck_assert_int_eq(cJSON_GetArraySize(pa), 1);
+    cJSON *pk = cJSON_GetArrayItem(pa, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(pk, "backend")->valuestring, "reference");
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(pk, "method")->valuestring, "cpu "));
+    ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItem(pk, "cached")), want_cached);
+    double peak = cJSON_GetObjectItem(pk, "gflops")->valuedouble;
+    ck_assert(peak > 0.1 && peak < 1e6);
+    return peak;
+}
+
 START_TEST(bench_peak_and_plot)
 {
-    char args[1024], svg[600];
+    char args[1024], svg[600], prof[600];
+    /* a fresh profile dir: the first run measures, the second reads the
+     * cache, --refresh-peak measures again */
+    snprintf(prof, sizeof prof, "%s/profiles", g_tmp);
+    setenv("SDPA_PROFILE_DIR", prof, 1);
     snprintf(svg, sizeof svg, "%s/g.svg", g_tmp);
     snprintf(args, sizeof args, "--backend reference --shape 1,1,1,8,8,16 --shape 1,1,1,16,16,16 "
                                 "--repeat 1 --warmup 0 --json --plot '%s'", svg);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     cJSON *j = cJSON_Parse(g_out);
     ck_assert_ptr_nonnull(j);
-    cJSON *pk = cJSON_GetObjectItem(j, "cpu_peak");
-    ck_assert(cJSON_IsObject(pk));
-    double peak = cJSON_GetObjectItem(pk, "gflops")->valuedouble;
-    ck_assert(peak > 0.1 && peak < 1e6);
+    double peak = bench_peak_entry(j, 0);
     cJSON *r;
     int n = 0;
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
@@ -428,6 +445,18 @@ START_TEST(bench_peak_and_plot)
         n++;
     }
     ck_assert_int_eq(n, 2);
+    cJSON_Delete(j);
+    const char *again = "--backend reference --shape 1,1,1,8,8,16 --repeat 1 --warmup 0 --json";
+    ck_assert_int_eq(run("sdpa-bench", again), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_double_eq(bench_peak_entry(j, 1), peak);
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "%s --refresh-peak", again);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    bench_peak_entry(j, 0);
     cJSON_Delete(j);
     char *s = slurp(svg);
     ck_assert_ptr_nonnull(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -464,6 +493,7 @@ START_TEST(bench_usage_errors)
         {"--json --csv", "exclude each other"},
         {"--plot=", "--plot: empty file name"},
         {"--no-peak=1", "--no-peak takes no value"},
+        {"--refresh-peak=1", "--refresh-peak takes no value"},
         {"--max-seconds 0", "--max-seconds: expected a number > 0"},
         {"--max-seconds inf", "--max-seconds: expected a number > 0"},
         {"--frobnicate", "unknown option --frobnicate"},

@@ -5,19 +5,23 @@
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
  *              [--dtype f32|f16|bf16] [--backward] [--stats] [--threads N]
  *              [--device SEL] [--repeat N] [--warmup N] [--json | --csv]
- *              [--plot FILE.svg] [--max-seconds S] [--no-peak] [--help]
+ *              [--plot FILE.svg] [--max-seconds S] [--no-peak] [--refresh-peak]
+ *              [--help]
  *
  * Inputs live in device buffers (sdpa_buffer_create + sdpa_tensor_buffer), so
  * timings cover the plan's enqueue + completion only, never host copies. For
  * each shape, the repetitions interleave the backends (rep 1: A B C, rep 2:
  * A B C, ...) so machine noise hits all alike. Reported per row: plan creation
  * time, median/min/max ms, GFLOP/s over the kept (i, j) pairs of the band
- * (exactly counted), the fraction of the host CPU's measured FMA peak for
- * CPU devices (tools/common/peak.c), memory of buffers + workspace, and the
- * speedup relative to the first backend listed; --plot draws GFLOP/s against
+ * (exactly counted), the fraction of the device's fp32 FMA peak (every
+ * backend: sdpa_context_peak, measured once per device by the library's
+ * micro-benchmark and cached in the profile dir; --refresh-peak measures
+ * again), memory of buffers + workspace, and the speedup relative to the
+ * first backend listed; --plot draws GFLOP/s against
  * Skv as SVG (tools/common/plot.c). Exit status: 0 ok, 1 when a run failed
  * (errors other than unsupported), 2 on usage errors.
- * Thin program over sdpa.h (SDPA_EXPERIMENTAL for plan info) and tools/common.
+ * Thin program over sdpa.h (SDPA_EXPERIMENTAL for plan info and device peaks)
+ * and tools/common.
  */
 #include <cJSON.h>
 #include <math.h>
@@ -28,7 +32,6 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "peak.h"
 #include "plot.h"
 #include "sdpa.h"
 #include "util.h"
@@ -51,7 +54,7 @@ typedef struct options {
     int64_t wl, wr;
     sdpa_diagonal diagonal;
     sdpa_dtype dtype;
-    int backward, stats, threads, repeat, warmup, json, csv, no_peak;
+    int backward, stats, threads, repeat, warmup, json, csv, no_peak, refresh_peak;
     const char *device;
     const char *plot;       /* --plot FILE.svg, NULL = none */
     double max_seconds;     /* per backend and shape; 0 = no limit */
@@ -106,15 +109,18 @@ static void usage(FILE *f)
             "                   backend and op\n"
             "  --max-seconds S  stop repeating a backend on a shape once its runs took\n"
             "                   S seconds (at least one timed run; `runs` says how many)\n"
-            "  --no-peak        skip the CPU FMA peak measurement (%% peak column)\n"
+            "  --no-peak        no device peaks (empty %% peak column)\n"
+            "  --refresh-peak   measure every device's peak again and update the cache\n"
             "  -h, --help       this text\n"
             "\n"
             "GFLOP/s counts 2*(D+Dv) flops per kept (query, key) pair (4*D when Dv = D),\n"
             "exactly over the band for causal/window; the backward counts 2.5x the\n"
             "forward. `vs first` is the first listed backend's median divided by this\n"
-            "row's (above 1 = faster). `%% peak` compares GFLOP/s with the host CPU's\n"
-            "fp32 FMA peak, measured at start (about 0.2 s), for backends whose device\n"
-            "is a CPU; GPU peaks are not measured yet.\n"
+            "row's (above 1 = faster). `%% peak` compares GFLOP/s with the device's fp32\n"
+            "FMA peak, for every backend: measured once per device by a built-in FMA\n"
+            "micro-benchmark (about 0.3 s; a C loop on the CPU, a kernel on OpenCL and\n"
+            "Vulkan devices) and cached in the profile dir (peak.jsonl), so later runs\n"
+            "read it; a new driver version is measured again.\n"
             "Exit status: 0 ok, 1 a run failed, 2 usage error.\n");
 }
 
@@ -345,6 +351,8 @@ static int parse_args(options *o, int argc, char **argv, int *help)
                 ta_fail(&a, "--max-seconds: expected a number > 0, got \"%s\"", val);
         } else if (ta_flag(&a, "--no-peak")) {
             o->no_peak = 1;
+        } else if (ta_flag(&a, "--refresh-peak")) {
+            o->refresh_peak = 1;
         } else if (ta_value(&a, "--plot", &val)) {
             if (val && !*val)
                 ta_fail(&a, "--plot: empty file name");
@@ -656,13 +664,15 @@ static void add_num(cJSON *o, const char *k, double v, int ok)
         cJSON_AddNullToObject(o, k);
 }
 
-typedef struct peak_info {
-    double gflops;  /* 0 = not measured */
-    int threads;
-    const char *isa;
-} peak_info;
+/* One backend's device peak (sdpa_context_peak). */
+typedef struct peak_entry {
+    int index;               /* into the --backend list */
+    const char *backend, *device;
+    sdpa_status status;      /* SDPA_OK when info is valid */
+    sdpa_peak_info info;
+} peak_entry;
 
-static int print_json(const row *rows, int n, const options *o, const peak_info *pk)
+static int print_json(const row *rows, int n, const options *o, const peak_entry *pk, int npk)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", sdpa_version_string());
@@ -672,13 +682,23 @@ static int print_json(const row *rows, int n, const options *o, const peak_info 
         cJSON_AddNullToObject(root, "threads");
     else
         cJSON_AddNumberToObject(root, "threads", o->threads);
-    if (pk->gflops > 0) {
-        cJSON *p = cJSON_AddObjectToObject(root, "cpu_peak");
-        cJSON_AddNumberToObject(p, "gflops", pk->gflops);
-        cJSON_AddNumberToObject(p, "threads", pk->threads);
-        cJSON_AddStringToObject(p, "isa", pk->isa);
+    if (o->no_peak) {
+        cJSON_AddNullToObject(root, "peaks");
     } else {
-        cJSON_AddNullToObject(root, "cpu_peak");
+        cJSON *pa = cJSON_AddArrayToObject(root, "peaks");
+        for (int i = 0; i < npk; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddStringToObject(p, "backend", pk[i].backend);
+            cJSON_AddStringToObject(p, "device", pk[i].device);
+            add_num(p, "gflops", pk[i].info.gflops, pk[i].status == SDPA_OK);
+            if (pk[i].status == SDPA_OK) {
+                cJSON_AddStringToObject(p, "method", pk[i].info.method);
+                cJSON_AddBoolToObject(p, "cached", pk[i].info.cached);
+            } else {
+                cJSON_AddStringToObject(p, "error", sdpa_status_name(pk[i].status));
+            }
+            cJSON_AddItemToArray(pa, p);
+        }
     }
     cJSON *arr = cJSON_AddArrayToObject(root, "results");
     for (int i = 0; i < n; i++) {
@@ -713,26 +733,6 @@ static int print_json(const row *rows, int n, const options *o, const peak_info 
     printf("%s\n", s);
     cJSON_free(s);
     return 1;
-}
-
-/* Whether the backend's device named `name` is a CPU (reference and cpu
- * always are; OpenCL/Vulkan devices say so in their info). */
-static int device_is_cpu(sdpa_backend_kind kind, const char *name)
-{
-    if (kind == SDPA_BACKEND_REFERENCE || kind == SDPA_BACKEND_CPU)
-        return 1;
-    int n = 0;
-    if (!name || sdpa_device_count(kind, &n) != SDPA_OK)
-        return 0;
-    for (int i = 0; i < n; i++) {
-        sdpa_device_info info;
-        memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        if (sdpa_device_get_info(kind, i, &info) == SDPA_OK &&
-            strncmp(info.name, name, sizeof info.name) == 0)
-            return !info.is_gpu;
-    }
-    return 0;
 }
 
 /* GFLOP/s against Skv, one series per (backend, op). */
@@ -823,17 +823,23 @@ int main(int argc, char **argv)
         devname[b] = ctx[b] ? sdpa_context_device_name(ctx[b]) : "-";
     }
 
-    /* The host CPU's FMA peak, for backends whose device is a CPU. */
-    int on_cpu[MAX_BACKENDS] = {0}, need_peak = 0;
-    for (int b = 0; b < o.nbackends; b++) {
-        on_cpu[b] = ctx[b] && device_is_cpu(sdpa_context_backend(ctx[b]), devname[b]);
-        need_peak |= on_cpu[b];
-    }
-    peak_info pk = {0, 0, "none"};
-    if (need_peak && !o.no_peak) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        pk.threads = o.threads != SDPA_AUTO ? o.threads : ncpu > 0 ? (int)ncpu : 1;
-        pk.gflops = tp_cpu_peak_gflops(pk.threads, 0.15, &pk.isa);
+    /* Each backend's device peak: cached in the profile dir, or measured
+     * once (sdpa_context_peak). */
+    peak_entry pk[MAX_BACKENDS];
+    int npk = 0;
+    for (int b = 0; b < o.nbackends && !o.no_peak; b++) {
+        if (!ctx[b])
+            continue;
+        peak_entry *e = &pk[npk++];
+        e->index = b;
+        e->backend = sdpa_backend_name(sdpa_context_backend(ctx[b]));
+        e->device = devname[b];
+        e->status = sdpa_context_peak(ctx[b], o.refresh_peak, &e->info);
+        if (e->status != SDPA_OK) {
+            e->info.gflops = 0;
+            fprintf(stderr, "sdpa-bench: %s: no device peak (%s)\n", e->backend,
+                    sdpa_status_name(e->status));
+        }
     }
 
     int nops = o.backward ? 2 : 1;
@@ -911,7 +917,10 @@ int main(int argc, char **argv)
                 r->plan_ms = j->plan ? j->plan_ms : NAN;
                 r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
-                r->peak = on_cpu[b] && pk.gflops > 0 ? pk.gflops : NAN;
+                r->peak = NAN;
+                for (int e = 0; e < npk; e++)
+                    if (pk[e].index == b && pk[e].status == SDPA_OK)
+                        r->peak = pk[e].info.gflops;
                 r->skv = s->Skv;
                 if (j->status != SDPA_OK) {
                     r->status = j->status == SDPA_ERR_UNSUPPORTED ? "unsupported" : "error";
@@ -941,12 +950,20 @@ int main(int argc, char **argv)
     }
 
     if (o.json) {
-        print_json(rows, nrows, &o, &pk);
+        print_json(rows, nrows, &o, pk, npk);
     } else {
         print_table(rows, nrows, o.csv);
-        if (!o.csv && pk.gflops > 0)
-            printf("%% peak: of the host CPU's measured fp32 FMA peak, %.0f GFLOP/s (%s, %d "
-                   "thread%s)\n", pk.gflops, pk.isa, pk.threads, pk.threads == 1 ? "" : "s");
+        for (int e = 0; !o.csv && e < npk; e++) {
+            if (e == 0)
+                printf("%% peak: of each device's fp32 FMA peak (measured once, cached in the "
+                       "profile dir)\n");
+            if (pk[e].status == SDPA_OK)
+                printf("  %-9s %8.1f GFLOP/s  %s; %s\n", pk[e].backend, pk[e].info.gflops,
+                       pk[e].info.method, pk[e].info.cached ? "cached" : "measured now");
+            else
+                printf("  %-9s        - GFLOP/s  %s\n", pk[e].backend,
+                       sdpa_status_name(pk[e].status));
+        }
     }
     if (o.plot && !write_plot(o.plot, rows, nrows, &o))
         any_error = 1;

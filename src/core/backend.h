@@ -122,6 +122,13 @@ typedef struct sdpa__backend {
     /* Hash of the kernel sources this backend builds from (hex string), so
      * profiles made with other kernels are recognised as stale. */
     const char *(*source_hash)(void);
+
+    /* --- device peak (optional; NULL = SDPA_ERR_UNSUPPORTED) --- */
+    /* Measures the fp32 FMA throughput of the context's device for about
+     * `seconds` (best of a few runs): *gflops (2 flops per FMA lane) and a
+     * short description of the method in `method`. Called by src/core/peak.c. */
+    sdpa_status (*measure_peak)(sdpa_context *ctx, double seconds, double *gflops,
+                                char *method, size_t method_len);
 } sdpa__backend;
 
 /* The device this context runs on (index into the backend's device list). */

@@ -11,7 +11,10 @@
  * the current file under the lock, replaces or appends the record, writes a
  * temp file in the same directory, fsyncs it and renames it over the profile,
  * so readers see the old or the new file, never a torn one, and concurrent
- * writers never lose each other's records. Called by lookup.c and tune.c.
+ * writers never lose each other's records. The file mechanics are generic
+ * (sdpa__jsonl_read / sdpa__jsonl_store: any JSON-lines file, with a caller's
+ * "same key" test) so that peak_cache.c shares them. Called by lookup.c,
+ * tune.c and peak_cache.c.
  */
 #include "tune.h"
 
@@ -355,6 +358,18 @@ sdpa_status sdpa__profile_read(sdpa_context *ctx, const char *path, sdpa__profil
     return SDPA_OK;
 }
 
+sdpa_status sdpa__jsonl_read(sdpa_context *ctx, const char *path, sdpa__jsonl_line_fn fn,
+                             void *user)
+{
+    char *data;
+    size_t len;
+    SDPA__TRY(slurp(ctx, path, SDPA__PROFILE_MAX_FILE, &data, &len));
+    if (!data) return SDPA_OK;
+    for_each_line(data, len, fn, user);
+    free(data);
+    return SDPA_OK;
+}
+
 void sdpa__profile_file_free(sdpa__profile_file *f)
 {
     if (!f) return;
@@ -392,7 +407,8 @@ static void text_add(text *t, const char *s, size_t n)
 
 typedef struct merge_state {
     text out;
-    const sdpa__profile_record *rec;
+    sdpa__jsonl_match_fn same; /* KEEP, REPLACE (by json) or DROP a line */
+    void *user;
     bool replaced;
     const char *json; /* the new record's line */
 } merge_state;
@@ -401,19 +417,15 @@ static void merge_line(void *user, const char *line, size_t len)
 {
     merge_state *m = user;
     if (blank(line, len)) return;
-    sdpa__profile_record r;
-    if (sdpa__profile_record_parse(line, len, &r, NULL)) {
-        if (sdpa__device_key_equal(&r.dev, &m->rec->dev) &&
-            sdpa__bucket_equal(&r.bucket, &m->rec->bucket)) {
-            if (!m->replaced) text_add(&m->out, m->json, strlen(m->json));
-            m->replaced = true; /* later duplicates of the key are dropped */
-            return;
-        }
-        text_add(&m->out, line, len);
+    int what = m->same(m->user, line, len);
+    if (what == SDPA__JSONL_REPLACE) {
+        if (!m->replaced) text_add(&m->out, m->json, strlen(m->json));
+        m->replaced = true; /* later duplicates of the key are dropped */
         return;
     }
-    /* Keep lines another version of the library wrote (JSON objects within
-     * the limits); drop junk. */
+    if (what == SDPA__JSONL_DROP) return;
+    /* Keep other records and lines another version of the library wrote
+     * (JSON objects within the limits); drop junk. */
     if (len <= SDPA__PROFILE_MAX_LINE && !memchr(line, '\0', len)) {
         cJSON *o = cJSON_ParseWithLength(line, len);
         if (o && cJSON_IsObject(o)) text_add(&m->out, line, len);
@@ -454,13 +466,13 @@ static sdpa_status write_all(sdpa_context *ctx, int fd, const char *p, size_t n,
 }
 
 static sdpa_status store_locked(sdpa_context *ctx, const char *path, const char *json,
-                                const sdpa__profile_record *r)
+                                sdpa__jsonl_match_fn same, void *user)
 {
     char *data;
     size_t len;
     sdpa_status st = slurp(ctx, path, SDPA__PROFILE_MAX_FILE, &data, &len);
     if (st != SDPA_OK) return st; /* refuse to rewrite what we cannot read */
-    merge_state m = {.rec = r, .json = json};
+    merge_state m = {.same = same, .user = user, .json = json};
     if (data) for_each_line(data, len, merge_line, &m);
     free(data);
     if (!m.replaced) text_add(&m.out, json, strlen(json));
@@ -489,11 +501,11 @@ static sdpa_status store_locked(sdpa_context *ctx, const char *path, const char 
     return st;
 }
 
-sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa__profile_record *r)
+sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *json,
+                              sdpa__jsonl_match_fn same, void *user)
 {
-    SDPA__CHECK(ctx, path && *path && r, SDPA_ERR_NULL, "profile store: no path or record");
-    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile), SDPA_ERR_INVALID_ARG,
-                "profile store: tile configuration out of range");
+    SDPA__CHECK(ctx, path && *path && json && same, SDPA_ERR_NULL,
+                "JSON-lines store: no path, line or key");
     char dir[4096];
     sdpa__strlcpy(dir, path, sizeof dir);
     char *slash = strrchr(dir, '/');
@@ -501,26 +513,46 @@ sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa_
         *slash = '\0';
         SDPA__TRY(mkdir_p(ctx, dir));
     }
-    char *json = sdpa__profile_record_to_json(r);
-    SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "profile store: out of memory");
     char lock[4200];
     snprintf(lock, sizeof lock, "%s.lock", path);
     int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lfd < 0) {
         int e = errno;
-        free(json);
         return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot open lock %s: %s", lock, strerror(e));
     }
     while (flock(lfd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
         int e = errno;
         close(lfd);
-        free(json);
         return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot lock %s: %s", lock, strerror(e));
     }
-    sdpa_status st = store_locked(ctx, path, json, r);
+    sdpa_status st = store_locked(ctx, path, json, same, user);
     flock(lfd, LOCK_UN);
     close(lfd);
+    return st;
+}
+
+/* REPLACE a valid record with the same device key and bucket; KEEP the
+ * rest (merge_line still drops what is not a JSON object). */
+static int same_record(void *user, const char *line, size_t len)
+{
+    const sdpa__profile_record *want = user;
+    sdpa__profile_record r;
+    return sdpa__profile_record_parse(line, len, &r, NULL) &&
+                   sdpa__device_key_equal(&r.dev, &want->dev) &&
+                   sdpa__bucket_equal(&r.bucket, &want->bucket)
+               ? SDPA__JSONL_REPLACE
+               : SDPA__JSONL_KEEP;
+}
+
+sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa__profile_record *r)
+{
+    SDPA__CHECK(ctx, path && *path && r, SDPA_ERR_NULL, "profile store: no path or record");
+    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile), SDPA_ERR_INVALID_ARG,
+                "profile store: tile configuration out of range");
+    char *json = sdpa__profile_record_to_json(r);
+    SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "profile store: out of memory");
+    sdpa_status st = sdpa__jsonl_store(ctx, path, json, same_record, (void *)r);
     free(json);
     return st;
 }

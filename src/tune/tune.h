@@ -113,6 +113,40 @@ void sdpa__profile_file_free(sdpa__profile_file *f);
 sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path,
                                 const sdpa__profile_record *r);
 
+/* Generic JSON-lines files (the mechanics above, shared with peak_cache.c).
+ * sdpa__jsonl_read: reads path under the same size limits (a missing file is
+ * SDPA_OK and calls nothing) and calls fn for every line, without its '\n'.
+ * sdpa__jsonl_store: the locked, atomic rewrite of sdpa__profile_store: each
+ * non-blank line is classified by `same`; `json` (one line, no '\n') takes
+ * the place of the first REPLACE line (later ones dropped; appended when
+ * none), DROP lines go, KEEP lines stay when they are JSON objects within
+ * the limits (junk is dropped); creates the directory. */
+typedef void (*sdpa__jsonl_line_fn)(void *user, const char *line, size_t len);
+enum { SDPA__JSONL_KEEP = 0, SDPA__JSONL_REPLACE = 1, SDPA__JSONL_DROP = 2 };
+typedef int (*sdpa__jsonl_match_fn)(void *user, const char *line, size_t len);
+sdpa_status sdpa__jsonl_read(sdpa_context *ctx, const char *path, sdpa__jsonl_line_fn fn,
+                             void *user);
+sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *json,
+                              sdpa__jsonl_match_fn same, void *user);
+
+/* ---- device peak cache (peak_cache.c) ------------------------------------ */
+
+#define SDPA__PEAK_FORMAT 1
+#define SDPA__PEAK_FILE "peak.jsonl"
+
+/* The cached peak of backend be's device on ctx with `threads` (0 for
+ * device backends): true and *gflops, method when <profile dir>/peak.jsonl
+ * holds a record with this device key, thread count and driver version. A
+ * record of another driver is stale (false, logged at INFO); damaged lines
+ * are skipped with one WARN. Never fails. */
+bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int threads,
+                          double *gflops, char *method, size_t method_len);
+/* Records a measurement, replacing the device's record (any driver). A
+ * failure (unwritable directory, ...) is returned and recorded as usual;
+ * the caller decides whether it matters. */
+sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
+                                 double gflops, const char *method);
+
 /* ---- lookup (lookup.c) -------------------------------------------------- */
 
 /* Directory of shipped profiles: $SDPA_SHIPPED_PROFILE_DIR, else the build's

@@ -269,4 +269,5 @@ const sdpa__backend sdpa__backend_cpu = {
     .default_tile = cpu_default_tile,
     .tile_candidates = cpu_tile_candidates,
     .source_hash = cpu_source_hash,
+    .measure_peak = sdpa__cpu_measure_peak,
 };

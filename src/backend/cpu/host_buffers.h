@@ -18,5 +18,8 @@ sdpa_status sdpa__host_finish(sdpa_context *ctx);
 /* One device: the host CPU (model name from /proc/cpuinfo where available). */
 sdpa_status sdpa__host_device_count(int *count);
 sdpa_status sdpa__host_device_info(int index, sdpa_device_info *info);
+/* The host CPU's fp32 FMA peak (cpu_peak.c): measure_peak of both tables. */
+sdpa_status sdpa__cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+                                   char *method, size_t method_len);
 
 #endif

@@ -80,4 +80,5 @@ const sdpa__backend sdpa__backend_reference = {
     .forward = sdpa__ref_forward,
     .backward = sdpa__ref_backward,
     .finish = sdpa__host_finish,
+    .measure_peak = sdpa__cpu_measure_peak,
 };

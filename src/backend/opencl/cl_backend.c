@@ -31,4 +31,5 @@ const sdpa__backend sdpa__backend_opencl = {
     .default_tile = sdpa__cl_default_tile,
     .tile_candidates = sdpa__cl_tile_candidates,
     .source_hash = sdpa__cl_source_hash,
+    .measure_peak = sdpa__cl_measure_peak,
 };

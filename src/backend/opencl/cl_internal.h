@@ -205,4 +205,9 @@ sdpa_status sdpa__cl_launch(sdpa_context *ctx, sdpa__cl_state *st, cl_kernel k,
                             const char *name, cl_uint dims, const size_t *global,
                             const size_t *local);
 
+/* ---- cl_peak.c ---- */
+/* measure_peak slot: times the FMA kernel shaders/opencl/peak.cl. */
+sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+                                  char *method, size_t method_len);
+
 #endif /* SDPA_CL_INTERNAL_H */

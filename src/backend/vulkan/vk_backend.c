@@ -34,6 +34,7 @@ const sdpa__backend sdpa__backend_vulkan = {
     .default_tile = sdpa__vk_default_tile,
     .tile_candidates = sdpa__vk_tile_candidates,
     .source_hash = sdpa__vk_source_hash,
+    .measure_peak = sdpa__vk_measure_peak,
 };
 
 SDPA_API void sdpa_vulkan_device_init(sdpa_vulkan_device *dev)

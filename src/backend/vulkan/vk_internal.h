@@ -219,6 +219,10 @@ sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *plan_state,
                               const sdpa__bwd_args *g);
 sdpa_status sdpa__vk_finish(sdpa_context *ctx);
 
+/* vk_peak.c: measure_peak slot, times shaders/vulkan/peak.comp. */
+sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+                                  char *method, size_t method_len);
+
 /* Test hooks (tests/test_vulkan.c): validation messages counted on the
  * context's state since it was created; -1 when ctx is not a Vulkan context. */
 int sdpa__vk_validation_error_count(sdpa_context *ctx);

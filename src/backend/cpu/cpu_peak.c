@@ -1,0 +1,170 @@
+/*
+ * cpu_peak.c — the host CPU's fp32 FMA peak, measured: the measure_peak slot
+ * of the cpu and reference backends (both run on the host CPU).
+ *
+ * Each thread runs 12 independent FMA chains (enough to cover an FMA latency
+ * of 4-6 cycles on two pipes) over registers of the widest ISA the CPU
+ * reports at run time (AVX-512, AVX2+FMA, or plain C); the functions carry
+ * GCC target attributes so this file needs no -march. The chains converge
+ * (x*a + b with a < 1), so values stay finite; the result is summed into a
+ * volatile sink so the compiler cannot drop the loop. One pthread per thread
+ * of the context (sdpa__context_threads), all running at once; calibrated on
+ * one thread, then ROUNDS rounds of about seconds/ROUNDS each, the best kept
+ * (short rounds raise the odds that one of them runs undisturbed by other
+ * load on a shared machine). Threads are joined before returning, so
+ * no thread outlives the call. Called through the backend tables by
+ * src/core/peak.c.
+ */
+#include "host_buffers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define CPU_PEAK_X86 1
+#endif
+
+enum { ISA_SCALAR, ISA_AVX2, ISA_AVX512 };
+#define CHAINS 12
+#define ROUNDS 5
+
+#ifdef CPU_PEAK_X86
+__attribute__((target("avx512f"))) static float chains_avx512(long iters)
+{
+    const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
+    __m512 x[CHAINS];
+    for (int c = 0; c < CHAINS; c++) x[c] = _mm512_set1_ps((float)c);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int c = 0; c < CHAINS; c++) x[c] = _mm512_fmadd_ps(x[c], a, b);
+    }
+    __m512 s = x[0];
+    for (int c = 1; c < CHAINS; c++) s = _mm512_add_ps(s, x[c]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float chains_avx2(long iters)
+{
+    const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
+    __m256 x[CHAINS];
+    for (int c = 0; c < CHAINS; c++) x[c] = _mm256_set1_ps((float)c);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int c = 0; c < CHAINS; c++) x[c] = _mm256_fmadd_ps(x[c], a, b);
+    }
+    __m256 s = x[0];
+    for (int c = 1; c < CHAINS; c++) s = _mm256_add_ps(s, x[c]);
+    float f[8];
+    _mm256_storeu_ps(f, s);
+    return f[0] + f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7];
+}
+#endif
+
+static float chains_scalar(long iters)
+{
+    float x[CHAINS];
+    for (int c = 0; c < CHAINS; c++) x[c] = (float)c;
+    for (long i = 0; i < iters; i++)
+        for (int c = 0; c < CHAINS; c++) x[c] = x[c] * 0.999f + 0.001f;
+    float s = 0;
+    for (int c = 0; c < CHAINS; c++) s += x[c];
+    return s;
+}
+
+static int lanes(int isa) { return isa == ISA_AVX512 ? 16 : isa == ISA_AVX2 ? 8 : 1; }
+
+static float run_chains(int isa, long iters)
+{
+#ifdef CPU_PEAK_X86
+    if (isa == ISA_AVX512) return chains_avx512(iters);
+    if (isa == ISA_AVX2) return chains_avx2(iters);
+#endif
+    return chains_scalar(iters);
+}
+
+typedef struct worker {
+    int isa;
+    long iters;
+    volatile float sink;
+} worker;
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    w->sink = run_chains(w->isa, w->iters);
+    return NULL;
+}
+
+static int detect_isa(void)
+{
+#ifdef CPU_PEAK_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ISA_AVX2;
+#endif
+    return ISA_SCALAR;
+}
+
+sdpa_status sdpa__cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+                                   char *method, size_t method_len)
+{
+    int isa = detect_isa();
+    const char *isa_name = isa == ISA_AVX512 ? "avx512" : isa == ISA_AVX2 ? "avx2" : "scalar";
+    int threads = sdpa__context_threads(ctx);
+    if (threads < 1) threads = 1;
+    if (threads > 1024) threads = 1024;
+    if (!(seconds > 0)) seconds = 0.25;
+
+    /* Calibrate on one thread: grow until a run takes >= 20 ms. */
+    volatile float sink = 0;
+    long iters = 1 << 14;
+    double dt = 0;
+    for (;;) {
+        double t0 = sdpa__now();
+        sink += run_chains(isa, iters);
+        dt = sdpa__now() - t0;
+        if (dt >= 0.02 || iters > (1L << 40)) break;
+        iters *= 4;
+    }
+    (void)sink;
+    SDPA__CHECK(ctx, dt > 0, SDPA_ERR_INTERNAL, "cpu peak: the clock did not advance");
+    long per_round = (long)((double)iters * (seconds / ROUNDS / dt));
+    if (per_round < iters / 4) per_round = iters / 4;
+    if (per_round < 1) per_round = 1;
+
+    worker *w = sdpa__calloc((size_t)threads, sizeof *w);
+    pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
+    if (!w || !tid) {
+        free(w);
+        free(tid);
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu peak: thread table");
+    }
+    double best = 0;
+    int started = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        double t0 = sdpa__now();
+        started = 0;
+        for (int t = 0; t < threads; t++) {
+            w[t].isa = isa;
+            w[t].iters = per_round;
+            if (pthread_create(&tid[t], NULL, worker_main, &w[t]) != 0) break;
+            started++;
+        }
+        for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+        double wall = sdpa__now() - t0;
+        if (started < threads || wall <= 0) break;
+        double flops = (double)started * (double)per_round * CHAINS * lanes(isa) * 2.0;
+        if (flops / wall / 1e9 > best) best = flops / wall / 1e9;
+    }
+    free(w);
+    free(tid);
+    SDPA__CHECK(ctx, best > 0, SDPA_ERR_OUT_OF_MEMORY,
+                "cpu peak: could not start %d threads (started %d)", threads, started);
+    *gflops = best;
+    if (method && method_len)
+        snprintf(method, method_len, "cpu %s %d thread%s", isa_name, threads,
+                 threads == 1 ? "" : "s");
+    return SDPA_OK;
+}

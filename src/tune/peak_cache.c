@@ -1,0 +1,229 @@
+/*
+ * peak_cache.c — the measured device peaks (sdpa_context_peak), cached as
+ * JSON lines in <profile dir>/peak.jsonl, one record per device:
+ *
+ *   {"format":1,"backend":"cpu","vendor":"GenuineIntel","device":"...",
+ *    "compute_units":2,"driver":"...","threads":2,"gflops":412.3,
+ *    "method":"cpu avx512 2 threads","measured_at":"2026-11-29T12:00:00Z"}
+ *
+ * The key is the profile device key (backend, vendor, device, compute units;
+ * src/tune/bucket.c) plus the thread count (CPU backends; 0 for devices,
+ * whose peak does not depend on it). A record whose driver differs from the
+ * device's current one is stale: not used, and replaced by the next store.
+ * The file is untrusted like a profile: lines are size-limited and every
+ * field type- and range-checked; a bad line is skipped (one WARN per file
+ * and count), never fatal, and dropped by the next store (JSON objects of
+ * other format versions are kept). Reading and the locked, atomic rewrite are the
+ * profile store's (sdpa__jsonl_read / sdpa__jsonl_store in profile.c).
+ * Called by src/core/peak.c.
+ */
+#include "tune.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define PEAK_MAX_GFLOPS 1e9 /* 1 EFLOP/s: anything above is junk */
+
+static const char why_version[] = "no or other format version";
+
+typedef struct peak_record {
+    sdpa__device_key dev;
+    int threads;
+    double gflops;
+    char method[64];
+} peak_record;
+
+static bool peak_path(sdpa_context *ctx, char *out, size_t size)
+{
+    const char *dir = sdpa__context_profile_dir(ctx);
+    if (!dir || !*dir) return false;
+    int n = snprintf(out, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                     SDPA__PEAK_FILE);
+    return n > 0 && (size_t)n < size;
+}
+
+static bool get_str(const cJSON *o, const char *name, char *out, size_t size)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsString(v) || !v->valuestring || strlen(v->valuestring) >= size) return false;
+    sdpa__strlcpy(out, v->valuestring, size);
+    return true;
+}
+
+static bool get_num(const cJSON *o, const char *name, double lo, double hi, bool integer,
+                    double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < lo || d > hi || (integer && d != floor(d))) return false;
+    *out = d;
+    return true;
+}
+
+/* One line -> record; false (with a reason) for anything but a valid record
+ * of this format. */
+static bool parse_line(const char *line, size_t len, peak_record *r, const char **why)
+{
+    if (len > SDPA__PROFILE_MAX_LINE) return *why = "line too long", false;
+    if (memchr(line, '\0', len)) return *why = "binary data", false;
+    cJSON *o = cJSON_ParseWithLength(line, len);
+    if (!o || !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return *why = "not a JSON object", false;
+    }
+    memset(r, 0, sizeof *r);
+    double format = 0, cu = 0, threads = 0;
+    bool ok = false;
+    if (!get_num(o, "format", 0, 1 << 30, true, &format) || format != SDPA__PEAK_FORMAT)
+        *why = why_version;
+    else if (!get_str(o, "backend", r->dev.backend, sizeof r->dev.backend) ||
+             !get_str(o, "vendor", r->dev.vendor, sizeof r->dev.vendor) ||
+             !get_str(o, "device", r->dev.device, sizeof r->dev.device) ||
+             !get_num(o, "compute_units", 0, 1 << 24, true, &cu) ||
+             !get_str(o, "driver", r->dev.driver, sizeof r->dev.driver) ||
+             !get_num(o, "threads", 0, 1 << 16, true, &threads))
+        *why = "bad device key";
+    else if (!get_num(o, "gflops", 0, PEAK_MAX_GFLOPS, false, &r->gflops) || !(r->gflops > 0))
+        *why = "bad gflops";
+    else if (!get_str(o, "method", r->method, sizeof r->method))
+        *why = "bad method";
+    else
+        ok = true;
+    r->dev.compute_units = (int)cu;
+    r->threads = (int)threads;
+    cJSON_Delete(o);
+    return ok;
+}
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') return false;
+    return true;
+}
+
+typedef struct find_state {
+    const sdpa__device_key *key;
+    int threads;
+    bool hit, stale;
+    peak_record best;
+    char stale_driver[128];
+    size_t bad, line, first_bad_line;
+    const char *first_why;
+} find_state;
+
+static void find_line(void *user, const char *line, size_t len)
+{
+    find_state *s = user;
+    s->line++;
+    if (blank(line, len)) return;
+    peak_record r;
+    const char *why = "?";
+    if (!parse_line(line, len, &r, &why)) {
+        if (!s->bad++) {
+            s->first_why = why;
+            s->first_bad_line = s->line;
+        }
+        return;
+    }
+    if (!sdpa__device_key_equal(&r.dev, s->key) || r.threads != s->threads) return;
+    if (strcmp(r.dev.driver, s->key->driver) != 0) {
+        s->stale = true;
+        sdpa__strlcpy(s->stale_driver, r.dev.driver, sizeof s->stale_driver);
+        return;
+    }
+    s->hit = true; /* later lines win */
+    s->best = r;
+}
+
+bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int threads,
+                          double *gflops, char *method, size_t method_len)
+{
+    char path[4096];
+    sdpa__device_key key;
+    if (!peak_path(ctx, path, sizeof path) || sdpa__device_key_of(ctx, be, &key) != SDPA_OK)
+        return false;
+    find_state s = {.key = &key, .threads = threads};
+    if (sdpa__jsonl_read(ctx, path, find_line, &s) != SDPA_OK) {
+        /* INFO only: storing the measurement fails the same way and warns */
+        sdpa__log(ctx, SDPA_LOG_INFO, "peak cache %s cannot be read; measuring", path);
+        return false;
+    }
+    if (s.bad) {
+        char wkey[4200];
+        snprintf(wkey, sizeof wkey, "peak-bad:%s:%zu", path, s.bad);
+        sdpa__warn_once(ctx, wkey,
+                        "peak cache %s: skipped %zu unreadable line(s) (first: line %zu, %s)",
+                        path, s.bad, s.first_bad_line, s.first_why ? s.first_why : "?");
+    }
+    if (!s.hit) {
+        if (s.stale)
+            sdpa__log(ctx, SDPA_LOG_INFO,
+                      "%s: cached peak in %s was measured with driver '%s' (now '%s'): "
+                      "measuring again", be->name, path, s.stale_driver, key.driver);
+        return false;
+    }
+    *gflops = s.best.gflops;
+    if (method && method_len) sdpa__strlcpy(method, s.best.method, method_len);
+    return true;
+}
+
+typedef struct same_state {
+    const sdpa__device_key *key;
+    int threads;
+} same_state;
+
+/* REPLACE this device's record (any driver); DROP damaged records of our
+ * format (they would be skipped with a WARN on every read); KEEP the rest:
+ * other devices, and JSON objects of other format versions. */
+static int same_device(void *user, const char *line, size_t len)
+{
+    const same_state *s = user;
+    peak_record r;
+    const char *why = NULL;
+    if (parse_line(line, len, &r, &why))
+        return sdpa__device_key_equal(&r.dev, s->key) && r.threads == s->threads
+                   ? SDPA__JSONL_REPLACE
+                   : SDPA__JSONL_KEEP;
+    return why == why_version ? SDPA__JSONL_KEEP : SDPA__JSONL_DROP;
+}
+
+sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
+                                 double gflops, const char *method)
+{
+    char path[4096];
+    SDPA__CHECK(ctx, peak_path(ctx, path, sizeof path), SDPA_ERR_IO,
+                "peak cache: no usable profile directory");
+    SDPA__CHECK(ctx, isfinite(gflops) && gflops > 0 && gflops <= PEAK_MAX_GFLOPS,
+                SDPA_ERR_INVALID_ARG, "peak cache: %g GFLOP/s is not a peak", gflops);
+    sdpa__device_key key;
+    SDPA__TRY(sdpa__device_key_of(ctx, be, &key));
+    char stamp[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    cJSON *o = cJSON_CreateObject();
+    SDPA__CHECK(ctx, o, SDPA_ERR_OUT_OF_MEMORY, "peak cache: out of memory");
+    cJSON_AddNumberToObject(o, "format", SDPA__PEAK_FORMAT);
+    cJSON_AddStringToObject(o, "backend", key.backend);
+    cJSON_AddStringToObject(o, "vendor", key.vendor);
+    cJSON_AddStringToObject(o, "device", key.device);
+    cJSON_AddNumberToObject(o, "compute_units", key.compute_units);
+    cJSON_AddStringToObject(o, "driver", key.driver);
+    cJSON_AddNumberToObject(o, "threads", threads);
+    cJSON_AddNumberToObject(o, "gflops", gflops);
+    cJSON_AddStringToObject(o, "method", method ? method : "");
+    cJSON_AddStringToObject(o, "measured_at", stamp);
+    char *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "peak cache: out of memory");
+    same_state s = {.key = &key, .threads = threads};
+    sdpa_status st = sdpa__jsonl_store(ctx, path, json, same_device, &s);
+    free(json);
+    return st;
+}
