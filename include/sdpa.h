@@ -433,6 +433,9 @@ struct sdpa_tile_config {
     int stage_kv;     /* 1 = stage K/V tiles in local memory */
     int split_kv;     /* decode: number of key splits; 1 = no split */
     int unfused;      /* 1 = materialise scores (OpenCL, CLBlast) */
+    int gemm_params;  /* unfused path: CLBlast GEMM parameter set, 0 = CLBlast's
+                         own, 1..n = libsdpa's table (docs/opencl.md); the set
+                         is process-wide per device, see there */
 };
 SDPA_API void sdpa_tile_config_init(sdpa_tile_config *cfg);
 

@@ -421,8 +421,11 @@ START_TEST(tuning_slots)
                           t->vec_width >= 1 && (t->stage_kv == 0 || t->stage_kv == 1) &&
                           t->split_kv >= 1 && (t->unfused == 0 || t->unfused == 1),
                           "%s candidate %d incomplete", names[k], i);
-            if (t->unfused == 1) unf = i;
-            else last_fused = i;
+            if (t->unfused == 1) {
+                if (unf < 0) unf = i; /* the first: CLBlast's own parameters */
+            } else {
+                last_fused = i;
+            }
             if (k == 1 && t->split_kv == 1 && !t->unfused) ck_assert_int_gt(i, 0);
         }
         /* fewer candidates than max: max bounds what is written */
@@ -438,7 +441,10 @@ START_TEST(tuning_slots)
         for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(cs[i].unfused, 0);
 
         be->tile_candidates(g_cl, &p, 0, cand, 64);
-        int pick[3] = {n / 3, (2 * n) / 3, last_fused};
+        /* fused ones only: the unfused candidates (one per CLBlast
+         * parameter set, listed last) would change the set in force */
+        int nf = last_fused + 1;
+        int pick[3] = {nf / 3, (2 * nf) / 3, last_fused};
         for (int i = 0; i < 3; i++) {
             o.tile = &cand[pick[i]];
             tparity_forward(g_cl, g_ref, &c, &o);

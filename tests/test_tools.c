@@ -471,6 +471,53 @@ START_TEST(bench_peak_and_plot)
 }
 END_TEST
 
+/* Fused vs unfused side by side: `opencl-unfused` rows run the CLBlast path
+ * forward (kernel "unfused") and report the backward as unsupported, with
+ * exit status 0; without CLBlast the forward row is unsupported too. */
+START_TEST(bench_opencl_unfused_rows)
+{
+    int n = 0;
+    if (!sdpa_backend_compiled(SDPA_BACKEND_OPENCL) ||
+        sdpa_device_count(SDPA_BACKEND_OPENCL, &n) != SDPA_OK || n == 0) {
+        fprintf(stderr, "test_tools: no OpenCL device; opencl-unfused rows not checked\n");
+        return;
+    }
+    const char *args = "--backend opencl,opencl-unfused --shape 1,2,1,7,65,32 --backward "
+                       "--repeat 1 --warmup 0 --json --no-peak";
+    ck_assert_msg(run("sdpa-bench", args) == 0, "sdpa-bench %s:\n%s%s", args, g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", g_out);
+    int seen = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
+    {
+        const char *be = cJSON_GetObjectItem(r, "backend")->valuestring;
+        const char *op = cJSON_GetObjectItem(r, "op")->valuestring;
+        const char *st = cJSON_GetObjectItem(r, "status")->valuestring;
+        const char *kernel = cJSON_GetObjectItem(r, "kernel")->valuestring;
+        cJSON *err = cJSON_GetObjectItem(r, "error");
+        const char *msg = cJSON_IsString(err) ? err->valuestring : "";
+        if (strcmp(be, "opencl") == 0) {
+            ck_assert_str_eq(st, "ok");
+            ck_assert_str_eq(kernel, "fused");
+            seen |= 1;
+        } else if (strcmp(be, "opencl-unfused") == 0 && strcmp(op, "fwd") == 0) {
+            if (strcmp(st, "ok") == 0)
+                ck_assert_str_eq(kernel, "unfused");
+            else
+                ck_assert_msg(strcmp(st, "unsupported") == 0 && strstr(msg, "CLBlast"),
+                              "unfused fwd: %s %s", st, msg);
+            seen |= 2;
+        } else if (strcmp(be, "opencl-unfused") == 0) {
+            ck_assert_str_eq(st, "unsupported");
+            seen |= 4;
+        }
+    }
+    ck_assert_int_eq(seen, 7);
+    cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(bench_usage_errors)
 {
     ck_assert_int_eq(run("sdpa-bench", "--help"), 0);
@@ -495,6 +542,8 @@ START_TEST(bench_usage_errors)
         {"--no-peak=1", "--no-peak takes no value"},
         {"--refresh-peak=1", "--refresh-peak takes no value"},
         {"--max-seconds 0", "--max-seconds: expected a number > 0"},
+        {"--gemm-params 65", "--gemm-params: expected an integer in [0, 64]"},
+        {"--backend opencl-fused", "unknown backend \"opencl-fused\""},
         {"--max-seconds inf", "--max-seconds: expected a number > 0"},
         {"--frobnicate", "unknown option --frobnicate"},
         {"stray", "unexpected argument stray"},
@@ -532,6 +581,7 @@ static Suite *suite(void)
     tcase_add_test(t, bench_table_and_csv);
     tcase_add_test(t, bench_peak_and_plot);
     tcase_add_test(t, bench_usage_errors);
+    tcase_add_test(t, bench_opencl_unfused_rows);
     suite_add_tcase(s, t);
     return s;
 }

@@ -5,7 +5,8 @@
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
  *              [--dtype f32|f16|bf16] [--backward] [--stats] [--threads N]
  *              [--device SEL] [--repeat N] [--warmup N] [--json | --csv]
- *              [--plot FILE.svg] [--max-seconds S] [--no-peak] [--refresh-peak]
+ *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
+ *              [--refresh-peak]
  *              [--help]
  *
  * Inputs live in device buffers (sdpa_buffer_create + sdpa_tensor_buffer), so
@@ -17,7 +18,9 @@
  * backend: sdpa_context_peak, measured once per device by the library's
  * micro-benchmark and cached in the profile dir; --refresh-peak measures
  * again), memory of buffers + workspace, and the speedup relative to the
- * first backend listed; --plot draws GFLOP/s against
+ * first backend listed. `opencl-unfused` in the backend list is the OpenCL
+ * backend with tile.unfused = 1 (scores through CLBlast), for fused vs
+ * unfused side by side (forward only). --plot draws GFLOP/s against
  * Skv as SVG (tools/common/plot.c). Exit status: 0 ok, 1 when a run failed
  * (errors other than unsupported), 2 on usage errors.
  * Thin program over sdpa.h (SDPA_EXPERIMENTAL for plan info and device peaks)
@@ -47,6 +50,7 @@ typedef struct shape {
 
 typedef struct options {
     sdpa_backend_kind backends[MAX_BACKENDS];
+    int unfused[MAX_BACKENDS]; /* 1 = opencl-unfused: tile.unfused = 1 */
     int nbackends;
     shape shapes[MAX_SHAPES];
     int nshapes;
@@ -55,6 +59,7 @@ typedef struct options {
     sdpa_diagonal diagonal;
     sdpa_dtype dtype;
     int backward, stats, threads, repeat, warmup, json, csv, no_peak, refresh_peak;
+    int gemm_params;        /* opencl-unfused: CLBlast parameter set, SDPA_AUTO = in force */
     const char *device;
     const char *plot;       /* --plot FILE.svg, NULL = none */
     double max_seconds;     /* per backend and shape; 0 = no limit */
@@ -63,6 +68,7 @@ typedef struct options {
 /* One backend on one shape. */
 typedef struct job {
     sdpa_backend_kind kind;
+    int unfused;                /* forced unfused (CLBlast) path, forward only */
     sdpa_context *ctx;          /* borrowed */
     sdpa_buffer *buf[10];
     sdpa_plan *plan;
@@ -87,9 +93,11 @@ static void usage(FILE *f)
             "\n"
             "Times attention forward (and backward) on one or more backends, side by side.\n"
             "\n"
-            "  --backend LIST   comma list of auto|reference|cpu|opencl|vulkan, or `all`\n"
-            "                   (every compiled backend with a device except reference;\n"
-            "                   name reference explicitly to add it). Default: cpu\n"
+            "  --backend LIST   comma list of auto|reference|cpu|opencl|opencl-unfused|\n"
+            "                   vulkan, or `all` (every compiled backend with a device\n"
+            "                   except reference; name reference explicitly to add it).\n"
+            "                   opencl-unfused forces the materialised-scores path\n"
+            "                   (CLBlast GEMMs; forward only). Default: cpu\n"
             "  --shape B,Hq,Hkv,Sq,Skv,D[,Dv]   problem shape (repeatable; Dv = D if\n"
             "                   omitted). Default when no shape or preset is given:\n"
             "                   1,8,8,1024,1024,64\n"
@@ -109,6 +117,9 @@ static void usage(FILE *f)
             "                   backend and op\n"
             "  --max-seconds S  stop repeating a backend on a shape once its runs took\n"
             "                   S seconds (at least one timed run; `runs` says how many)\n"
+            "  --gemm-params K  CLBlast parameter set of the opencl-unfused rows: 0 =\n"
+            "                   CLBlast's own, 1.. = libsdpa's table (docs/opencl.md);\n"
+            "                   default: the set in force (none at start = CLBlast's)\n"
             "  --no-peak        no device peaks (empty %% peak column)\n"
             "  --refresh-peak   measure every device's peak again and update the cache\n"
             "  -h, --help       this text\n"
@@ -214,13 +225,14 @@ static void band_str(const shape *s, char *buf, size_t cap)
 
 /* ---- argument parsing ------------------------------------------------------------- */
 
-static int add_backend(options *o, sdpa_backend_kind k)
+static int add_backend(options *o, sdpa_backend_kind k, int unfused)
 {
     for (int i = 0; i < o->nbackends; i++)
-        if (o->backends[i] == k)
+        if (o->backends[i] == k && o->unfused[i] == unfused)
             return 1;
     if (o->nbackends >= MAX_BACKENDS)
         return 0;
+    o->unfused[o->nbackends] = unfused;
     o->backends[o->nbackends++] = k;
     return 1;
 }
@@ -242,17 +254,20 @@ static int parse_backends(options *o, const char *list, ta_args *a)
                 int n = 0;
                 if (sdpa_backend_compiled(ks[i]) && sdpa_device_count(ks[i], &n) == SDPA_OK &&
                     n > 0)
-                    add_backend(o, ks[i]);
+                    add_backend(o, ks[i], 0);
             }
             continue;
         }
         sdpa_backend_kind k;
-        if (sdpa_backend_parse(tok, &k) != SDPA_OK || k == SDPA_BACKEND_DEFAULT) {
+        int unfused = strcasecmp(tok, "opencl-unfused") == 0;
+        if (unfused) {
+            k = SDPA_BACKEND_OPENCL;
+        } else if (sdpa_backend_parse(tok, &k) != SDPA_OK || k == SDPA_BACKEND_DEFAULT) {
             ta_fail(a, "--backend: unknown backend \"%s\" (auto, reference, cpu, opencl, "
-                       "vulkan, all)", tok);
+                       "opencl-unfused, vulkan, all)", tok);
             return 0;
         }
-        if (!add_backend(o, k)) {
+        if (!add_backend(o, k, unfused)) {
             ta_fail(a, "--backend: too many backends");
             return 0;
         }
@@ -268,6 +283,7 @@ static int parse_args(options *o, int argc, char **argv, int *help)
     o->threads = SDPA_AUTO;
     o->repeat = 10;
     o->warmup = 2;
+    o->gemm_params = SDPA_AUTO;
     o->diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
     *help = 0;
     ta_init(&a, argc, argv);
@@ -349,6 +365,9 @@ static int parse_args(options *o, int argc, char **argv, int *help)
         } else if (ta_value(&a, "--max-seconds", &val)) {
             if (val && (!ta_parse_double(val, &o->max_seconds) || o->max_seconds <= 0))
                 ta_fail(&a, "--max-seconds: expected a number > 0, got \"%s\"", val);
+        } else if (ta_value(&a, "--gemm-params", &val)) {
+            if (val && !ta_parse_int(val, 0, 64, &o->gemm_params))
+                ta_fail(&a, "--gemm-params: expected an integer in [0, 64], got \"%s\"", val);
         } else if (ta_flag(&a, "--no-peak")) {
             o->no_peak = 1;
         } else if (ta_flag(&a, "--refresh-peak")) {
@@ -372,7 +391,7 @@ static int parse_args(options *o, int argc, char **argv, int *help)
     if (*help)
         return 1;
     if (o->nbackends == 0)
-        add_backend(o, SDPA_BACKEND_CPU);
+        add_backend(o, SDPA_BACKEND_CPU, 0);
     if (o->nshapes == 0)
         add_shape(o, 1, 8, 8, 1024, 1024, 64, 64, 0);
     for (int i = 0; i < o->nshapes; i++) {
@@ -517,8 +536,15 @@ static void job_setup(job *j, const shape *s, const options *o, const host_input
     desc.tensors = *t;
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
-    if (o->backward)
+    sdpa_tile_config tile;
+    sdpa_tile_config_init(&tile);
+    if (j->unfused) {
+        tile.unfused = 1; /* forward only: no backward flag, bwd rows say so */
+        tile.gemm_params = o->gemm_params;
+        po.tile = &tile;
+    } else if (o->backward) {
         po.flags |= SDPA_PLAN_BACKWARD;
+    }
     double t0 = tu_now();
     sdpa_status st = sdpa_plan_create(j->ctx, &desc, &po, &j->plan);
     j->plan_ms = 1e3 * (tu_now() - t0);
@@ -561,7 +587,7 @@ static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
         return;
     }
     *fwd_ms = 1e3 * (tu_now() - t0);
-    if (!o->backward)
+    if (!o->backward || j->unfused)
         return;
     t0 = tu_now();
     st = sdpa_plan_backward(j->plan, &j->fwd, &j->bwd);
@@ -832,7 +858,8 @@ int main(int argc, char **argv)
             continue;
         peak_entry *e = &pk[npk++];
         e->index = b;
-        e->backend = sdpa_backend_name(sdpa_context_backend(ctx[b]));
+        e->backend = o.unfused[b] ? "opencl-unfused"
+                                  : sdpa_backend_name(sdpa_context_backend(ctx[b]));
         e->device = devname[b];
         e->status = sdpa_context_peak(ctx[b], o.refresh_peak, &e->info);
         if (e->status != SDPA_OK) {
@@ -864,6 +891,7 @@ int main(int argc, char **argv)
             job *j = &jobs[b];
             memset(j, 0, sizeof *j);
             j->kind = o.backends[b];
+            j->unfused = o.unfused[b];
             j->ctx = ctx[b];
             j->t_fwd = samples + (size_t)b * 2 * (size_t)o.repeat;
             j->t_bwd = j->t_fwd + o.repeat;
@@ -907,7 +935,9 @@ int main(int argc, char **argv)
             for (int b = 0; b < o.nbackends; b++) {
                 job *j = &jobs[b];
                 row *r = &rows[nrows++];
-                r->backend = sdpa_backend_name(ctx[b] ? sdpa_context_backend(ctx[b]) : o.backends[b]);
+                r->backend = o.unfused[b] ? "opencl-unfused"
+                                          : sdpa_backend_name(ctx[b] ? sdpa_context_backend(ctx[b])
+                                                                     : o.backends[b]);
                 r->device = devname[b] ? devname[b] : "-";
                 r->op = op ? "bwd" : "fwd";
                 snprintf(r->shape, sizeof r->shape, "%s", sstr);
@@ -927,6 +957,15 @@ int main(int argc, char **argv)
                     if (j->status != SDPA_ERR_UNSUPPORTED)
                         any_error = 1;
                     snprintf(r->error, sizeof r->error, "%s", j->error);
+                    if (b == 0)
+                        base = NAN;
+                    continue;
+                }
+                if (op == 1 && j->unfused) {
+                    r->status = "unsupported";
+                    snprintf(r->error, sizeof r->error,
+                             "the unfused path is forward only (the fused backward is "
+                             "the opencl row)");
                     if (b == 0)
                         base = NAN;
                     continue;

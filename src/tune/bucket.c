@@ -119,24 +119,26 @@ bool sdpa__tile_valid(const sdpa_tile_config *t)
     return in_range(t->q_tile, 1, SDPA__TILE_MAX) && in_range(t->k_tile, 1, SDPA__TILE_MAX) &&
            in_range(t->wg_size, 1, SDPA__TILE_MAX) && in_range(t->vec_width, 1, 64) &&
            in_range(t->stage_kv, 0, 1) && in_range(t->split_kv, 1, 1024) &&
-           in_range(t->unfused, 0, 1);
+           in_range(t->unfused, 0, 1) && in_range(t->gemm_params, 0, 64);
 }
 
 bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b)
 {
     return a->q_tile == b->q_tile && a->k_tile == b->k_tile && a->wg_size == b->wg_size &&
            a->vec_width == b->vec_width && a->stage_kv == b->stage_kv &&
-           a->split_kv == b->split_kv && a->unfused == b->unfused;
+           a->split_kv == b->split_kv && a->unfused == b->unfused &&
+           a->gemm_params == b->gemm_params;
 }
 
 void sdpa__tile_describe(const sdpa_tile_config *t, char *out, size_t size)
 {
-    const char *names[7] = {"q_tile", "k_tile", "wg", "vec", "stage_kv", "split_kv", "unfused"};
-    const int vals[7] = {t->q_tile, t->k_tile, t->wg_size, t->vec_width,
-                         t->stage_kv, t->split_kv, t->unfused};
+    const char *names[8] = {"q_tile", "k_tile", "wg", "vec", "stage_kv", "split_kv", "unfused",
+                            "gemm"};
+    const int vals[8] = {t->q_tile, t->k_tile, t->wg_size, t->vec_width,
+                         t->stage_kv, t->split_kv, t->unfused, t->gemm_params};
     size_t n = 0;
     out[0] = '\0';
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         if (vals[i] == SDPA_AUTO) continue;
         int w = snprintf(out + n, size - n, "%s%s=%d", n ? " " : "", names[i], vals[i]);
         if (w < 0 || (size_t)w >= size - n) break;

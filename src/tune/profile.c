@@ -42,6 +42,7 @@ static cJSON *tile_to_json(const sdpa_tile_config *t)
     cJSON_AddNumberToObject(o, "stage_kv", t->stage_kv);
     cJSON_AddNumberToObject(o, "split_kv", t->split_kv);
     cJSON_AddNumberToObject(o, "unfused", t->unfused);
+    if (t->gemm_params != SDPA_AUTO) cJSON_AddNumberToObject(o, "gemm_params", t->gemm_params);
     return o;
 }
 
@@ -126,7 +127,7 @@ static bool parse_tile(const cJSON *o, sdpa_tile_config *t)
         {"q_tile", &t->q_tile, 1, SDPA__TILE_MAX}, {"k_tile", &t->k_tile, 1, SDPA__TILE_MAX},
         {"wg_size", &t->wg_size, 1, SDPA__TILE_MAX}, {"vec_width", &t->vec_width, 1, 64},
         {"stage_kv", &t->stage_kv, 0, 1}, {"split_kv", &t->split_kv, 1, 1024},
-        {"unfused", &t->unfused, 0, 1},
+        {"unfused", &t->unfused, 0, 1}, {"gemm_params", &t->gemm_params, 0, 64},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (!cJSON_GetObjectItemCaseSensitive(o, f[i].name)) continue;

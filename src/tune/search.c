@@ -80,7 +80,8 @@ static int differing_fields(const sdpa_tile_config *a, const sdpa_tile_config *b
 {
     return (a->q_tile != b->q_tile) + (a->k_tile != b->k_tile) + (a->wg_size != b->wg_size) +
            (a->vec_width != b->vec_width) + (a->stage_kv != b->stage_kv) +
-           (a->split_kv != b->split_kv) + (a->unfused != b->unfused);
+           (a->split_kv != b->split_kv) + (a->unfused != b->unfused) +
+           (a->gemm_params != b->gemm_params);
 }
 
 static int take(sdpa__search *s, int i)

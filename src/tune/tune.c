@@ -171,7 +171,16 @@ static sdpa_status measure(tuner *t, int i, int left)
     return SDPA_OK;
 }
 
-/* Re-measures the best two and the default interleaved; updates ms[]. */
+/* Two unfused OpenCL candidates with different CLBlast parameter sets: the
+ * set is process-wide per device, so alternating them would rebuild
+ * CLBlast's kernel on every call and time the rebuilds (docs/opencl.md). */
+static bool gemm_conflict(const sdpa_tile_config *a, const sdpa_tile_config *b)
+{
+    return a->unfused == 1 && b->unfused == 1 && a->gemm_params != b->gemm_params;
+}
+
+/* Re-measures the best two and the default interleaved; updates ms[]
+ * (the second best is left out when it conflicts with the best, above). */
 static void remeasure(tuner *t)
 {
     int b1, b2;
@@ -179,7 +188,7 @@ static void remeasure(tuner *t)
     int ids[3], k = 0;
     if (t->plans[0] && isfinite(t->ms[0])) ids[k++] = 0;
     if (b1 > 0 && t->plans[b1]) ids[k++] = b1;
-    if (b2 > 0 && t->plans[b2]) ids[k++] = b2;
+    if (b2 > 0 && t->plans[b2] && !gemm_conflict(&t->cand[b2], &t->cand[b1])) ids[k++] = b2;
     if (k < 2) return;
     double cost = 0;
     for (int j = 0; j < k; j++) cost += t->ms[ids[j]] * 1e-3;

@@ -130,6 +130,8 @@ typedef struct sdpa__cl_plan {
     int wg, rpw, kt, ov, qv, stage_kv, nsplit, chunk;
     int vec;                   /* tile.vec_width as requested (ov/qv derive from it) */
     int unfused;               /* 1 = scores materialised, GEMMs through CLBlast */
+    int gemm;                  /* unfused: CLBlast parameter set (cl_gemm.c) */
+    int gemm_at_setup;         /* the set in force when ws_tmp was sized */
     int SqP, SkvP;
     int SkvT;                  /* keys of the tile-major K: multiple of 64 */
     bool backward;

@@ -22,6 +22,8 @@
  */
 #include "cl_internal.h"
 
+#include "cl_gemm.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +123,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
     int rpw = gpu ? 1 : (p->Dv <= 64 ? 4 : (p->Dv <= 128 ? 2 : 1));
     int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
     int stage = gpu ? 1 : 0;
-    int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0;
+    int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
     *forced = false;
     if (t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int)) {
         if (t->unfused != SDPA_AUTO) unfused = t->unfused, *forced = true;
@@ -143,6 +145,9 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
         if (t->vec_width != SDPA_AUTO) vec = t->vec_width, *forced = true;
         if (t->stage_kv != SDPA_AUTO) stage = t->stage_kv, *forced = true;
         if (t->split_kv != SDPA_AUTO) split = t->split_kv, *forced = true;
+        if (t->struct_size >= offsetof(sdpa_tile_config, gemm_params) + sizeof(int) &&
+            t->gemm_params != SDPA_AUTO)
+            gemm = t->gemm_params, *forced = true;
     }
     if (unfused != 0 && unfused != 1)
         return REFUSE(quiet, ctx, "opencl: tile.unfused %d (must be 0 or 1)", unfused);
@@ -152,6 +157,21 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
     if (unfused == 1 && !sdpa__cl_unfused_available())
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path needs CLBlast, "
                       "which this build does not have (meson option clblast)");
+    if (gemm != SDPA_AUTO && unfused != 1)
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d applies to the unfused path "
+                      "only (set tile.unfused = 1)", gemm);
+    if (gemm != SDPA_AUTO && (gemm < 0 || gemm > sdpa__cl_gemm_count()))
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d outside 0..%d", gemm,
+                      sdpa__cl_gemm_count());
+    if (gemm > 0 && !sdpa__cl_gemm_fits(gemm, d, gpu))
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d (%s) does not suit this "
+                      "device", gemm, sdpa__cl_gemm_label(gemm));
+    /* AUTO: keep whatever set is in force for the device (0 if none) */
+    if (unfused == 1 && gemm == SDPA_AUTO) gemm = sdpa__cl_gemm_current(st->device);
+    if (gemm == 0 && unfused == 1 && sdpa__cl_gemm_current(st->device) != 0)
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params 0 (CLBlast's own parameters): "
+                      "libsdpa set %d is in force for this device in this process, and "
+                      "CLBlast cannot go back to its own", sdpa__cl_gemm_current(st->device));
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
     if (!is_pow2_in(kt, 2, 64))
@@ -171,6 +191,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
                           (unsigned long long)d->local_mem);
     }
     pl->unfused = unfused;
+    pl->gemm = unfused == 1 ? gemm : 0;
     pl->wg = wg;
     pl->rpw = rpw;
     pl->kt = kt;
@@ -192,6 +213,7 @@ static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
     t->stage_kv = pl->stage_kv;
     t->split_kv = pl->nsplit;
     t->unfused = pl->unfused;
+    if (pl->unfused) t->gemm_params = pl->gemm;
 }
 
 void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
@@ -222,7 +244,7 @@ static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdp
         if (out[i].q_tile == c.q_tile && out[i].k_tile == c.k_tile &&
             out[i].wg_size == c.wg_size && out[i].vec_width == c.vec_width &&
             out[i].stage_kv == c.stage_kv && out[i].split_kv == c.split_kv &&
-            out[i].unfused == c.unfused)
+            out[i].unfused == c.unfused && out[i].gemm_params == c.gemm_params)
             return;
     if (*n < max) out[*n] = c;
     (*n)++;
@@ -232,7 +254,9 @@ static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdp
  * tile x work-group size (CPU devices: unstaged, vec 16; GPUs: staged and
  * unstaged, vec 4), split counts around the default for decode shapes, and
  * the unfused path where CLBlast is built in and the scores fit the default
- * workspace limit. Kept to about 24 per problem because each variant costs a
+ * workspace limit, once per CLBlast parameter set that suits the device
+ * (cl_gemm.c; a new set rebuilds CLBlast's kernel, ~15 s on a cold PoCL
+ * cache). Kept to about 24 per problem because each variant costs a
  * program build (~1 s on PoCL). */
 int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
                              sdpa_tile_config *out, int max)
@@ -280,9 +304,14 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     /* The unfused path, if it fits the default workspace limit. */
     if (sdpa__cl_unfused_available() && !(plan_flags & SDPA_PLAN_BACKWARD) &&
         sdpa__cl_unfused_bytes(p) <= SDPA__CL_DEFAULT_WORKSPACE_LIMIT) {
-        sdpa_tile_config_init(&t);
-        t.unfused = 1;
-        add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+        /* under each CLBlast parameter set that suits the device (0 =
+         * CLBlast's own, offered only while no set is in force) */
+        for (int k = 0; k <= sdpa__cl_gemm_count(); k++) {
+            sdpa_tile_config_init(&t);
+            t.unfused = 1;
+            t.gemm_params = k;
+            add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+        }
     }
     return n;
 }
@@ -351,8 +380,8 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                    options ? options->workspace_limit : SDPA_AUTO);
         if (s != SDPA_OK) goto fail;
         snprintf(pl->config, sizeof pl->config,
-                 "unfused=1 (scores materialised, CLBlast GEMMs) clblast_temp=%zu",
-                 pl->tmp_bytes);
+                 "unfused=1 gemm_params=%d (scores materialised, CLBlast GEMMs: %s) "
+                 "clblast_temp=%zu", pl->gemm, sdpa__cl_gemm_label(pl->gemm), pl->tmp_bytes);
         goto done;
     }
     /* Workspace. */

@@ -15,6 +15,8 @@
  * the build log kept on the context. Called by cl_plan.c.
  */
 #include "cl_internal.h"
+
+#include "cl_gemm.h"
 #include "cl_sources.h"
 
 #include <inttypes.h>
@@ -44,6 +46,7 @@ const char *sdpa__cl_source_hash(void)
         h = sdpa__cl_hash(h, e->name, strlen(e->name) + 1);
         h = sdpa__cl_hash(h, e->data, e->size);
     }
+    h = sdpa__cl_gemm_hash(h); /* profiles name CLBlast parameter sets by index */
     snprintf(hex, sizeof hex, "%016" PRIx64, h);
     return hex;
 }

@@ -22,6 +22,7 @@
 #include "cl_internal.h"
 
 #include "cl_forward.h"
+#include "cl_gemm.h"
 
 #ifdef SDPA_HAVE_CLBLAST
 #include <clblast_c.h>
@@ -107,16 +108,14 @@ static gemm_shape gemm_of(const sdpa__problem *p, int which, int64_t bhk)
     }
     return g;
 }
-#endif
 
-sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
-                                   const sdpa__problem *p, sdpa__cl_plan *pl,
-                                   int64_t workspace_limit)
+/* CLBlast's temporary buffer under the parameters in force: the largest any
+ * of the calls needs (it depends on the offsets, so ask for the last batch
+ * entry too). */
+static sdpa_status temp_bytes(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                              size_t *tmp)
 {
-#ifdef SDPA_HAVE_CLBLAST
-    /* CLBlast's temporary buffer: the largest any of the calls needs (it
-     * depends on the offsets, so ask for the last batch entry too). */
-    size_t tmp = 0;
+    *tmp = 0;
     int64_t last = p->B * p->Hkv - 1;
     for (int which = 0; which < 2; which++)
         for (int e = 0; e < 2; e++) {
@@ -126,8 +125,22 @@ sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
                 CLBlastLayoutRowMajor, CLBlastTransposeNo, g.bt, g.m, g.n, g.k, g.a_off,
                 g.a_ld, g.b_off, g.b_ld, g.c_off, g.c_ld, &st->queue, &need);
             if (c != CLBlastSuccess) return clblast_fail(ctx, c, "GemmTempBufferSize");
-            if (need > tmp) tmp = need;
+            if (need > *tmp) *tmp = need;
         }
+    return SDPA_OK;
+}
+#endif
+
+sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
+                                   const sdpa__problem *p, sdpa__cl_plan *pl,
+                                   int64_t workspace_limit)
+{
+#ifdef SDPA_HAVE_CLBLAST
+    /* The plan's CLBlast parameter set first: the temporary buffer's size
+     * depends on it. */
+    if (pl->gemm > 0) SDPA__TRY(sdpa__cl_gemm_apply(ctx, st->device, pl->gemm));
+    size_t tmp;
+    SDPA__TRY(temp_bytes(ctx, st, p, &tmp));
     uint64_t limit = workspace_limit == SDPA_AUTO ? SDPA__CL_DEFAULT_WORKSPACE_LIMIT
                                                   : (uint64_t)workspace_limit;
     uint64_t need = sdpa__cl_unfused_bytes(p) + tmp;
@@ -152,6 +165,7 @@ sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
     SDPA__TRY(sdpa__cl_ws_alloc(ctx, st, pl, &pl->ws_tmp, (int64_t)((tmp + 3) / 4) + 1,
                                 "CLBlast temporary buffer"));
     pl->tmp_bytes = tmp;
+    pl->gemm_at_setup = sdpa__cl_gemm_current(st->device);
     /* GEMMs run with beta = 0; start from zeros so nothing undefined is
      * ever read back from C. */
     float zero = 0.0f;
@@ -174,6 +188,22 @@ sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
                                      const sdpa__fwd_args *f)
 {
 #ifdef SDPA_HAVE_CLBLAST
+    /* The CLBlast parameter set is process-wide per device: another plan may
+     * have put a different one in force since this plan was made. Put ours
+     * back (CLBlast then rebuilds its kernel), or, for a plan made under
+     * CLBlast's own parameters, run under the set in force after checking
+     * that the temporary buffer still suffices. */
+    if (pl->gemm > 0) SDPA__TRY(sdpa__cl_gemm_apply(ctx, st->device, pl->gemm));
+    int in_force = sdpa__cl_gemm_current(st->device);
+    if (in_force != pl->gemm_at_setup) {
+        size_t tmp;
+        SDPA__TRY(temp_bytes(ctx, st, p, &tmp));
+        if (tmp > pl->tmp_bytes)
+            return SDPA__FAIL(ctx, SDPA_ERR_WORKSPACE,
+                              "opencl: CLBlast parameter set %d, put in force for this device "
+                              "by a later plan, needs a %zu-byte temporary buffer; this plan "
+                              "has %zu: recreate the plan", in_force, tmp, pl->tmp_bytes);
+    }
     const sdpa__ref *temp = p->has_temperature ? &f->temperature : NULL;
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, (int)p->Sq, p->D, 0, true,
                             p->has_q_gain ? &f->q_gain : NULL, temp, sdpa__cl_scale(p),
