@@ -513,6 +513,19 @@ START_TEST(bad_plan_options)
     EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_INVALID_ARG, "flags");
     sdpa_plan_options_init(&po); po.workspace_limit = -5;
     EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_INVALID_ARG, "workspace_limit");
+    /* the materialised-scores path is the OpenCL backend's only */
+    sdpa_tile_config t;
+    sdpa_tile_config_init(&t);
+    t.unfused = 1;
+    sdpa_plan_options_init(&po); po.tile = &t;
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_UNSUPPORTED, "OpenCL backend only");
+    t.unfused = 0;
+    t.gemm_params = 1;
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_UNSUPPORTED, "tile.gemm_params");
+    t.gemm_params = SDPA_AUTO;
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_OK, NULL);
+    sdpa_plan_destroy(plan);
+    plan = NULL;
     ck_assert_ptr_null(plan);
 }
 END_TEST

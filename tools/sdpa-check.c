@@ -2,7 +2,7 @@
  * sdpa-check — runs conformance cases (sdpa-case/1, DESIGN section 8) on one
  * backend and prints one line per case, then `N passed, N failed, N skipped`.
  *
- *   sdpa-check [--backend NAME] [--device SEL] [-v] [--help] PATH...
+ *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [-v] [--help] PATH...
  *
  * PATH is a case folder (holding case.json) or a folder of case folders
  * (searched a few levels deep, in name order). Exit status: 0 when nothing
@@ -23,7 +23,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sdpa-check [--backend NAME] [--device SEL] [-v] [--help] PATH...\n"
+            "usage: sdpa-check [--backend NAME] [--device SEL] [--unfused] [-v] [--help] PATH...\n"
             "\n"
             "Runs sdpa-case/1 conformance cases and compares every expected output.\n"
             "PATH is a case folder (with case.json) or a folder of case folders.\n"
@@ -32,6 +32,9 @@ static void usage(FILE *f)
             "                  else auto)\n"
             "  --device SEL    device index or name substring (default: $SDPA_DEVICE,\n"
             "                  else the first)\n"
+            "  --unfused       force the materialised-scores path (tile.unfused = 1: the\n"
+            "                  OpenCL backend's CLBlast path); it is forward only, so\n"
+            "                  backward cases come out UNSUPPORTED\n"
             "  -v, --verbose   print the backend and device, each case's folder, its\n"
             "                  tolerance and run time, and the library's INFO log\n"
             "  -h, --help      this text\n"
@@ -73,7 +76,7 @@ static void print_result(const sc_result *r, int verbose)
 int main(int argc, char **argv)
 {
     const char *backend = NULL, *device = NULL;
-    int verbose = 0, help = 0;
+    int verbose = 0, help = 0, unfused = 0;
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
     if (!paths)
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
             help = 1;
         else if (ta_flag(&a, "-v") || ta_flag(&a, "--verbose"))
             verbose = 1;
+        else if (ta_flag(&a, "--unfused"))
+            unfused = 1;
         else if (ta_value(&a, "--backend", &val))
             backend = val;
         else if (ta_value(&a, "--device", &val))
@@ -136,6 +141,9 @@ int main(int argc, char **argv)
                sdpa_backend_name(sdpa_context_backend(ctx)), sdpa_context_device_name(ctx),
                sdpa_version_string());
 
+    sdpa_tile_config tile;
+    sdpa_tile_config_init(&tile);
+    tile.unfused = 1; /* used only with --unfused */
     int passed = 0, failed = 0, skipped = 0;
     for (int p = 0; p < npaths; p++) {
         sc_list list = {0};
@@ -156,7 +164,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < list.n; i++) {
             if (verbose)
                 printf("# %s\n", list.paths[i]);
-            sc_check_dir(ctx, list.paths[i], &r);
+            sc_check_dir_tile(ctx, list.paths[i], unfused ? &tile : NULL, &r);
             print_result(&r, verbose);
             if (r.verdict == SC_PASS)
                 passed++;

@@ -14,6 +14,7 @@
 #include "../tune/tune.h"
 #endif
 
+#include <stddef.h>
 #include <stdlib.h>
 
 static bool fallback_worthy(sdpa_status st)
@@ -22,9 +23,26 @@ static bool fallback_worthy(sdpa_status st)
            st == SDPA_ERR_OUT_OF_MEMORY || st == SDPA_ERR_DEVICE_LOST;
 }
 
+/* Whether a forced tile asks for the materialised-scores path (unfused = 1
+ * or a CLBlast parameter set), which only the OpenCL backend has. */
+static bool tile_wants_unfused(const sdpa_tile_config *t)
+{
+    if (!t) return false;
+    bool unf = t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
+               t->unfused == 1;
+    bool gemm = t->struct_size >= offsetof(sdpa_tile_config, gemm_params) + sizeof(int) &&
+                t->gemm_params != SDPA_AUTO;
+    return unf || gemm;
+}
+
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
                               const sdpa_plan_options *options)
 {
+    if (slot->backend->kind != SDPA_BACKEND_OPENCL && tile_wants_unfused(options->tile))
+        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                          "%s: tile.unfused / tile.gemm_params: the materialised-scores "
+                          "(CLBlast) path exists on the OpenCL backend only",
+                          slot->backend->name);
 #ifdef SDPA_HAVE_TUNE
     /* No forced tile: the profile's record for this device and bucket, if
      * any (src/tune/lookup.c); a record the backend refuses falls back to the
@@ -97,7 +115,11 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                       ctx->primary.backend->name, sdpa_status_name(st), ctx->err_message);
             sdpa__slot *cpu;
             st = sdpa__context_fallback(ctx, &cpu);
-            if (st == SDPA_OK) st = compile_on(ctx, cpu, plan, options);
+            /* a forced tile describes the primary backend's kernels: the
+             * CPU gets its own configuration */
+            sdpa_plan_options cpu_options = *options;
+            cpu_options.tile = NULL;
+            if (st == SDPA_OK) st = compile_on(ctx, cpu, plan, &cpu_options);
             plan->fallback = st == SDPA_OK;
         }
     }

@@ -92,10 +92,17 @@ void sc_free(sc_case *c);
 
 /* Runs a loaded case on ctx and fills r (name, verdict, comparisons). */
 void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r);
+/* The same with a forced kernel configuration (sdpa_plan_options.tile, NULL =
+ * the plan's own choice), e.g. sdpa-check --unfused. A configuration the
+ * backend refuses as unsupported makes the case UNSUPPORTED. */
+void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *tile,
+                 sc_result *r);
 
 /* Loads and runs the case in `dir`: a load failure is a FAIL with the reason;
  * the name falls back to the folder's base name. */
 void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r);
+void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_config *tile,
+                       sc_result *r);
 
 /* Compares got against want (n doubles each) as sc_compare does. */
 void sc_compare_values(const double *got, const double *want, size_t n,

@@ -170,6 +170,12 @@ static void index_str(const sc_tensor *t, size_t flat, char *buf, size_t cap)
 
 void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r)
 {
+    sc_run_tile(ctx, c, NULL, r);
+}
+
+void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *tile,
+                 sc_result *r)
+{
     outbuf o[SC_OUT_COUNT];
     sdpa_plan *plan = NULL;
     sdpa_status st;
@@ -223,6 +229,7 @@ void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r)
 
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
+    po.tile = tile;
     if (c->backward)
         po.flags |= SDPA_PLAN_BACKWARD;
     st = sdpa_plan_create(ctx, &desc, &po, &plan);
@@ -295,6 +302,12 @@ done:
 
 void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r)
 {
+    sc_check_dir_tile(ctx, dir, NULL, r);
+}
+
+void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_config *tile,
+                       sc_result *r)
+{
     sc_case *c = malloc(sizeof *c);
     memset(r, 0, sizeof *r);
     if (!c) {
@@ -307,7 +320,7 @@ void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r)
         snprintf(r->name, sizeof r->name, "%s", c->name);
         rfail(r, SC_FAIL, "%s", err);
     } else {
-        sc_run(ctx, c, r);
+        sc_run_tile(ctx, c, tile, r);
     }
     sc_free(c);
     free(c);
