@@ -35,27 +35,6 @@ int sdpa__vk_validation_active(sdpa_context *ctx);
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-typedef struct logcap {
-    int warns, errors;
-    char last[1024];
-} logcap;
-
-static void log_capture(void *user, sdpa_log_level level, const char *msg)
-{
-    logcap *c = user;
-    if (level == SDPA_LOG_WARN) c->warns++;
-    if (level == SDPA_LOG_ERROR) c->errors++;
-    if (level <= SDPA_LOG_WARN) snprintf(c->last, sizeof c->last, "%s", msg);
-}
-
-static char *make_tmpdir(void)
-{
-    char tmpl[] = "/tmp/sdpa-test-peak-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    ck_assert_ptr_nonnull(d);
-    return strdup(d);
-}
-
 static void remove_tree(const char *dir)
 {
     char cmd[600];
@@ -65,7 +44,7 @@ static void remove_tree(const char *dir)
 
 /* A context on kind with its profile dir at dir; NULL when the backend has
  * no usable device (the caller skips). */
-static sdpa_context *ctx_on(sdpa_backend_kind kind, const char *dir, int threads, logcap *cap)
+static sdpa_context *ctx_on(sdpa_backend_kind kind, const char *dir, int threads, tlogcap *cap)
 {
     sdpa_context_options o;
     sdpa_context_options_init(&o);
@@ -73,7 +52,7 @@ static sdpa_context *ctx_on(sdpa_backend_kind kind, const char *dir, int threads
     o.profile_dir = dir;
     o.threads = threads;
     o.log_level = SDPA_LOG_WARN;
-    o.log_fn = log_capture;
+    o.log_fn = tlog_capture;
     o.log_user = cap;
     sdpa_context *ctx = NULL;
     sdpa_status st = sdpa_context_create(&o, &ctx);
@@ -134,9 +113,9 @@ static sdpa_peak_info peak_ok(sdpa_context *ctx, int refresh)
 
 START_TEST(cpu_peak_measured_then_cached)
 {
-    char *dir = make_tmpdir(), path[512];
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
     peak_path(dir, path, sizeof path);
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 2, &cap);
     sdpa_peak_info a = peak_ok(ctx, 0);
     ck_assert_int_eq(a.cached, 0);
@@ -186,7 +165,7 @@ END_TEST
 
 START_TEST(corrupt_peak_file_tolerated_and_replaced)
 {
-    char *dir = make_tmpdir(), path[512];
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
     peak_path(dir, path, sizeof path);
     static const char junk[] =
         "garbage that is not JSON\n"
@@ -200,7 +179,7 @@ START_TEST(corrupt_peak_file_tolerated_and_replaced)
         "{\"format\":99,\"note\":\"a future version's record\"}\n"
         "{\"format\":1,\"backend\":\"cpu\",\"vendor\":\"host\",\"dev"; /* no newline */
     write_file(path, junk, sizeof junk - 1);
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
     sdpa_peak_info a = peak_ok(ctx, 0);
     ck_assert_int_eq(a.cached, 0);
@@ -242,9 +221,9 @@ static void replace_in(char *s, size_t cap, const char *from, const char *to)
 
 START_TEST(other_driver_record_not_used)
 {
-    char *dir = make_tmpdir(), path[512];
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
     peak_path(dir, path, sizeof path);
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
     sdpa_peak_info a = peak_ok(ctx, 0);
     ck_assert_int_eq(a.cached, 0);
@@ -293,11 +272,11 @@ END_TEST
 
 START_TEST(unwritable_profile_dir_still_measures)
 {
-    char *dir = make_tmpdir(), file[512], bad[600];
+    char *dir = tmkdtemp("sdpa-test-peak"), file[512], bad[600];
     snprintf(file, sizeof file, "%s/a-file", dir);
     write_file(file, "x", 1);
     snprintf(bad, sizeof bad, "%s/profiles", file); /* a directory under a regular file */
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, bad, 1, &cap);
     sdpa_peak_info a = peak_ok(ctx, 0);
     ck_assert_int_eq(a.cached, 0);
@@ -318,8 +297,8 @@ START_TEST(null_arguments)
 {
     sdpa_peak_info info;
     ck_assert_int_eq(sdpa_context_peak(NULL, 0, &info), SDPA_ERR_NULL);
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-peak");
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_REFERENCE, dir, 1, &cap);
     ck_assert_int_eq(sdpa_context_peak(ctx, 0, NULL), SDPA_ERR_NULL);
     ck_assert_int_eq(sdpa_context_peak(ctx, 1, NULL), SDPA_ERR_NULL);
@@ -335,8 +314,8 @@ END_TEST
  * other builds no site is counted and the walk says it is skipped. */
 START_TEST(fault_walk)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-peak");
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
     sdpa__fault_arm(0);
     peak_ok(ctx, 1);
@@ -376,8 +355,8 @@ static void device_peak(sdpa_backend_kind kind, const char *method_prefix)
         fprintf(stderr, "test_peak: %s: backend not compiled in or no device; skipped\n", name);
         return;
     }
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-peak");
+    tlogcap cap = {0};
     sdpa_context *ctx = ctx_on(kind, dir, SDPA_AUTO, &cap);
     if (!ctx) {
         fprintf(stderr, "test_peak: %s: no usable device; skipped\n", name);

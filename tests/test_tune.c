@@ -36,35 +36,14 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-typedef struct logcap {
-    int warns, errors;
-    char last[1024];
-} logcap;
-
-static void log_capture(void *user, sdpa_log_level level, const char *msg)
-{
-    logcap *c = user;
-    if (level == SDPA_LOG_WARN) c->warns++;
-    if (level == SDPA_LOG_ERROR) c->errors++;
-    if (level <= SDPA_LOG_WARN) snprintf(c->last, sizeof c->last, "%s", msg);
-}
-
-static char *make_tmpdir(void)
-{
-    char tmpl[] = "/tmp/sdpa-test-tune-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    ck_assert_ptr_nonnull(d);
-    return strdup(d);
-}
-
-static sdpa_context *cpu_ctx(const char *profile_dir, logcap *cap)
+static sdpa_context *cpu_ctx(const char *profile_dir, tlogcap *cap)
 {
     sdpa_context_options o;
     sdpa_context_options_init(&o);
     o.backend = SDPA_BACKEND_CPU;
     o.profile_dir = profile_dir;
     o.log_level = SDPA_LOG_WARN;
-    o.log_fn = log_capture;
+    o.log_fn = tlog_capture;
     o.log_user = cap;
     o.threads = 2;
     sdpa_context *ctx = NULL;
@@ -208,7 +187,7 @@ static sdpa_status fake_plan_create(sdpa_context *ctx, const sdpa__problem *p,
 }
 
 /* A context over fake_be; *owner keeps the real state alive. */
-static sdpa_context *fake_ctx(const char *profile_dir, logcap *cap, sdpa_context **owner)
+static sdpa_context *fake_ctx(const char *profile_dir, tlogcap *cap, sdpa_context **owner)
 {
     *owner = cpu_ctx(profile_dir, cap);
     fake_be = *sdpa__backend_get(SDPA_BACKEND_CPU);
@@ -220,7 +199,7 @@ static sdpa_context *fake_ctx(const char *profile_dir, logcap *cap, sdpa_context
     sdpa_context_options_init(&o);
     o.profile_dir = profile_dir;
     o.log_level = SDPA_LOG_WARN;
-    o.log_fn = log_capture;
+    o.log_fn = tlog_capture;
     o.log_user = cap;
     o.threads = 2;
     sdpa_context *ctx = NULL;
@@ -269,8 +248,8 @@ END_TEST
 
 START_TEST(record_round_trip)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     sdpa__profile_record r = make_record(ctx, 32, 128);
     r.tile.split_kv = 4;
@@ -327,8 +306,8 @@ END_TEST
 
 START_TEST(corrupt_lines_skipped)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     sdpa__profile_record r = make_record(ctx, 32, 128);
     char *good = sdpa__profile_record_to_json(&r);
@@ -396,8 +375,8 @@ END_TEST
 
 START_TEST(huge_and_binary_files)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     char path[4096];
     user_path(ctx, path, sizeof path);
@@ -445,8 +424,8 @@ END_TEST
 
 START_TEST(mutated_lines_never_crash)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     sdpa__profile_record r = make_record(ctx, 32, 128);
     char *good = sdpa__profile_record_to_json(&r);
@@ -489,8 +468,8 @@ END_TEST
 
 START_TEST(stale_driver_used_with_warning)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     char path[4096];
     user_path(ctx, path, sizeof path);
@@ -527,8 +506,8 @@ END_TEST
 
 START_TEST(concurrent_writers)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     char path[4096];
     user_path(ctx, path, sizeof path);
@@ -582,10 +561,10 @@ END_TEST
 
 START_TEST(lookup_chain)
 {
-    char *dir = make_tmpdir();
-    char *shipped = make_tmpdir();
+    char *dir = tmkdtemp("sdpa-test-tune");
+    char *shipped = tmkdtemp("sdpa-test-tune");
     setenv("SDPA_SHIPPED_PROFILE_DIR", shipped, 1);
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
 
     /* Nothing anywhere: the backend's default. */
@@ -667,8 +646,8 @@ static void dry_progress(void *user, const sdpa_tune_progress *p)
 
 START_TEST(tune_arguments_and_dry_run)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     host_problem h;
     host_problem_make(&h);
@@ -715,8 +694,8 @@ END_TEST
 
 START_TEST(tune_rejects_wrong_candidate)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     host_problem h;
     host_problem_make(&h);
@@ -776,8 +755,8 @@ static void count_progress(void *user, const sdpa_tune_progress *p)
 
 START_TEST(tune_tiny_budget_yields_profile_plan)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     host_problem h;
     host_problem_make(&h);
@@ -813,8 +792,8 @@ END_TEST
 
 START_TEST(tune_backward_bucket)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     host_problem h;
     host_problem_make(&h);
@@ -852,8 +831,8 @@ END_TEST
 
 START_TEST(tune_many_candidates_fault)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *owner;
     fake_nq = 4;
     fake_nk = 4;
@@ -911,8 +890,8 @@ END_TEST
 
 START_TEST(tune_sampled_space_within_budget)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *owner;
     fake_nq = 6;
     fake_nk = 6; /* 36 candidates: sampled, then refined */
@@ -1019,7 +998,7 @@ static int run_tool(const char *dir, const char *args, char **out)
 
 START_TEST(tool_runs_and_writes_profile)
 {
-    char *dir = make_tmpdir();
+    char *dir = tmkdtemp("sdpa-test-tune");
     char args[4400], *out = NULL;
     snprintf(args, sizeof args, "--backend cpu --preset vit --budget 2 --json --profile-dir '%s/p'",
              dir);
@@ -1085,8 +1064,8 @@ END_TEST
 
 START_TEST(refused_profile_config_falls_back)
 {
-    char *dir = make_tmpdir();
-    logcap cap = {0};
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
     sdpa_context *owner;
     sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
     char path[4096];
@@ -1113,7 +1092,7 @@ END_TEST
 
 START_TEST(tune_unwritable_profile)
 {
-    logcap cap = {0};
+    tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx("/proc/sdpa-no-such-dir/profiles", &cap);
     host_problem h;
     host_problem_make(&h);

@@ -420,3 +420,24 @@ int trun_suite(Suite *s)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+/* ---- log capture and scratch folders ------------------------------------------- */
+
+void tlog_capture(void *user, sdpa_log_level level, const char *msg)
+{
+    tlogcap *c = user;
+    if (level == SDPA_LOG_WARN) c->warns++;
+    if (level == SDPA_LOG_ERROR) c->errors++;
+    if (level <= SDPA_LOG_WARN) snprintf(c->last, sizeof c->last, "%s", msg);
+}
+
+char *tmkdtemp(const char *prefix)
+{
+    char tmpl[256];
+    snprintf(tmpl, sizeof tmpl, "/tmp/%s-XXXXXX", prefix);
+    char *d = mkdtemp(tmpl);
+    ck_assert_msg(d != NULL, "mkdtemp %s", tmpl);
+    char *out = strdup(d);
+    ck_assert_ptr_nonnull(out);
+    return out;
+}

@@ -8,7 +8,9 @@
  * and fills host tensors (normal random values, never zeros; masks random with
  * a given keep rate; kv_len random in [0, Skv]); tparity_forward() and
  * tparity_backward() run it on a backend and on the reference and compare
- * every output with a per-dtype bound, reporting the worst element.
+ * every output with a per-dtype bound, reporting the worst element. Small
+ * helpers shared by suites: log capture (tlog_capture) and scratch folders
+ * (tmkdtemp).
  */
 #ifndef SDPA_TESTUTIL_H
 #define SDPA_TESTUTIL_H
@@ -93,6 +95,18 @@ tcompare tcompare_arrays(const void *got, sdpa_dtype got_dtype, const void *want
 
 /* Absolute error bound for a storage dtype (outputs are O(1)). */
 double tbound(sdpa_dtype dtype);
+
+/* ---- log capture and scratch folders ------------------------------------------- */
+
+/* What tlog_capture saw: WARN and ERROR lines counted, the last one kept. */
+typedef struct tlogcap {
+    int warns, errors;
+    char last[1024];
+} tlogcap;
+/* An sdpa_log_fn for sdpa_context_options.log_fn; user is a tlogcap. */
+void tlog_capture(void *user, sdpa_log_level level, const char *msg);
+/* A fresh folder /tmp/<prefix>-XXXXXX (malloc'd path; the caller frees). */
+char *tmkdtemp(const char *prefix);
 
 /* ---- contexts and parity ------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #include "cl_internal.h"
 
 #include "cl_gemm.h"
+#include "bytes.h"
 #include "cl_sources.h"
 
 #include <inttypes.h>
@@ -26,12 +27,7 @@
 
 uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return sdpa__fnv1a64(h, data, n);
 }
 
 /* Hash of every embedded kernel file (name and text, in table order) as 16

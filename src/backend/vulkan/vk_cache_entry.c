@@ -14,48 +14,21 @@
  */
 #include "vk_cache_entry.h"
 
+#include "../../core/bytes.h"
+
 #include <string.h>
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
 
 /* The driver's VkPipelineCacheHeaderVersionOne at the start of d[0..n). */
 static sdpa__vk_entry_status driver_header(const unsigned char *d, size_t n,
                                            const sdpa__vk_entry_device *dev)
 {
     if (n < SDPA__VK_ENTRY_DRIVER_HEADER_SIZE) return SDPA__VK_ENTRY_BAD_DRIVER_HEADER;
-    uint32_t hsize = get_u32(d), hver = get_u32(d + 4);
+    uint32_t hsize = sdpa__get_u32le(d), hver = sdpa__get_u32le(d + 4);
     if (hsize < SDPA__VK_ENTRY_DRIVER_HEADER_SIZE || hsize > n)
         return SDPA__VK_ENTRY_BAD_DRIVER_HEADER;
     if (hver != SDPA__VK_ENTRY_DRIVER_HEADER_VERSION) return SDPA__VK_ENTRY_BAD_DRIVER_HEADER;
-    if (dev && (get_u32(d + 8) != dev->vendor_id || get_u32(d + 12) != dev->device_id ||
+    if (dev && (sdpa__get_u32le(d + 8) != dev->vendor_id ||
+                sdpa__get_u32le(d + 12) != dev->device_id ||
                 memcmp(d + 16, dev->uuid, SDPA__VK_ENTRY_UUID_SIZE) != 0))
         return SDPA__VK_ENTRY_WRONG_DEVICE;
     return SDPA__VK_ENTRY_OK;
@@ -69,14 +42,15 @@ sdpa__vk_entry_status sdpa__vk_entry_parse(const unsigned char *data, size_t len
     *payload_len = 0;
     if (!data || len < SDPA__VK_ENTRY_HEADER) return SDPA__VK_ENTRY_TRUNCATED_HEADER;
     if (memcmp(data, SDPA__VK_ENTRY_MAGIC, 8) != 0) return SDPA__VK_ENTRY_BAD_MAGIC;
-    if (get_u32(data + 8) != SDPA__VK_ENTRY_VERSION) return SDPA__VK_ENTRY_BAD_VERSION;
-    uint64_t n = get_u64(data + 16);
+    if (sdpa__get_u32le(data + 8) != SDPA__VK_ENTRY_VERSION) return SDPA__VK_ENTRY_BAD_VERSION;
+    uint64_t n = sdpa__get_u64le(data + 16);
     if (n == 0 || n > SDPA__VK_ENTRY_MAX) return SDPA__VK_ENTRY_BAD_SIZE;
     size_t rest = len - SDPA__VK_ENTRY_HEADER;
     if (n > rest) return SDPA__VK_ENTRY_TRUNCATED;
     if (n < rest) return SDPA__VK_ENTRY_TRAILING;
     const unsigned char *p = data + SDPA__VK_ENTRY_HEADER;
-    if (fnv1a(p, rest) != get_u64(data + 24)) return SDPA__VK_ENTRY_CHECKSUM;
+    if (sdpa__fnv1a64(SDPA__FNV_INIT, p, rest) != sdpa__get_u64le(data + 24))
+        return SDPA__VK_ENTRY_CHECKSUM;
     sdpa__vk_entry_status s = driver_header(p, rest, dev);
     if (s != SDPA__VK_ENTRY_OK) return s;
     *payload = p;
@@ -105,8 +79,8 @@ void sdpa__vk_entry_header(unsigned char hdr[SDPA__VK_ENTRY_HEADER], const void 
                            size_t n)
 {
     memcpy(hdr, SDPA__VK_ENTRY_MAGIC, 8);
-    put_u32(hdr + 8, SDPA__VK_ENTRY_VERSION);
-    put_u32(hdr + 12, 0);
-    put_u64(hdr + 16, (uint64_t)n);
-    put_u64(hdr + 24, fnv1a(payload, n));
+    sdpa__put_u32le(hdr + 8, SDPA__VK_ENTRY_VERSION);
+    sdpa__put_u32le(hdr + 12, 0);
+    sdpa__put_u64le(hdr + 16, (uint64_t)n);
+    sdpa__put_u64le(hdr + 24, sdpa__fnv1a64(SDPA__FNV_INIT, payload, n));
 }
