@@ -3,7 +3,9 @@
  * reference: forward with every feature and combinations, tile-crossing
  * lengths (1, 7, 63, 65, 257, 1000), head sizes 32..256, f32 / f16 / bf16
  * storage, split-KV decode, backward (and its determinism), forced tile
- * configurations, the pipeline cache (persisted, corrupt file discarded),
+ * configurations, the staged forward (stage_kv = 1: parity on tile- and
+ * work-group-crossing shapes, refusals, tuning candidates), the pipeline
+ * cache (persisted, corrupt file discarded),
  * a simulated device without 16-bit storage, and interop on an
  * application-created VkDevice with wrapped VkBuffers. Test case
  * "cache_entry" (no device, < 1 s): the pipeline cache file parser
@@ -16,7 +18,8 @@
  * set in main unless the caller set it) and each test asserts that it
  * reported no errors. Outputs are poisoned with NaN by testutil.
  * Run time on the 2-core dev VM with validation: ~12 s with Mesa's shader
- * cache warm, ~4 minutes cold (compiling ~100 pipelines on lavapipe).
+ * cache warm, ~4 minutes cold (compiling ~100 pipelines on lavapipe); the
+ * three staged_* cases add ~2 s warm, ~40 s cold (about 15 pipelines).
  */
 #include "testutil.h"
 #include "backend.h"
@@ -322,6 +325,224 @@ START_TEST(test_tuning_slots)
         po.tile = &tiles[i];
         c.seed = (uint64_t)(300 + i);
         tparity_forward(vk, ref, &c, &po);
+    }
+}
+END_TEST
+
+/* ---- K/V staging (stage_kv = 1) -------------------------------------------- */
+
+static sdpa_plan_options staged_opts(sdpa_tile_config *tc, int wg, int k_tile)
+{
+    sdpa_tile_config_init(tc);
+    tc->wg_size = wg;
+    tc->k_tile = k_tile;
+    tc->stage_kv = 1;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.tile = tc;
+    return po;
+}
+
+/* Creates c's plan with po, asserts its config reports want_stage. */
+static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_stage)
+{
+    tproblem p;
+    tproblem_make(&p, c0);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(vk, &p.desc, po, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    char want[32];
+    snprintf(want, sizeof want, "stage_kv=%d ", want_stage);
+    ck_assert_msg(strstr(info.config, want) != NULL, "%s: config '%s' lacks '%s'", c0->name,
+                  info.config, want);
+    if (want_stage) ck_assert_msg(strstr(info.config, "split_kv=1 ") != NULL, "%s: %s",
+                                  c0->name, info.config);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&p);
+}
+
+/* Staged forward against the float64 reference: lengths that cross tile and
+ * work-group edges, groups whose rows span several heads / KV slabs (Sq 1,
+ * 7, 65), GQA, bands, rows left empty by masks, kv_len = 0 and a diagonal
+ * offset, statistics, QK-norm (K from the workspace), f16/bf16 storage. */
+START_TEST(test_staged_forward)
+{
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase cs[16];
+    int n = 0;
+    tcase c;
+    c = mk("st_plain", 1, 2, 2, 65, 257, 64, 64); c.stats = true; cs[n++] = c;
+    c = mk("st_decode_gqa", 2, 4, 2, 1, 257, 64, 64); c.stats = true; cs[n++] = c;
+    c = mk("st_short_keys", 2, 3, 3, 65, 7, 32, 32); c.stats = true; cs[n++] = c;
+    c = mk("st_causal_br_window_gqa", 2, 4, 1, 63, 257, 64, 32);
+    c.window_right = 0; c.window_left = 40; c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    c.stats = true; cs[n++] = c;
+    c = mk("st_mask_bias_kvlen", 3, 2, 2, 65, 7, 64, 64);
+    c.mask = true; c.mask_keep = 0.3; c.bias = true; c.kv_len = true; c.stats = true;
+    cs[n++] = c;
+    c = mk("st_offset_empty_rows", 1, 2, 2, 65, 65, 32, 32);
+    c.diagonal = SDPA_DIAGONAL_EXPLICIT; c.diagonal_offset = -30; c.window_left = 10;
+    c.window_right = 0; c.softcap = 5.0; c.stats = true; cs[n++] = c;
+    c = mk("st_rms_gains_bshd", 2, 4, 2, 7, 65, 64, 64); c.qk_norm = SDPA_QK_NORM_RMS;
+    c.gains = true; c.bshd = true; c.window_right = 0; cs[n++] = c;
+    /* (work-group, k_tile): 64 x 8 serves every case; the others a few */
+    for (int i = 0; i < n; i++) {
+        cs[i].seed = (uint64_t)(500 + i);
+        po = staged_opts(&tc, 64, 8);
+        tparity_forward(vk, ref, &cs[i], &po);
+    }
+    check_stage(&cs[0], &po, 1);
+    /* near llvmpipe's loop budget by the plan's estimate (2 slabs x 200
+     * tiles x 145 iterations): the estimate must be an upper bound, else
+     * rows stay unwritten (NaN) */
+    c = mk("st_near_budget", 1, 2, 2, 65, 1600, 64, 64); c.stats = true; c.seed = 519;
+    tparity_forward(vk, ref, &c, &po);
+    check_stage(&c, &po, 1);
+    static const int cfg[][2] = {{16, 3}, {128, 16}};
+    for (int k = 0; k < 2; k++) {
+        po = staged_opts(&tc, cfg[k][0], cfg[k][1]);
+        tparity_forward(vk, ref, &cs[1], &po);
+        tparity_forward(vk, ref, &cs[4], &po);
+    }
+    if (dev.storage16) {
+        c = mk("st_f16", 2, 4, 2, 65, 257, 64, 64); c.dtype = SDPA_DTYPE_F16;
+        c.window_right = 0; c.stats = true; c.seed = 520;
+        po = staged_opts(&tc, 64, 8);
+        tparity_forward(vk, ref, &c, &po);
+    }
+    c = mk("st_bf16", 1, 2, 1, 7, 65, 32, 32); c.dtype = SDPA_DTYPE_BF16; c.mask = true;
+    c.seed = 521;
+    po = staged_opts(&tc, 64, 8);
+    tparity_forward(vk, ref, &c, &po);
+    /* a backward plan with a staged forward: the backward is unchanged */
+    c = mk("st_bwd", 1, 2, 1, 63, 65, 32, 32); c.window_right = 0; c.seed = 522;
+    po = staged_opts(&tc, 64, 4);
+    tparity_backward(vk, ref, &c, &po);
+}
+END_TEST
+
+static sdpa_status staged_plan_status(const tcase *c0, const sdpa_plan_options *po,
+                                      const char *want_in_message)
+{
+    tproblem p;
+    tproblem_make(&p, c0);
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(vk, &p.desc, po, &plan);
+    if (st != SDPA_OK) {
+        ck_assert_ptr_null(plan);
+        sdpa_error_info info;
+        ck_assert_int_eq(sdpa_context_last_error(vk, &info), SDPA_OK);
+        ck_assert_int_eq(info.status, st);
+        if (want_in_message)
+            ck_assert_msg(strstr(info.message, want_in_message) != NULL,
+                          "%s: message lacks '%s': %s", c0->name, want_in_message,
+                          info.message);
+    }
+    sdpa_plan_destroy(plan);
+    tproblem_free(&p);
+    return st;
+}
+
+/* What a staged plan refuses: a K/V tile larger than shared memory, a key
+ * split, values other than 0/1, and on llvmpipe rows past the loop budget;
+ * without a tile the plan reports stage_kv=0. No pipeline is compiled. */
+START_TEST(test_staged_refusals)
+{
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    /* 64 keys x (256 + 256) floats = 128 KiB of shared memory */
+    tcase c = mk("st_too_big", 1, 1, 1, 7, 65, 256, 256);
+    po = staged_opts(&tc, 64, 64);
+    if (dev.local_mem_bytes < 64 * 512 * 4)
+        ck_assert_int_eq(staged_plan_status(&c, &po, "maxComputeSharedMemorySize"),
+                         SDPA_ERR_UNSUPPORTED);
+    else
+        fprintf(stderr, "test_vulkan: %lld bytes of shared memory, the refusal is not "
+                "reachable\n", (long long)dev.local_mem_bytes);
+    c = mk("st_split", 1, 2, 2, 7, 257, 32, 32);
+    po = staged_opts(&tc, 64, 8);
+    tc.split_kv = 4;
+    ck_assert_int_eq(staged_plan_status(&c, &po, "split_kv"), SDPA_ERR_UNSUPPORTED);
+    po = staged_opts(&tc, 64, 8);
+    tc.stage_kv = 2;
+    ck_assert_int_eq(staged_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
+    if (strstr(dev.name, "llvmpipe")) {
+        /* 2500 tiles x ~73 iterations: past 65535, and staging makes no split */
+        c = mk("st_loop_budget", 1, 1, 1, 1, 20000, 32, 32);
+        po = staged_opts(&tc, 64, 8);
+        ck_assert_int_eq(staged_plan_status(&c, &po, "fwd (staged)"), SDPA_ERR_UNSUPPORTED);
+    }
+    c = mk("st_default", 1, 2, 2, 65, 257, 64, 64);
+    check_stage(&c, NULL, 0);
+}
+END_TEST
+
+/* The tuner's space holds staged candidates that plan creation accepts and
+ * that compute the right answer; candidates that would not fit are pruned
+ * (shared memory, loop budget). */
+START_TEST(test_staged_candidates)
+{
+    const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
+    sdpa__problem p;
+    memset(&p, 0, sizeof p);
+    p.B = 1; p.Hq = 2; p.Hkv = 2; p.Sq = 65; p.Skv = 257; p.D = 64; p.Dv = 64;
+    p.dtype = SDPA_DTYPE_F32;
+    p.window_left = p.window_right = -1;
+    sdpa_tile_config tiles[64];
+    int n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    ck_assert_int_le(n, 64);
+    ck_assert_int_le(n, 24); /* small enough to be measured whole */
+    int staged = 0;
+    tcase c = mk("st_candidate", 1, 2, 2, 65, 257, 64, 64);
+    c.window_right = 0;
+    for (int i = 0; i < n; i++) {
+        if (tiles[i].stage_kv != 1) {
+            ck_assert_msg(tiles[i].stage_kv == SDPA_AUTO || tiles[i].stage_kv == 0,
+                          "candidate %d: stage_kv %d", i, tiles[i].stage_kv);
+            continue;
+        }
+        staged++;
+        ck_assert_int_eq(tiles[i].split_kv, SDPA_AUTO);
+        sdpa_plan_options po;
+        sdpa_plan_options_init(&po);
+        po.tile = &tiles[i];
+        check_stage(&c, &po, 1);
+        if (staged == 2) {
+            c.seed = 600;
+            tparity_forward(vk, ref, &c, &po);
+        }
+    }
+    ck_assert_int_ge(staged, 2);
+    ck_assert_int_eq(tiles[0].stage_kv == 1, 0); /* the default is unstaged */
+
+    /* Without a context: Vulkan's minimum (16 KiB) bounds the staged tiles. */
+    p.D = p.Dv = 256;
+    n = be->tile_candidates(NULL, &p, 0, tiles, 64);
+    for (int i = 0; i < n; i++)
+        if (tiles[i].stage_kv == 1)
+            ck_assert_int_le(tiles[i].k_tile * (256 + 256) * 4, 16384);
+    /* On llvmpipe, long rows cannot be staged within the loop budget. */
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    if (strstr(dev.name, "llvmpipe")) {
+        p.D = p.Dv = 32; p.Sq = 1; p.Skv = 20000;
+        n = be->tile_candidates(vk, &p, 0, tiles, 64);
+        ck_assert_int_ge(n, 2);
+        for (int i = 0; i < n; i++) ck_assert_int_ne(tiles[i].stage_kv, 1);
     }
 }
 END_TEST
@@ -942,6 +1163,9 @@ static Suite *vulkan_suite(void)
         {"decode", test_decode},
         {"tile_configs", test_tile_configs},
         {"tuning_slots", test_tuning_slots},
+        {"staged_forward", test_staged_forward},
+        {"staged_refusals", test_staged_refusals},
+        {"staged_candidates", test_staged_candidates},
         {"backward", test_backward},
         {"backward_deterministic", test_backward_deterministic},
         {"device_buffers", test_device_buffers},

@@ -132,6 +132,7 @@ typedef struct sdpa__vk_plan {
     unsigned flags;             /* SDPA_PLAN_* */
     unsigned spec_flags;        /* SDPA__VK_F_* */
     int wg_size, k_tile, nsplit, split_len;
+    int stage_kv;               /* 1: fwd.comp stages K/V tiles in shared memory */
     char source[64];
     VkPipeline pipes[SDPA__VK_P_COUNT];
     VkDescriptorPool desc_pool;

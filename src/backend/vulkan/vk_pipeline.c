@@ -10,7 +10,8 @@
  * buffers, 20 the uniform parameter block, see common.glsl) and one pipeline
  * layout. Specialization constants: 0 work-group size, 1 K_TILE, 2 D,
  * 3 Dv, 4 feature flags, 5 QK-norm mode, 6 work-group size again (for
- * indexing; see common.glsl). Flags are constants so that each pipeline
+ * indexing; see common.glsl), 7 STAGE_KV (declared by fwd.comp only; an
+ * entry for an id a shader does not declare is ignored). Flags are constants so that each pipeline
  * holds only its features' code (llvmpipe compiles ~10x faster). Pipelines are created through the
  * context's VkPipelineCache. Called by vk_plan.c at plan creation.
  */
@@ -126,16 +127,16 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
         return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
                                  "vulkan: vkCreateShaderModule(%s) failed (%s)", file,
                                  sdpa__vk_result_name(r));
-    uint32_t spec[7] = {
+    uint32_t spec[8] = {
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
-        (uint32_t)plan->wg_size,
+        (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv,
     };
-    VkSpecializationMapEntry map[7];
-    for (uint32_t i = 0; i < 7; i++)
+    VkSpecializationMapEntry map[8];
+    for (uint32_t i = 0; i < 8; i++)
         map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
     VkSpecializationInfo si = {
-        .mapEntryCount = 7, .pMapEntries = map, .dataSize = sizeof spec, .pData = spec};
+        .mapEntryCount = 8, .pMapEntries = map, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
@@ -156,9 +157,10 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                  "vulkan: vkCreateComputePipelines(%s) failed (%s)", file,
                                  sdpa__vk_result_name(r));
     }
-    sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d D=%lld Dv=%lld flags=0x%x "
-              "in %.1f ms", file, plan->wg_size, plan->k_tile, (long long)plan->p.D,
-              (long long)plan->p.Dv, plan->spec_flags, (sdpa__now() - t0) * 1e3);
+    sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d stage_kv=%d D=%lld "
+              "Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
+              plan->stage_kv, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
+              (sdpa__now() - t0) * 1e3);
     return SDPA_OK;
 }
 

@@ -1,9 +1,9 @@
 /*
  * vk_plan.c — what the Vulkan backend can run (supports), and plans: the
- * chosen configuration (work-group size, key tile, split-KV count from
- * options->tile or defaults), the workspace layout, the pipelines (created
- * here, never on the hot path), one descriptor set, one command buffer and
- * fence, and a host-visible uniform parameter block.
+ * chosen configuration (work-group size, key tile, split-KV count, K/V
+ * staging from options->tile or defaults), the workspace layout, the
+ * pipelines (created here, never on the hot path), one descriptor set, one
+ * command buffer and fence, and a host-visible uniform parameter block.
  *
  * Invariants: a plan's objects are reused by every call; a call first waits
  * for the plan's previous submission (sdpa__vk_plan_wait) before rewriting
@@ -21,6 +21,9 @@
 #define MAX_K_TILE 64
 #define MAX_SPLIT 64
 #define U32_LIMIT ((int64_t)UINT32_MAX)
+/* Vulkan's guaranteed maxComputeSharedMemorySize, assumed when the
+ * candidates are asked for without a context. */
+#define SHARED_MIN 16384
 
 static bool fits_u32(int64_t a, int64_t b, int64_t c, int64_t d)
 {
@@ -54,6 +57,33 @@ sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p, unsigne
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Shared memory the staged forward declares (fwd.comp sh_k, sh_v): K_TILE
+ * rows of K and of V, f32. */
+static int64_t staged_shared_bytes(int64_t k_tile, int64_t D, int64_t Dv)
+{
+    return k_tile * (D + Dv) * (int64_t)sizeof(float);
+}
+
+/* KV slabs (b, kv head) the rows of one staged work-group can touch: rows
+ * are ordered (b, h, i) and a slab holds group * Sq consecutive rows. */
+static int64_t staged_slabs(const sdpa__problem *p, int64_t wg)
+{
+    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq, total = p->B * p->Hkv;
+    int64_t n = cdiv(wg - 1, slab_rows) + 1;
+    return n < total ? n : total;
+}
+
+/* Loop iterations of one staged forward invocation (fwd.comp fwd_staged):
+ * every slab's union key range, tile by tile, each tile costing the
+ * cooperative K and V loads plus the d loops (counted even when the
+ * invocation's row skips the tile: llvmpipe runs the loops of a SIMD
+ * vector while any lane needs them). */
+static int64_t staged_fwd_iterations(const sdpa__problem *p, int64_t wg, int64_t k)
+{
+    int64_t per_tile = cdiv(k * p->D, wg) + cdiv(k * p->Dv, wg) + p->D + p->Dv + 1;
+    return staged_slabs(p, wg) * cdiv(p->Skv, k) * per_tile + p->D + 2 * p->Dv + 16;
+}
+
 /* Largest per-invocation loop-iteration count of the plan's shaders (the
  * estimates follow the loop structure of shaders/vulkan/ *.comp). */
 static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
@@ -61,8 +91,9 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     const sdpa__problem *p = &pl->p;
     int64_t k = pl->k_tile, D = p->D, Dv = p->Dv, group = p->Hq / p->Hkv;
     int64_t keys = pl->nsplit > 1 ? pl->split_len : p->Skv;
-    int64_t worst = cdiv(keys, k) * (D + Dv + 1) + D + 2 * Dv + 16;
-    *which = "fwd";
+    int64_t worst = pl->stage_kv ? staged_fwd_iterations(p, pl->wg_size, k)
+                                 : cdiv(keys, k) * (D + Dv + 1) + D + 2 * Dv + 16;
+    *which = pl->stage_kv ? "fwd (staged)" : "fwd";
     int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
     if (n > worst) { worst = n; *which = "combine"; }
     if (p->has_stats && p->Sq > worst) { worst = p->Sq; *which = "stats_reduce"; }
@@ -217,16 +248,46 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->k_tile = pick(t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE, 1, MAX_K_TILE);
     sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
 
+    /* K/V staging: SDPA_AUTO = 0 on every device for now (docs/vulkan.md). */
+    sdpa_status st = SDPA_OK;
+    int stage = t && t->stage_kv != SDPA_AUTO ? t->stage_kv : 0;
+    int forced_split = t && t->split_kv != SDPA_AUTO && t->split_kv > 0 ? t->split_kv : 0;
+    int64_t shared_need = staged_shared_bytes(pl->k_tile, p->D, p->Dv);
+    if (stage != 0 && stage != 1)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "vulkan: tile.stage_kv %d (must be 0 or 1)",
+                        stage);
+    else if (stage && shared_need > (int64_t)s->caps.max_shared)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: tile.stage_kv = 1 with k_tile %d needs %lld bytes of shared "
+                        "memory for the K/V tile (k_tile x (D %lld + Dv %lld) floats) and the "
+                        "device's maxComputeSharedMemorySize is %u bytes (use a smaller "
+                        "k_tile or stage_kv 0)", pl->k_tile, (long long)shared_need,
+                        (long long)p->D, (long long)p->Dv, s->caps.max_shared);
+    else if (stage && forced_split > 1)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: tile.stage_kv = 1 does not combine with a key split "
+                        "(tile.split_kv = %d); leave split_kv at SDPA_AUTO or 1",
+                        forced_split);
+    if (st != SDPA_OK) {
+        sdpa__vk_plan_free(ctx, pl);
+        return st;
+    }
+    pl->stage_kv = stage;
+
     int64_t rows = p->B * p->Hq * p->Sq;
     int nsplit = 1;
-    if (t && t->split_kv != SDPA_AUTO && t->split_kv > 0) {
-        nsplit = t->split_kv;
+    if (stage) {
+        /* the staged forward has no key split: automatic splits (decode,
+         * llvmpipe's loop budget) are not made; the budget check below
+         * refuses what does not fit */
+    } else if (forced_split) {
+        nsplit = forced_split;
     } else if (rows < 128 && p->Skv >= 512) {
         /* decode: enough invocations to fill the device, >= 128 keys each */
         int64_t want = (256 + rows - 1) / rows, most = p->Skv / 128;
         nsplit = (int)(want < most ? want : most);
     }
-    if (s->caps.loop_limited) {
+    if (s->caps.loop_limited && !stage) {
         /* enough splits that one invocation's key range fits the budget */
         int64_t per = (SDPA__VK_LOOP_BUDGET - p->D - 2 * p->Dv - 16) / (p->D + p->Dv + 1);
         int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
@@ -253,15 +314,14 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         f |= SDPA__VK_F_NORMED;
     pl->spec_flags = f;
 
-    sdpa_status st = SDPA_OK;
     const char *which = "";
     int64_t iters = loop_iterations(pl, &which);
     if (s->caps.loop_limited && iters > SDPA__VK_LOOP_BUDGET) {
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: llvmpipe ends a shader invocation after 65535 loop iterations "
                         "and shader '%s' would need about %lld for this shape (use the CPU "
-                        "backend, a larger k_tile, or shorter sequences)", which,
-                        (long long)iters);
+                        "backend, a larger k_tile, %sor shorter sequences)", which,
+                        (long long)iters, stage ? "stage_kv 0, " : "");
         sdpa__vk_plan_free(ctx, pl);
         return st;
     }
@@ -302,21 +362,33 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     if (!pl || !info) return;
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
-             "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=1 stage_kv=0 "
+             "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=1 stage_kv=%d "
              "variant=%s flags=0x%x", pl->wg_size, pl->k_tile, pl->nsplit, pl->split_len,
-             sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
+             pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }
 
 /* --- tuning slots (src/core/backend.h) ----------------------------------
- * Work-group size and key tile are specialization constants, so every
- * candidate reuses the same SPIR-V; split_kv stays automatic (it also keeps
- * llvmpipe under its loop limit). */
+ * Work-group size, key tile and K/V staging are specialization constants, so
+ * every candidate reuses the same SPIR-V; split_kv stays automatic (it also
+ * keeps llvmpipe under its loop limit) and is 1 in staged candidates. */
 static int vk_max_wg(sdpa_context *ctx)
 {
     sdpa__vk_state *s = ctx ? sdpa__vk_get_state(ctx) : NULL;
     int m = s ? (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024) : 256;
     return m > 0 ? m : 1;
+}
+
+/* Whether plan creation would accept stage_kv = 1 with (wg, k_tile) for p:
+ * the tile fits shared memory and, on llvmpipe, the loop budget. Without a
+ * context: Vulkan's minimum shared memory, and the budget applies. */
+static bool staged_ok(sdpa_context *ctx, const sdpa__problem *p, int wg, int k_tile)
+{
+    sdpa__vk_state *s = ctx ? sdpa__vk_get_state(ctx) : NULL;
+    int64_t max_shared = s ? (int64_t)s->caps.max_shared : SHARED_MIN;
+    bool limited = s ? s->caps.loop_limited : true;
+    if (staged_shared_bytes(k_tile, p->D, p->Dv) > max_shared) return false;
+    return !limited || staged_fwd_iterations(p, wg, k_tile) <= SDPA__VK_LOOP_BUDGET;
 }
 
 void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
@@ -334,6 +406,9 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
                              sdpa_tile_config *out, int max)
 {
     static const int wgs[] = {16, 32, 64, 128, 256}, kts[] = {4, 8, 16};
+    /* staged variants: a few work-group / tile pairs (each candidate is a
+     * pipeline compile, ~1 s on lavapipe) */
+    static const int staged[][2] = {{64, 8}, {128, 16}, {256, 8}};
     int max_wg = vk_max_wg(ctx), n = 0;
     sdpa_tile_config def;
     sdpa__vk_default_tile(ctx, p, flags, &def);
@@ -350,6 +425,16 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
             }
             n++;
         }
+    }
+    for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
+        if (staged[a][0] > max_wg || !staged_ok(ctx, p, staged[a][0], staged[a][1])) continue;
+        if (n < max) {
+            sdpa_tile_config_init(&out[n]);
+            out[n].wg_size = staged[a][0];
+            out[n].k_tile = staged[a][1];
+            out[n].stage_kv = 1;
+        }
+        n++;
     }
     return n;
 }
