@@ -473,7 +473,8 @@ END_TEST
 
 /* Fused vs unfused side by side: `opencl-unfused` rows run the CLBlast path
  * forward (kernel "unfused") and report the backward as unsupported, with
- * exit status 0; without CLBlast the forward row is unsupported too. */
+ * exit status 0; without CLBlast the forward row is unsupported too. Scores
+ * over the workspace limit make an unsupported row, not a failed run. */
 START_TEST(bench_opencl_unfused_rows)
 {
     int n = 0;
@@ -514,6 +515,21 @@ START_TEST(bench_opencl_unfused_rows)
         }
     }
     ck_assert_int_eq(seen, 7);
+    cJSON_Delete(j);
+
+    /* scores beyond the default 256 MiB workspace limit: refused, reported
+     * as unsupported with the reason, and not a failed run */
+    args = "--backend opencl-unfused --shape 1,1,1,8192,8192,16 --repeat 1 --warmup 0 "
+           "--json --no-peak";
+    ck_assert_msg(run("sdpa-bench", args) == 0, "sdpa-bench %s:\n%s%s", args, g_out, g_err);
+    j = cJSON_Parse(g_out);
+    ck_assert_msg(j != NULL, "not JSON:\n%s", g_out);
+    cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0);
+    ck_assert_ptr_nonnull(row);
+    ck_assert_str_eq(cJSON_GetObjectItem(row, "status")->valuestring, "unsupported");
+    ck_assert_msg(strstr(cJSON_GetObjectItem(row, "error")->valuestring, "SDPA_ERR_WORKSPACE") ||
+                      strstr(cJSON_GetObjectItem(row, "error")->valuestring, "CLBlast"),
+                  "%s", cJSON_GetObjectItem(row, "error")->valuestring);
     cJSON_Delete(j);
 }
 END_TEST

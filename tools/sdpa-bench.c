@@ -18,7 +18,9 @@
  * backend: sdpa_context_peak, measured once per device by the library's
  * micro-benchmark and cached in the profile dir; --refresh-peak measures
  * again), memory of buffers + workspace, and the speedup relative to the
- * first backend listed. `opencl-unfused` in the backend list is the OpenCL
+ * first backend listed. Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
+ * SDPA_ERR_WORKSPACE from the workspace limit) say `unsupported` and do not
+ * fail the run. `opencl-unfused` in the backend list is the OpenCL
  * backend with tile.unfused = 1 (scores through CLBlast), for fused vs
  * unfused side by side (forward only). --plot draws GFLOP/s against
  * Skv as SVG (tools/common/plot.c). Exit status: 0 ok, 1 when a run failed
@@ -953,8 +955,13 @@ int main(int argc, char **argv)
                         r->peak = pk[e].info.gflops;
                 r->skv = s->Skv;
                 if (j->status != SDPA_OK) {
-                    r->status = j->status == SDPA_ERR_UNSUPPORTED ? "unsupported" : "error";
-                    if (j->status != SDPA_ERR_UNSUPPORTED)
+                    /* a path the backend does not offer, or one that would
+                     * exceed the plan's workspace limit (the unfused path at
+                     * long sequences), is a result, not a failure */
+                    int refused = j->status == SDPA_ERR_UNSUPPORTED ||
+                                  j->status == SDPA_ERR_WORKSPACE;
+                    r->status = refused ? "unsupported" : "error";
+                    if (!refused)
                         any_error = 1;
                     snprintf(r->error, sizeof r->error, "%s", j->error);
                     if (b == 0)
