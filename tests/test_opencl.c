@@ -20,6 +20,13 @@
  * source hash stable); NaN/Inf in K/V at dropped keys never reach an output
  * (forward, split-KV forward and backward); the unfused (CLBlast) path: parity with the
  * reference and the fused path, refusals (SDPA_ERR_WORKSPACE, backward).
+ * Test case "direct" (~3 s warm, 6 kernel variants): the direct decode path
+ * (decode.cl, K/V read in place): parity at Sq 1 / 7, Skv 1..4099, GQA 8/2,
+ * D 64 / 128, Dv 48, f32/f16/bf16, kv_len, bottom-right causal window, mask
+ * + bias with -inf, softcap, temperature, a forced split count; kv_len 0
+ * (empty rows), NaN at a kept key, NaN/Inf at dropped keys; strided K/V
+ * (padded head / sequence strides, offset, last stride 2); plans with
+ * statistics, QK-norm, backward or a forced work-group keep the packed path.
  * Test case "cache_entry" (no device, < 1 s): the disk cache's pure file
  * parser sdpa__cl_entry_parse accepts a valid entry with spans inside the
  * file and refuses each corruption (bad magic, version, key, truncated
@@ -327,6 +334,281 @@ START_TEST(garbage_in_dropped_keys)
     free(want_l);
     free(want_s);
     tproblem_free(&tp);
+}
+END_TEST
+
+/* ---- direct decode path (decode.cl: K/V read in place) ------------------------ */
+
+/* The plan's kernel and config for a problem (and options). */
+static void direct_config(const tproblem *tp, const sdpa_plan_options *o, char *out, size_t n)
+{
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(g_cl, &tp->desc, o, &plan);
+    sdpa_error_info ei;
+    memset(&ei, 0, sizeof ei);
+    sdpa_context_last_error(g_cl, &ei);
+    ck_assert_msg(st == SDPA_OK, "%s: plan: %s", tp->c.name, ei.message);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    snprintf(out, n, "%s %s", info.kernel, info.config);
+    /* no packed K/V: workspace is packed q + partials, far below K + V */
+    if (strstr(info.config, "direct_kv=1") && tp->c.Skv >= 1000)
+        ck_assert_uint_lt(sdpa_plan_workspace_size(plan), tp->n_k * 4);
+    sdpa_plan_destroy(plan);
+}
+
+/* Asserts that c (with options o) plans the direct path, then parity. */
+static void direct_parity(const tcase *c, const sdpa_plan_options *o)
+{
+    tproblem tp;
+    tproblem_make(&tp, c);
+    char cfg[320];
+    direct_config(&tp, o, cfg, sizeof cfg);
+    ck_assert_msg(strncmp(cfg, "decode ", 7) == 0 && strstr(cfg, "direct_kv=1"),
+                  "%s: not the direct decode path: %s", c->name, cfg);
+    tproblem_free(&tp);
+    tparity_forward(g_cl, g_ref, c, o);
+}
+
+/* Decode shapes (Sq 1 and 7) across chunk, tile (16 keys) and vector edges;
+ * one kernel variant per row, lengths looped inside it. */
+static const struct {
+    const char *name;
+    int64_t B, Hq, Hkv, Sq, D, Dv;
+    unsigned f;
+    int64_t skv[6];
+} dcases[] = {
+    {"dd_gqa_d128_kvlen", 2, 8, 2, 1, 128, 128, F_KVLEN, {1, 63, 65, 257, 1000, 4099}},
+    {"dd_sq7_dv48_br_win", 1, 8, 2, 7, 64, 48, F_CAUSAL | F_BR, {8, 63, 65, 257, 1000, 0}},
+    {"dd_f16_mask_bias_cap", 1, 8, 2, 1, 128, 128, F_F16 | F_MASK | F_BIAS | F_CAP,
+     {65, 1000, 0}},
+    {"dd_sq7_temp_mask_bias", 1, 4, 1, 7, 64, 64, F_MASK | F_BIAS, {63, 257, 0}},
+    {"dd_bf16", 1, 2, 1, 1, 64, 64, F_BF16, {300, 0}},
+};
+#define N_DCASES (int)(sizeof dcases / sizeof dcases[0])
+
+START_TEST(direct_decode_parity)
+{
+    for (int k = 0; k < 6 && dcases[_i].skv[k] > 0; k++) {
+        fcase f = {dcases[_i].name, dcases[_i].B, dcases[_i].Hq, dcases[_i].Hkv,
+                   dcases[_i].Sq, dcases[_i].skv[k], dcases[_i].D, dcases[_i].Dv,
+                   dcases[_i].f};
+        tcase c = fcase_make(&f, 777u + (uint64_t)k);
+        if (f.f & F_BR) c.window_left = 100; /* bottom-right causal window */
+        if (_i == 3) c.temperature = true;
+        direct_parity(&c, NULL);
+    }
+    if (_i == 0) { /* a forced split count keeps the direct path: chunks of 334 */
+        sdpa_tile_config tc;
+        sdpa_tile_config_init(&tc);
+        tc.split_kv = 3;
+        sdpa_plan_options o;
+        sdpa_plan_options_init(&o);
+        o.tile = &tc;
+        fcase f = {"dd_split3", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN};
+        tcase c = fcase_make(&f, 4321u);
+        direct_parity(&c, &o);
+    }
+}
+END_TEST
+
+/* Runs `tp` (inputs possibly edited) on the OpenCL direct path and the
+ * reference copy `want` on the reference; returns out / lse comparisons
+ * after checking the path. */
+static void direct_run(tproblem *tp, tproblem *want, tcompare *ro, tcompare *rl)
+{
+    char cfg[320];
+    direct_config(tp, NULL, cfg, sizeof cfg);
+    ck_assert_msg(strstr(cfg, "direct_kv=1"), "%s: %s", tp->c.name, cfg);
+    tproblem_poison(want);
+    ck_assert_int_eq(sdpa_attention_forward(g_ref, &want->desc), SDPA_OK);
+    tproblem_poison(tp);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_cl, &tp->desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &tp->desc.tensors), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    size_t nl = (size_t)(tp->c.B * tp->c.Hq * tp->c.Sq);
+    *ro = tcompare_arrays(tp->out, tp->c.dtype, want->out, want->c.dtype, tp->n_out);
+    *rl = tcompare_arrays(tp->lse, SDPA_DTYPE_F32, want->lse, SDPA_DTYPE_F32, nl);
+}
+
+/* kv_len 0 (empty rows: out 0, lse -inf); NaN/Inf in K and V at keys a
+ * batch drops by kv_len, by an all-zero mask column and by an all -inf bias
+ * column, inside the walked range (never reach a row: select, not multiply);
+ * NaN in K at a kept key (every row of that batch becomes NaN, the others
+ * stay exact). The reference runs on the same inputs without the garbage
+ * (it is not required to be garbage-proof). B 3, Hq 4 / Hkv 1, Sq 7, Skv 257, D 64, mask + bias (the
+ * variant of dd_sq7_temp_mask_bias). */
+START_TEST(direct_decode_empty_and_nan)
+{
+    tcase c;
+    tcase_init(&c, "dd_nan", 3, 4, 1, 7, 257, 64, 64);
+    c.seed = 4242;
+    c.lse = true;
+    c.kv_len = true;
+    c.mask = true;
+    c.mask_keep = 0.9;
+    c.bias = true;
+    tproblem tp, want;
+    tproblem_make(&tp, &c);
+    tproblem_make(&want, &c);
+    const int64_t S = 257, D = 64, SQ = 7, HQ = 4;
+    int32_t kvl[3] = {0, 200, 257};
+    tproblem *ps[2] = {&tp, &want};
+    for (int s = 0; s < 2; s++) {
+        float *k = ps[s]->k, *v = ps[s]->v;
+        for (int b = 0; b < 3; b++) ps[s]->kv_len[b] = kvl[b];
+        for (int64_t h = 0; h < HQ; h++)
+            for (int64_t i = 0; i < SQ; i++) {
+                size_t e1 = (size_t)(((1 * HQ + h) * SQ + i) * S);
+                size_t e2 = (size_t)(((2 * HQ + h) * SQ + i) * S);
+                ps[s]->mask[e1 + 50] = 0;          /* batch 1 key 50: masked */
+                ps[s]->bias[e1 + 60] = -INFINITY;  /* batch 1 key 60: -inf bias */
+                ps[s]->mask[e2 + 100] = 1;         /* batch 2 key 100: kept */
+                ps[s]->bias[e2 + 100] = 0.5f;
+            }
+        /* batch 1: garbage in K and V at keys 50, 60 and 200..256 (OpenCL
+         * side only: the reference runs on clean values there) */
+        for (int64_t j = 50; j < S && s == 0; j++) {
+            if (j != 50 && j != 60 && j < 200) continue;
+            for (int64_t d = 0; d < D; d++) {
+                k[(1 * S + j) * D + d] = (d & 1) ? NAN : INFINITY;
+                v[(1 * S + j) * D + d] = (d & 1) ? INFINITY : NAN;
+            }
+        }
+        k[(2 * S + 100) * D + 5] = NAN; /* batch 2: NaN at a kept key */
+    }
+    tcompare ro, rl;
+    direct_run(&tp, &want, &ro, &rl);
+    ck_assert_msg(ro.bad_nonfinite == 0 && ro.max_abs < tbound(SDPA_DTYPE_F32),
+                  "out: %zu non-finite mismatches, max_abs %g", ro.bad_nonfinite, ro.max_abs);
+    ck_assert_msg(rl.bad_nonfinite == 0 && rl.max_abs < 1e-4, "lse: %zu, %g",
+                  rl.bad_nonfinite, rl.max_abs);
+    const float *o = tp.out;
+    for (int64_t r = 0; r < HQ * SQ; r++) {
+        size_t r0 = (size_t)r, r1 = (size_t)(HQ * SQ + r), r2 = (size_t)(2 * HQ * SQ + r);
+        ck_assert_msg(tp.lse[r0] == -INFINITY, "empty row lse %g", tp.lse[r0]);
+        ck_assert_msg(isfinite(tp.lse[r1]), "garbage reached lse of row %lld", (long long)r);
+        ck_assert_msg(isnan(tp.lse[r2]), "NaN in K: lse %g", tp.lse[r2]);
+        for (int64_t d = 0; d < D; d++) {
+            ck_assert_msg(o[r0 * D + d] == 0.0f, "empty row out %g", o[r0 * D + d]);
+            ck_assert_msg(isfinite(o[r1 * D + d]), "garbage reached row %lld", (long long)r);
+            ck_assert_msg(isnan(o[r2 * D + d]), "NaN in K: out %g", o[r2 * D + d]);
+        }
+    }
+    tproblem_free(&tp);
+    tproblem_free(&want);
+}
+END_TEST
+
+/* K and V through non-contiguous strides: pass 0, K laid out (B, S, H, D)
+ * with a padded sequence stride and an element offset (vector loads) and V
+ * with a padded head stride and last stride 2 (scalar path); pass 1, K with
+ * last stride 2 and V dense. Gaps hold NaN; the results match the reference
+ * on the dense copies. */
+START_TEST(direct_decode_strided_kv)
+{
+    tcase c;
+    tcase_init(&c, "dd_strided", 2, 8, 2, 1, 1000, 128, 128);
+    c.seed = 99;
+    c.lse = true;
+    c.kv_len = true;
+    const int64_t B = 2, H = 2, S = 1000, D = 128, koff = 3, kss = H * D + 8;
+    const int64_t vhs = S * D * 2 + 40;
+    for (int pass = 0; pass < 2; pass++) {
+        tproblem tp, want;
+        tproblem_make(&tp, &c);
+        tproblem_make(&want, &c);
+        size_t nk = (size_t)(pass == 0 ? koff + B * S * kss : B * H * S * D * 2);
+        size_t nv = (size_t)(pass == 0 ? B * H * vhs : B * H * S * D);
+        float *ks = malloc(nk * 4), *vs = malloc(nv * 4);
+        ck_assert_ptr_nonnull(ks);
+        ck_assert_ptr_nonnull(vs);
+        for (size_t e = 0; e < nk; e++) ks[e] = NAN; /* gaps */
+        for (size_t e = 0; e < nv; e++) vs[e] = NAN;
+        const float *k = tp.k, *v = tp.v;
+        sdpa_tensor *kt = &tp.desc.tensors.k, *vt = &tp.desc.tensors.v;
+        *kt = sdpa_tensor_host(ks, SDPA_DTYPE_F32, B, H, S, D);
+        *vt = sdpa_tensor_host(vs, SDPA_DTYPE_F32, B, H, S, D);
+        if (pass == 0) {
+            kt->offset = koff;
+            kt->stride[0] = S * kss;
+            kt->stride[1] = D;
+            kt->stride[2] = kss;
+            kt->stride[3] = 1;
+            vt->stride[0] = H * vhs;
+            vt->stride[1] = vhs;
+            vt->stride[2] = 2 * D;
+            vt->stride[3] = 2;
+        } else {
+            kt->stride[0] = H * S * D * 2;
+            kt->stride[1] = S * D * 2;
+            kt->stride[2] = D * 2;
+            kt->stride[3] = 2;
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t j = 0; j < S; j++)
+                    for (int64_t d = 0; d < D; d++) {
+                        size_t src = (size_t)(((b * H + h) * S + j) * D + d);
+                        ks[kt->offset + b * kt->stride[0] + h * kt->stride[1] +
+                           j * kt->stride[2] + d * kt->stride[3]] = k[src];
+                        vs[vt->offset + b * vt->stride[0] + h * vt->stride[1] +
+                           j * vt->stride[2] + d * vt->stride[3]] = v[src];
+                    }
+        tcompare ro, rl;
+        direct_run(&tp, &want, &ro, &rl);
+        ck_assert_msg(ro.bad_nonfinite == 0 && ro.max_abs < tbound(SDPA_DTYPE_F32),
+                      "pass %d out: %zu non-finite mismatches, max_abs %g", pass,
+                      ro.bad_nonfinite, ro.max_abs);
+        ck_assert_msg(rl.bad_nonfinite == 0 && rl.max_abs < 1e-4, "pass %d lse", pass);
+        free(ks);
+        free(vs);
+        tproblem_free(&tp);
+        tproblem_free(&want);
+    }
+}
+END_TEST
+
+/* Plans that need the packed K (QK-norm; gains need it) or whole rows (statistics),
+ * backward plans, and tiles forcing another configuration keep the packed
+ * path; parity on the QK-norm one. */
+START_TEST(direct_decode_not_taken)
+{
+    fcase f = {"dd_stats", 1, 8, 2, 1, 1000, 64, 64, F_STATS};
+    for (int k = 0; k < 4; k++) {
+        if (k == 1) f.f = F_RMS;
+        if (k == 2) f.f = F_LAYER | F_GAINS;
+        if (k == 3) f.f = 0;
+        tcase c = fcase_make(&f, 4321u);
+        tproblem tp;
+        tproblem_make(&tp, &c);
+        sdpa_plan_options o;
+        sdpa_plan_options_init(&o);
+        sdpa_tile_config tc;
+        sdpa_tile_config_init(&tc);
+        if (k == 3) { /* forced work-group size: the packed split-KV kernel */
+            tc.wg_size = 16;
+            o.tile = &tc;
+        }
+        char cfg[320];
+        direct_config(&tp, &o, cfg, sizeof cfg);
+        ck_assert_msg(!strstr(cfg, "direct_kv"), "case %d took the direct path: %s", k, cfg);
+        if (k == 0) {
+            o.flags = SDPA_PLAN_BACKWARD;
+            f.f = 0;
+            tcase c2 = fcase_make(&f, 4321u);
+            tproblem tb;
+            tproblem_make(&tb, &c2);
+            direct_config(&tb, &o, cfg, sizeof cfg);
+            ck_assert_msg(!strstr(cfg, "direct_kv"), "backward plan: %s", cfg);
+            tproblem_free(&tb);
+        }
+        tproblem_free(&tp);
+        if (k == 1) tparity_forward(g_cl, g_ref, &c, NULL);
+    }
 }
 END_TEST
 
@@ -1215,6 +1497,15 @@ int main(void)
     tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
     tcase_add_test(tc, decode_uses_split);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("direct");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, direct_decode_parity, 0, N_DCASES);
+    tcase_add_test(tc, direct_decode_empty_and_nan);
+    tcase_add_test(tc, direct_decode_strided_kv);
+    tcase_add_test(tc, direct_decode_not_taken);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tuning");

@@ -3,7 +3,9 @@
  *
  * Sequence: pack q (norm, gain, scale), k (norm, gain; tile-major) and v
  * into the plan's workspace; run sdpa_fwd; then either sdpa_combine (split-KV
- * decode) or, with statistics, sdpa_stats. Everything is enqueued in order
+ * decode) or, with statistics, sdpa_stats. Plans with direct_kv (decode
+ * shapes, cl_plan.c) pack q only, run sdpa_decode (decode.cl) on the user's
+ * K/V in place and always sdpa_combine. Everything is enqueued in order
  * on the context's queue and nothing is allocated. Also exports the pack
  * helper used by cl_backward.c. Called through the backend table.
  */
@@ -81,6 +83,49 @@ void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
 
 float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
 
+/* Merges the split partials (part_o, part_l) into out and lse (combine.cl). */
+static sdpa_status combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                           const sdpa__problem *p, const sdpa__fwd_args *f)
+{
+    size_t ls = sdpa__cl_small_wg(st);
+    int64_t R = p->B * p->Hq * p->Sq;
+    sdpa__cl_args c = {pl->k_combine, 0, CL_SUCCESS, st->dummy};
+    sdpa__cl_arg_mem(&c, pl->ws_part_o);
+    sdpa__cl_arg_mem(&c, pl->ws_part_l);
+    sdpa__cl_arg_i32(&c, pl->nsplit);
+    sdpa__cl_arg_i64(&c, R);
+    sdpa__cl_arg_i32(&c, (int)p->Hq);
+    sdpa__cl_arg_i32(&c, (int)p->Sq);
+    sdpa__cl_arg_ref(&c, &f->out);
+    sdpa__cl_arg_ref(&c, &f->lse);
+    sdpa__cl_arg_i32(&c, p->has_lse);
+    SDPA__CL_CHECK(ctx, c.err, "clSetKernelArg(sdpa_combine)");
+    size_t g = (size_t)R;
+    return sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &g, &ls);
+}
+
+/* direct_kv plans: sdpa_decode (decode.cl) on the user's K and V, through
+ * their strides, writing the split partials (q is packed first). */
+static sdpa_status direct_decode(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                                 const sdpa__problem *p, const sdpa__fwd_args *f)
+{
+    int64_t nbhk = p->B * p->Hkv;
+    sdpa__cl_args a = {pl->k_decode, 0, CL_SUCCESS, st->dummy};
+    sdpa__cl_arg_mem(&a, pl->ws_q);
+    sdpa__cl_arg_ref(&a, &f->k);
+    sdpa__cl_arg_ref(&a, &f->v);
+    sdpa__cl_common_args(&a, pl, p, f);
+    sdpa__cl_arg_i64(&a, nbhk);
+    sdpa__cl_arg_i32(&a, pl->nrb);
+    sdpa__cl_arg_i32(&a, pl->nsplit);
+    sdpa__cl_arg_i32(&a, pl->chunk);
+    sdpa__cl_arg_mem(&a, pl->ws_part_o);
+    sdpa__cl_arg_mem(&a, pl->ws_part_l);
+    SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_decode)");
+    size_t g = (size_t)(nbhk * pl->nsplit * pl->nrb), l = (size_t)pl->dwg;
+    return sdpa__cl_launch(ctx, st, pl->k_decode, "sdpa_decode", 1, &g, &l);
+}
+
 sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
                              const sdpa__fwd_args *f)
 {
@@ -91,6 +136,10 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, false, true,
                             p->has_q_gain ? &f->q_gain : NULL, temp, sdpa__cl_scale(p),
                             pl->ws_q));
+    if (pl->direct_kv) {
+        SDPA__TRY(direct_decode(ctx, st, pl, p, f));
+        return combine(ctx, st, pl, p, f);
+    }
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
                             p->has_k_gain ? &f->k_gain : NULL, NULL, 1.0f, pl->ws_kt));
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, false,
@@ -116,23 +165,7 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
     size_t l3[3] = {wg, 1, 1};
     SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_fwd, "sdpa_fwd", 3, g3, l3));
 
-    size_t ls = sdpa__cl_small_wg(st);
-    int64_t R = p->B * p->Hq * p->Sq;
-    if (pl->nsplit > 1) {
-        sdpa__cl_args c = {pl->k_combine, 0, CL_SUCCESS, st->dummy};
-        sdpa__cl_arg_mem(&c, pl->ws_part_o);
-        sdpa__cl_arg_mem(&c, pl->ws_part_l);
-        sdpa__cl_arg_i32(&c, pl->nsplit);
-        sdpa__cl_arg_i64(&c, R);
-        sdpa__cl_arg_i32(&c, (int)p->Hq);
-        sdpa__cl_arg_i32(&c, (int)p->Sq);
-        sdpa__cl_arg_ref(&c, &f->out);
-        sdpa__cl_arg_ref(&c, &f->lse);
-        sdpa__cl_arg_i32(&c, p->has_lse);
-        SDPA__CL_CHECK(ctx, c.err, "clSetKernelArg(sdpa_combine)");
-        size_t g = (size_t)R;
-        SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &g, &ls));
-    }
+    if (pl->nsplit > 1) SDPA__TRY(combine(ctx, st, pl, p, f));
     if (p->has_stats) SDPA__TRY(sdpa__cl_reduce_stats(ctx, st, pl, p, f));
     return SDPA_OK;
 }

@@ -127,9 +127,12 @@ typedef struct sdpa__cl_plan {
     cl_kernel k_pack, k_fwd, k_combine, k_stats;
     cl_kernel k_prep, k_dq, k_dkdv, k_reduce;
     cl_kernel k_softmax;       /* unfused path: mask + softmax over scores */
+    cl_kernel k_decode;        /* direct_kv: decode.cl reads K/V in place */
     int wg, rpw, kt, ov, qv, stage_kv, nsplit, chunk;
     int vec;                   /* tile.vec_width as requested (ov/qv derive from it) */
     int unfused;               /* 1 = scores materialised, GEMMs through CLBlast */
+    int direct_kv;             /* 1 = decode.cl on the user's K/V (no K/V packing) */
+    int drb, dwg, nrb;         /* direct_kv: rows per work-item, local size, row blocks */
     int gemm;                  /* unfused: CLBlast parameter set (cl_gemm.c) */
     int gemm_at_setup;         /* the set in force when ws_tmp was sized */
     int SqP, SkvP;

@@ -9,7 +9,9 @@
  * K/V are read straight from (cached) global memory; on GPUs a work-group of
  * 64 rows stages K/V tiles in local memory. Split-KV is chosen for
  * decode-like shapes (few query rows, long key range) when no statistics are
- * requested.
+ * requested. Decode shapes without QK-norm, statistics or a tile forcing
+ * another configuration take the direct path (direct_kv: decode.cl reads
+ * K/V in place, no packed K/V workspace; see direct_plan).
  * tile.unfused = 1 selects the materialised-scores path (cl_unfused.c; forward
  * only, CLBlast builds only, within options->workspace_limit).
  * Tuning slots: sdpa__cl_default_tile returns the complete configuration
@@ -109,6 +111,44 @@ static void split_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, 
     *chunk_out = (int)chunk;
 }
 
+/* Shape of a direct_kv (decode.cl) launch: rows per work-item by head size
+ * (CPU devices keep up to 16 rows of Dv <= 64 floats in private memory, so K/V
+ * of a KV head are read once for all the query heads sharing it), then key
+ * chunks so the device gets about 4 work-groups per compute unit: chunks of
+ * at least 128 keys (automatic count), a multiple of 16, at most 256 of
+ * them; `split` forces the count. */
+static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split,
+                        sdpa__cl_plan *pl)
+{
+    bool gpu = gpu_style(d);
+    int64_t nr = p->Hq / p->Hkv * p->Sq;
+    int cap = gpu ? (p->Dv <= 128 ? 2 : 1) : (p->Dv <= 64 ? 16 : (p->Dv <= 128 ? 8 : 4));
+    pl->drb = (int)(nr < cap ? nr : cap);
+    pl->nrb = (int)((nr + pl->drb - 1) / pl->drb);
+    pl->dwg = gpu ? 64 : 8;
+    if ((size_t)pl->dwg > d->max_wg) pl->dwg = (int)d->max_wg;
+    int64_t items = p->B * p->Hkv * pl->nrb;
+    int64_t want = (int64_t)(d->compute_units > 0 ? d->compute_units : 1) * 4 * pl->dwg;
+    int64_t nsplit = split != SDPA_AUTO ? split : (want + items - 1) / items;
+    if (split == SDPA_AUTO && nsplit > (p->Skv + 127) / 128) nsplit = (p->Skv + 127) / 128;
+    if (nsplit > 256) nsplit = 256;
+    if (nsplit < 1) nsplit = 1;
+    /* chunk = ceil(Skv / nsplit) rounded up to 16 keys (decode.cl's tile),
+     * iterated to a fixed point so forcing the resulting count (default_tile)
+     * gives the same chunks */
+    int64_t chunk;
+    for (;;) {
+        chunk = ((p->Skv + nsplit - 1) / nsplit + 15) / 16 * 16;
+        if (chunk < 16) chunk = 16;
+        int64_t n2 = (p->Skv + chunk - 1) / chunk;
+        if (n2 < 1) n2 = 1;
+        if (n2 == nsplit) break;
+        nsplit = n2;
+    }
+    pl->nsplit = (int)nsplit;
+    pl->chunk = (int)chunk;
+}
+
 /* Reads the forced fields of the tile config (SDPA_AUTO = default) and
  * checks the result against the device's limits. quiet: refuse without
  * recording a message (used to prune tuning candidates). */
@@ -124,6 +164,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
     int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
     int stage = gpu ? 1 : 0;
     int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
+    const int rpw0 = rpw, wg0 = wg, kt0 = kt, stage0 = stage, vec0 = vec;
     *forced = false;
     if (t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int)) {
         if (t->unfused != SDPA_AUTO) unfused = t->unfused, *forced = true;
@@ -199,7 +240,19 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
     pl->stage_kv = stage;
     pl->ov = pow2_divisor(p->Dv, vec);
     pl->qv = pow2_divisor(p->D, vec);
-    split_plan(d, p, wg, rpw, kt, unfused ? 1 : split, &pl->nsplit, &pl->chunk);
+    /* The direct decode path: decode shapes (one query row, or up to 16
+     * rows against a longer key range: a KV cache) without the transformed K that
+     * pack.cl makes (QK-norm, k gain) or whole rows (statistics), forward
+     * plans, and no forced field other than split_kv (a forced value equal
+     * to the default is no change, so forcing default_tile gives this plan). */
+    pl->direct_kv = !unfused && !(flags & SDPA_PLAN_BACKWARD) &&
+                    (p->Sq == 1 || (p->Sq <= 16 && p->Skv > p->Sq)) &&
+                    !p->has_stats && p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain &&
+                    rpw == rpw0 && wg == wg0 && kt == kt0 && stage == stage0 && vec == vec0;
+    if (pl->direct_kv)
+        direct_plan(d, p, split, pl);
+    else
+        split_plan(d, p, wg, rpw, kt, unfused ? 1 : split, &pl->nsplit, &pl->chunk);
     return SDPA_OK;
 }
 
@@ -335,6 +388,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->SqP = (int)((p->Sq + 63) / 64 * 64 + 16);
     pl->SkvP = (int)((p->Skv + 63) / 64 * 64 + 16);
     pl->SkvT = (int)((p->Skv + 63) / 64 * 64);
+    if (pl->direct_kv) pl->SqP = (int)p->Sq; /* decode.cl reads q rows < Sq only */
 
     char opts[512];
     int n = snprintf(opts, sizeof opts,
@@ -346,20 +400,28 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                      p->has_stats);
     if (pl->backward)
         snprintf(opts + n, sizeof opts - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
+    else if (pl->direct_kv)
+        snprintf(opts + n, sizeof opts - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
     static const char *const files[] = {"pack.cl", "fwd.cl", "combine.cl", "stats.cl",
                                         "bwd.cl"};
     static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
                                                 "unfused.cl"};
+    static const char *const direct_files[] = {"pack.cl", "decode.cl", "combine.cl"};
     if (pl->unfused)
         s = sdpa__cl_program(ctx, st, unfused_files, 4, opts, &pl->program);
+    else if (pl->direct_kv)
+        s = sdpa__cl_program(ctx, st, direct_files, 3, opts, &pl->program);
     else
         s = sdpa__cl_program(ctx, st, files, pl->backward ? 5 : 4, opts, &pl->program);
     if (s != SDPA_OK) goto fail;
 
     struct { cl_kernel *k; const char *name; bool want; } ks[] = {
-        {&pl->k_pack, "sdpa_pack", true},      {&pl->k_fwd, "sdpa_fwd", !pl->unfused},
+        {&pl->k_pack, "sdpa_pack", true},
+        {&pl->k_fwd, "sdpa_fwd", !pl->unfused && !pl->direct_kv},
+        {&pl->k_decode, "sdpa_decode", pl->direct_kv != 0},
         {&pl->k_softmax, "sdpa_unf_softmax", pl->unfused},
-        {&pl->k_combine, "sdpa_combine", true}, {&pl->k_stats, "sdpa_stats", true},
+        {&pl->k_combine, "sdpa_combine", true},
+        {&pl->k_stats, "sdpa_stats", !pl->direct_kv},
         {&pl->k_prep, "sdpa_bwd_prep", pl->backward},
         {&pl->k_dq, "sdpa_bwd_dq", pl->backward},
         {&pl->k_dkdv, "sdpa_bwd_dkdv", pl->backward},
@@ -393,10 +455,12 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         if (s != SDPA_OK) goto fail;                            \
     } while (0)
     WS(ws_q, BHq * pl->SqP * p->D, "packed q");
-    WS(ws_kt, BHkv * pl->SkvP * p->D, "packed k");
-    WS(ws_v, BHkv * pl->SkvP * p->Dv, "packed v");
+    if (!pl->direct_kv) { /* the direct path reads K/V in place */
+        WS(ws_kt, BHkv * pl->SkvP * p->D, "packed k");
+        WS(ws_v, BHkv * pl->SkvP * p->Dv, "packed v");
+    }
     if (p->has_stats) WS(ws_rowstats, R * 10, "row statistics");
-    if (pl->nsplit > 1) {
+    if (pl->nsplit > 1 || pl->direct_kv) {
         WS(ws_part_o, (int64_t)pl->nsplit * R * p->Dv, "split partial outputs");
         WS(ws_part_l, (int64_t)pl->nsplit * R, "split partial lse");
     }
@@ -413,9 +477,15 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         if (p->has_temperature) WS(ws_tp, R, "temperature partials");
     }
 #undef WS
-    snprintf(pl->config, sizeof pl->config,
-             "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
-             pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
+    if (pl->direct_kv)
+        snprintf(pl->config, sizeof pl->config,
+                 "direct_kv=1 rows=%d wg_size=%d vec_width=%d split_kv=%d chunk=%d "
+                 "(decode.cl on K/V in place)", pl->drb, pl->dwg, pl->ov, pl->nsplit,
+                 pl->chunk);
+    else
+        snprintf(pl->config, sizeof pl->config,
+                 "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
+                 pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
 done:
     sdpa__strlcpy(pl->source, forced ? "forced" : "default", sizeof pl->source);
     sdpa__log(ctx, SDPA_LOG_DEBUG, "opencl: plan %s (%s), workspace %zu bytes", pl->config,
@@ -433,7 +503,7 @@ void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state)
     sdpa__cl_plan *pl = plan_state;
     if (!pl) return;
     cl_kernel ks[] = {pl->k_pack, pl->k_fwd, pl->k_combine, pl->k_stats, pl->k_prep,
-                      pl->k_dq, pl->k_dkdv, pl->k_reduce, pl->k_softmax};
+                      pl->k_dq, pl->k_dkdv, pl->k_reduce, pl->k_softmax, pl->k_decode};
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (ks[i]) clReleaseKernel(ks[i]);
     cl_mem ms[] = {pl->ws_q, pl->ws_kt, pl->ws_v, pl->ws_rowstats, pl->ws_part_o,
@@ -454,7 +524,9 @@ size_t sdpa__cl_plan_workspace(const void *plan_state)
 void sdpa__cl_plan_describe(const void *plan_state, sdpa_plan_info *info)
 {
     const sdpa__cl_plan *pl = plan_state;
-    sdpa__strlcpy(info->kernel, pl->unfused ? "unfused" : pl->nsplit > 1 ? "decode" : "fused",
+    sdpa__strlcpy(info->kernel, pl->unfused                        ? "unfused"
+                  : pl->nsplit > 1 || pl->direct_kv ? "decode"
+                                                     : "fused",
                   sizeof info->kernel);
     sdpa__strlcpy(info->config, pl->config, sizeof info->config);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);

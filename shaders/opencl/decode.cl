@@ -1,0 +1,300 @@
+/*
+ * decode.cl — split-KV attention forward for decode shapes (few query rows,
+ * long key range) that reads K and V in place, through their element
+ * strides, instead of from the packed workspace fwd.cl needs.
+ *
+ * Each work-item owns DRB of the G * Sq rows of one KV head (the G = Hq / Hkv
+ * query heads that share it, folded as in fwd.cl: rho = g * Sq + i) and one
+ * chunk of `chunk` keys, walks the union of its rows' kept ranges inside the
+ * chunk in tiles of DKT keys with an online softmax, and writes the
+ * normalised partial output and its LSE to part_o/part_l in the layout
+ * combine.cl merges (part_o[(s * R + r) * HDV + c], part_l[s * R + r],
+ * r = (b * Hq + h) * Sq + i). Every (split, row) entry of an active row is
+ * written, -inf / 0 where the chunk holds no kept key of the row.
+ * Scores are dot products along D: q (packed by pack.cl, scale / temperature
+ * and q gain applied, QK-norm never: the plan only takes this path without
+ * QK-norm and k gain) times one K row, QV-wide vector loads when K's last
+ * stride is 1 (vload on f32, vload_half on f16, 16-bit shifts on bf16),
+ * scalar loads otherwise; V rows likewise with OV-wide loads.
+ *
+ * Invariants (the same as fwd.cl): f32 accumulation; softcap, bias and mask
+ * per key; a dropped key (band, kv_len, mask, -inf bias) has probability
+ * exactly 0 and, in every tile that holds a dropped key for some row, is
+ * selected out of the P V accumulation (p == 0 keeps the accumulator), never
+ * multiplied, so NaN/Inf in K or V at dropped keys cannot reach a row; NaN scores at
+ * kept keys propagate to their row; a row with no kept key in the chunk
+ * writes lse -inf (combine.cl then writes 0 / -inf for fully empty rows).
+ * Called by cl_forward.c (direct_kv plans) with a 1-D range: item
+ * gid = (bhk * nsplit + split) * nrb + rb, local size DWG, global size
+ * rounded up (items past the end return); then sdpa_combine.
+ */
+
+#ifndef HD
+#define HD 64 /* head size of q and k */
+#endif
+#ifndef HDV
+#define HDV 64 /* head size of v and out */
+#endif
+#ifndef QV
+#define QV 16 /* width of the K / q vectors; divides HD */
+#endif
+#ifndef OV
+#define OV 16 /* width of the V / output vectors; divides HDV */
+#endif
+#ifndef DRB
+#define DRB 4 /* query rows per work-item */
+#endif
+#ifndef DWG
+#define DWG 8 /* work-items per work-group */
+#endif
+#ifndef HAS_MASK
+#define HAS_MASK 0
+#endif
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#ifndef HAS_SOFTCAP
+#define HAS_SOFTCAP 0
+#endif
+
+#define DKT 16 /* keys per online-softmax tile (one float16 of scores per row) */
+#define NQV (HD / QV)
+#define NOVD (HDV / OV)
+#define QVEC FLOATN(QV)
+#define OVEC FLOATN(OV)
+
+/* Vector loads of n storage elements at element offset e (any alignment of
+ * the element type), as floats: DLOADN(n)(p, e). */
+#if STORE_DT == 2
+#define DLOAD_1(p, e) vload_half(0, (p) + (e))
+#define DLOAD_2(p, e) vload_half2(0, (p) + (e))
+#define DLOAD_4(p, e) vload_half4(0, (p) + (e))
+#define DLOAD_8(p, e) vload_half8(0, (p) + (e))
+#define DLOAD_16(p, e) vload_half16(0, (p) + (e))
+#elif STORE_DT == 3
+#define DLOAD_1(p, e) sdpa_bf16_to_f32((p)[(e)])
+#define DLOAD_2(p, e) as_float2(convert_uint2(vload2(0, (p) + (e))) << 16)
+#define DLOAD_4(p, e) as_float4(convert_uint4(vload4(0, (p) + (e))) << 16)
+#define DLOAD_8(p, e) as_float8(convert_uint8(vload8(0, (p) + (e))) << 16)
+#define DLOAD_16(p, e) as_float16(convert_uint16(vload16(0, (p) + (e))) << 16)
+#else
+#define DLOAD_1(p, e) ((p)[(e)])
+#define DLOAD_2(p, e) vload2(0, (p) + (e))
+#define DLOAD_4(p, e) vload4(0, (p) + (e))
+#define DLOAD_8(p, e) vload8(0, (p) + (e))
+#define DLOAD_16(p, e) vload16(0, (p) + (e))
+#endif
+#define DLOADN(n) SDPA_CAT(DLOAD_, n)
+
+/* QV strided K elements as a float vector (scalar path). */
+inline QVEC dec_gather_k(global const STYPE *p, long e, long st)
+{
+    float g[QV];
+    for (int w = 0; w < QV; w++) g[w] = LD(p, e + w * st);
+    return VLOADN(QV)(0, g);
+}
+
+/* s[r][u] = q_r . K[j0 + u] for the tile's keys (KLOAD: the c-th QV-vector
+ * of K row ke). */
+#define DEC_QK(KLOAD)                                                 \
+    {                                                                 \
+        for (int r = 0; r < DRB; r++) {                               \
+            global const float *qr = qp[r];                           \
+            for (int u = 0; u < nt; u++) {                            \
+                long ke = kb + (j0 + u) * ks.s2;                      \
+                QVEC acc = (QVEC)(0.0f);                              \
+                SDPA_UNROLL for (int c = 0; c < NQV; c++)             \
+                    acc = fma(VLOADN(QV)(c, qr), KLOAD, acc);         \
+                s[r][u] = HSUMN(QV)(acc);                             \
+            }                                                         \
+        }                                                             \
+    }
+
+/* OV strided V elements as a float vector (scalar path). */
+inline OVEC dec_gather_v(global const STYPE *p, long e, long st)
+{
+    float g[OV];
+    for (int w = 0; w < OV; w++) g[w] = LD(p, e + w * st);
+    return VLOADN(OV)(0, g);
+}
+
+/* o[r][c] += sum over the tile's keys u of p[r][u] * V[u] for every row r,
+ * one output vector c at a time: each loaded V vector feeds the DRB rows'
+ * accumulators (VLOAD: the c-th OV-vector of V row ve; UPDATE: one
+ * accumulation step of row r). */
+#define DEC_PV(VLOAD, UPDATE)                                     \
+    {                                                             \
+        for (int c = 0; c < NOVD; c++) {                          \
+            OVEC acc[DRB];                                        \
+            SDPA_UNROLL for (int r = 0; r < DRB; r++) acc[r] = o[r][c]; \
+            for (int u = 0; u < nt; u++) {                        \
+                long ve = vb + (j0 + u) * vs.s2;                  \
+                OVEC vv = VLOAD;                                  \
+                SDPA_UNROLL for (int r = 0; r < DRB; r++) {       \
+                    float pu = p[r][u];                           \
+                    acc[r] = UPDATE;                              \
+                }                                                 \
+            }                                                     \
+            SDPA_UNROLL for (int r = 0; r < DRB; r++) o[r][c] = acc[r]; \
+        }                                                         \
+    }
+
+__kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
+void sdpa_decode(global const float *Qs,
+                 global const STYPE *k, long k_off, long4 ks,
+                 global const STYPE *v, long v_off, long4 vs,
+                 int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
+                 int diag, long diag_off, long left, long right, float softcap,
+                 global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
+                 global const uchar *mask, long m_off, long4 ms,
+                 global const float *bias, long b_off, long4 bs,
+                 long nbhk, int nrb, int nsplit, int chunk,
+                 global float *part_o, global float *part_l)
+{
+    long gid = get_global_id(0);
+    int rb = (int)(gid % nrb);
+    long t = gid / nrb;
+    int split = (int)(t % nsplit);
+    long bhk = t / nsplit;
+    if (bhk >= nbhk) return;
+    (void)SkvP; (void)softcap; (void)mask; (void)m_off; (void)ms;
+    (void)bias; (void)b_off; (void)bs;
+    int G = Hq / Hkv;
+    long NR = (long)G * Sq;
+    long b = bhk / Hkv;
+    int hk = (int)(bhk % Hkv);
+    long R = nbhk * NR; /* = B * Hq * Sq */
+    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
+    long slo = (long)split * chunk, shi = min((long)(split + 1) * chunk, (long)Skv);
+
+    long lo[DRB], hi[DRB], ic[DRB];
+    int hr[DRB];
+    bool act[DRB];
+    long ulo = Skv, uhi = 0;
+    for (int r = 0; r < DRB; r++) {
+        long rho = (long)rb * DRB + r;
+        act[r] = rho < NR;
+        if (!act[r]) rho = NR - 1;
+        hr[r] = hk * G + (int)(rho / Sq);
+        ic[r] = rho % Sq;
+        sdpa_row_range(ic[r], off, left, right, kvl, &lo[r], &hi[r]);
+        lo[r] = max(lo[r], slo);
+        hi[r] = min(hi[r], shi);
+        if (hi[r] < lo[r] || !act[r]) hi[r] = lo[r];
+        if (lo[r] < hi[r]) {
+            ulo = min(ulo, lo[r]);
+            uhi = max(uhi, hi[r]);
+        }
+    }
+
+    OVEC o[DRB][NOVD];
+    float m[DRB], l[DRB];
+    for (int r = 0; r < DRB; r++) {
+        m[r] = SDPA_NEG_INF;
+        l[r] = 0.0f;
+        SDPA_UNROLL for (int c = 0; c < NOVD; c++) o[r][c] = (OVEC)(0.0f);
+    }
+    global const float *qp[DRB];
+    for (int r = 0; r < DRB; r++) qp[r] = Qs + ((b * Hq + hr[r]) * SqP + ic[r]) * HD;
+    long kb = k_off + b * ks.s0 + hk * ks.s1;
+    long vb = v_off + b * vs.s0 + hk * vs.s1;
+    bool kvec = ks.s3 == 1, vvec = vs.s3 == 1;
+
+    for (long j0 = ulo; j0 < uhi; j0 += DKT) {
+        int nt = (int)min((long)DKT, uhi - j0);
+        float s[DRB][DKT];
+        if (nt < DKT)
+            for (int r = 0; r < DRB; r++)
+                for (int u = nt; u < DKT; u++) s[r][u] = 0.0f;
+        /* Scores, row by row: the tile's K rows (DKT x HD) stay in L1 after
+         * the first row reads them. */
+        if (kvec)
+            DEC_QK(DLOADN(QV)(k, ke + c * QV))
+        else
+            DEC_QK(dec_gather_k(k, ke + (long)c * QV * ks.s3, ks.s3))
+        /* Per key (DKT = 16 lanes): softcap, band / kv_len, mask, bias; then
+         * one rescale. Lanes past nt hold 0 and are dropped. */
+        float p[DRB][DKT];
+        bool full[DRB], live[DRB]; /* every lane kept / some lane kept */
+        const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        for (int r = 0; r < DRB; r++) {
+            float16 x = vload16(0, s[r]);
+#if HAS_SOFTCAP
+            x = (float16)(softcap) * tanh(x / (float16)(softcap));
+#endif
+            int a0 = (int)clamp(lo[r] - j0, (long)-1, (long)DKT);
+            int a1 = (int)clamp(min(hi[r], j0 + nt) - j0, (long)-1, (long)DKT);
+            int16 keep = (lane >= (int16)(a0)) & (lane < (int16)(a1));
+#if HAS_MASK || HAS_BIAS
+            if (any(keep)) {
+                float xs[DKT];
+                int ks_[DKT];
+                vstore16(x, 0, xs);
+                vstore16(keep, 0, ks_);
+                for (int u = a0 < 0 ? 0 : a0; u < a1; u++) {
+                    long j = j0 + u;
+                    bool kp = true;
+#if HAS_MASK
+                    kp = mask[m_off + b * ms.s0 + hr[r] * ms.s1 + ic[r] * ms.s2 +
+                              j * ms.s3] != 0;
+#endif
+#if HAS_BIAS
+                    if (kp) {
+                        float bb = bias[b_off + b * bs.s0 + hr[r] * bs.s1 + ic[r] * bs.s2 +
+                                        j * bs.s3];
+                        kp = bb != SDPA_NEG_INF; /* drops the key even where x is NaN */
+                        xs[u] += bb;
+                    }
+#endif
+                    ks_[u] = kp ? -1 : 0;
+                }
+                x = vload16(0, xs);
+                keep = vload16(0, ks_);
+            }
+#endif
+            full[r] = all(keep);
+            live[r] = any(keep);
+            x = select((float16)(SDPA_NEG_INF), x, keep);
+            float tmax = any(isnan(x)) ? NAN : HMAXN(16)(x);
+            if (tmax != SDPA_NEG_INF) {
+                float mn = isnan(tmax) ? tmax : fmax(m[r], tmax);
+                float alpha = mn == m[r] ? 1.0f : exp(m[r] - mn);
+                float16 e = exp(x - (float16)(mn));
+                vstore16(e, 0, p[r]);
+                l[r] = fma(l[r], alpha, HSUMN(16)(e));
+                if (alpha != 1.0f)
+                    SDPA_UNROLL for (int c = 0; c < NOVD; c++) o[r][c] *= alpha;
+                m[r] = mn;
+            } else {
+                vstore16((float16)(0.0f), 0, p[r]);
+            }
+        }
+        /* P V. Where some row of the tile drops a key, select, never
+         * multiply, where p == 0 (so NaN/Inf in V there cannot reach it). */
+        bool sel = false, any_live = false;
+        for (int r = 0; r < DRB; r++) {
+            sel = sel || (live[r] && !full[r]);
+            any_live = any_live || live[r];
+        }
+        if (any_live) {
+            if (vvec && !sel)
+                DEC_PV(DLOADN(OV)(v, ve + c * OV), fma((OVEC)(pu), vv, acc[r]))
+            else if (vvec)
+                DEC_PV(DLOADN(OV)(v, ve + c * OV),
+                       pu != 0.0f ? fma((OVEC)(pu), vv, acc[r]) : acc[r])
+            else
+                DEC_PV(dec_gather_v(v, ve + (long)c * OV * vs.s3, vs.s3),
+                       pu != 0.0f ? fma((OVEC)(pu), vv, acc[r]) : acc[r])
+        }
+    }
+
+    for (int r = 0; r < DRB; r++) {
+        if (!act[r]) continue;
+        float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+        long pr = (long)split * R + ((b * Hq + hr[r]) * Sq + ic[r]);
+        SDPA_UNROLL for (int c = 0; c < NOVD; c++)
+            VSTOREN(OV)(o[r][c] * inv, c, part_o + pr * HDV);
+        part_l[pr] = l[r] == 0.0f ? SDPA_NEG_INF : m[r] + log(l[r]);
+    }
+}
