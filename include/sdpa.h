@@ -22,7 +22,9 @@
  * Thread safety: the free functions (sdpa_version, sdpa_status_string,
  * sdpa_*_init, device listing) are thread-safe. A context, and the plans and
  * buffers made from it, must be used by one thread at a time; different
- * contexts may be used from different threads at once.
+ * contexts may be used from different threads at once. (One exception to
+ * independence: the OpenCL unfused path's CLBlast parameter set is
+ * process-wide per device; see tile.gemm_params and docs/opencl.md.)
  */
 #ifndef SDPA_H
 #define SDPA_H
