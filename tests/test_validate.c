@@ -343,6 +343,14 @@ START_TEST(overflowing_extents)
     base(&d);
     d.tensors.q.offset = SIZE_MAX;
     EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_STRIDE, "tensors.q");
+    /* exactly INT64_MAX: the span (offset + 1) would overflow int64 (found
+     * by fuzz_desc under UBSan; regression) */
+    base(&d);
+    d.tensors.out.offset = (size_t)INT64_MAX;
+    EXPECT_DESC(&d, SDPA_ERR_STRIDE, "tensors.out.offset");
+    base(&d);
+    d.tensors.q.offset = (size_t)INT64_MAX - 1; /* the largest accepted offset */
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_SHAPE, "tensors.q");
 }
 END_TEST
 

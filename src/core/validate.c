@@ -57,7 +57,8 @@ sdpa_status sdpa__check_layout(sdpa_context *ctx, const char *name,
                     "%s: element count overflows 64 bits", name);
     }
     int64_t span;
-    SDPA__CHECK(ctx, t->offset <= (size_t)INT64_MAX, SDPA_ERR_STRIDE,
+    /* strictly below INT64_MAX: the span below starts at offset + 1 */
+    SDPA__CHECK(ctx, t->offset < (size_t)INT64_MAX, SDPA_ERR_STRIDE,
                 "%s.offset %zu is too large", name, t->offset);
     span = (int64_t)t->offset + 1;
     for (int a = 0; a < 4; a++) {
