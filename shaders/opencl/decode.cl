@@ -175,17 +175,8 @@ void sdpa_decode(global const float *Qs,
     for (int r = 0; r < DRB; r++) {
         long rho = (long)rb * DRB + r;
         act[r] = rho < NR;
-        if (!act[r]) rho = NR - 1;
-        hr[r] = hk * G + (int)(rho / Sq);
-        ic[r] = rho % Sq;
-        sdpa_row_range(ic[r], off, left, right, kvl, &lo[r], &hi[r]);
-        lo[r] = max(lo[r], slo);
-        hi[r] = min(hi[r], shi);
-        if (hi[r] < lo[r] || !act[r]) hi[r] = lo[r];
-        if (lo[r] < hi[r]) {
-            ulo = min(ulo, lo[r]);
-            uhi = max(uhi, hi[r]);
-        }
+        sdpa_fold_row(rho, NR, hk, G, Sq, off, left, right, kvl, slo, shi, &hr[r], &ic[r],
+                      &lo[r], &hi[r], &ulo, &uhi);
     }
 
     OVEC o[DRB][NOVD];

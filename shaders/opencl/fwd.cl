@@ -258,17 +258,8 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     long ulo = Skv, uhi = 0; /* union of this work-item's row ranges */
     SDPA_UNROLL for (int r = 0; r < RPW; r++) {
         act[r] = ibase + r < NR;
-        long rho = act[r] ? ibase + r : NR - 1;
-        hr[r] = hk * G + (int)(rho / Sq);
-        ic[r] = rho % Sq;
-        sdpa_row_range(ic[r], off, left, right, kvl, &lo[r], &hi[r]);
-        lo[r] = max(lo[r], slo);
-        hi[r] = min(hi[r], shi);
-        if (hi[r] < lo[r] || !act[r]) hi[r] = lo[r];
-        if (lo[r] < hi[r]) {
-            ulo = min(ulo, lo[r]);
-            uhi = max(uhi, hi[r]);
-        }
+        sdpa_fold_row(ibase + r, NR, hk, G, Sq, off, left, right, kvl, slo, shi, &hr[r], &ic[r],
+                      &lo[r], &hi[r], &ulo, &uhi);
         qrow[r] = Qs + ((b * Hq + hr[r]) * SqP + ic[r]) * HD;
     }
 

@@ -101,6 +101,29 @@ inline void sdpa_row_range(long i, long off, long left, long right, long kvl,
     *hi = b > a ? b : a;
 }
 
+/* Row rho of the G * Sq query rows folded onto KV head hk (fwd.cl,
+ * decode.cl): its query head *hr, query index *ic and kept-key range
+ * [*lo, *hi) inside the key slice [slo, shi). An inactive row (rho >= NR,
+ * past the end of the work) stands in as row NR - 1 with an empty range. A
+ * non-empty range widens the work-item's union [*ulo, *uhi). */
+inline void sdpa_fold_row(long rho, long NR, int hk, int G, int Sq, long off, long left,
+                          long right, long kvl, long slo, long shi, int *hr, long *ic,
+                          long *lo, long *hi, long *ulo, long *uhi)
+{
+    bool act = rho < NR;
+    if (!act) rho = NR - 1;
+    *hr = hk * G + (int)(rho / Sq);
+    *ic = rho % Sq;
+    sdpa_row_range(*ic, off, left, right, kvl, lo, hi);
+    *lo = max(*lo, slo);
+    *hi = min(*hi, shi);
+    if (*hi < *lo || !act) *hi = *lo;
+    if (*lo < *hi) {
+        *ulo = min(*ulo, *lo);
+        *uhi = max(*uhi, *hi);
+    }
+}
+
 /* Valid keys of batch b (kv_len clamped into [0, Skv]; Skv without kv_len). */
 inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
                         int has, long b, long Skv)

@@ -83,9 +83,8 @@ void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
 
 float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
 
-/* Merges the split partials (part_o, part_l) into out and lse (combine.cl). */
-static sdpa_status combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
-                           const sdpa__problem *p, const sdpa__fwd_args *f)
+sdpa_status sdpa__cl_combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                             const sdpa__problem *p, const sdpa__fwd_args *f)
 {
     size_t ls = sdpa__cl_small_wg(st);
     int64_t R = p->B * p->Hq * p->Sq;
@@ -138,7 +137,7 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
                             pl->ws_q));
     if (pl->direct_kv) {
         SDPA__TRY(direct_decode(ctx, st, pl, p, f));
-        return combine(ctx, st, pl, p, f);
+        return sdpa__cl_combine(ctx, st, pl, p, f);
     }
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
                             p->has_k_gain ? &f->k_gain : NULL, NULL, 1.0f, pl->ws_kt));
@@ -165,7 +164,7 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
     size_t l3[3] = {wg, 1, 1};
     SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_fwd, "sdpa_fwd", 3, g3, l3));
 
-    if (pl->nsplit > 1) SDPA__TRY(combine(ctx, st, pl, p, f));
+    if (pl->nsplit > 1) SDPA__TRY(sdpa__cl_combine(ctx, st, pl, p, f));
     if (p->has_stats) SDPA__TRY(sdpa__cl_reduce_stats(ctx, st, pl, p, f));
     return SDPA_OK;
 }

@@ -17,6 +17,11 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f);
 float sdpa__cl_scale(const sdpa__problem *p);
+/* Merges the pl->nsplit partials (ws_part_o, ws_part_l) into out and lse in
+ * their storage dtype and strides (combine.cl); shared by the split fused,
+ * direct decode and unfused (one "split") forwards. */
+sdpa_status sdpa__cl_combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                             const sdpa__problem *p, const sdpa__fwd_args *f);
 /* Reduces the per-row statistics partials (pl->ws_rowstats) into f->stats;
  * shared by the fused and unfused forwards. */
 sdpa_status sdpa__cl_reduce_stats(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,

@@ -107,6 +107,11 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
                              const char *const *files, int nfiles,
                              const char *options, cl_program *out);
 void sdpa__cl_programs_free(sdpa__cl_state *st);
+/* Records a failed clBuildProgram of prog: the driver's build log on the
+ * context (sdpa_context_last_error) and SDPA_ERR_BUILD with the cl_int and
+ * `what` ("clBuildProgram", "building peak.cl", ...) in the message. */
+sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
+                                  cl_program prog, cl_int err, const char *what);
 uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n);
 #define SDPA__CL_HASH_INIT 1469598103934665603ull
 

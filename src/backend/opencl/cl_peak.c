@@ -66,21 +66,9 @@ static sdpa_status build(sdpa_context *ctx, sdpa__cl_state *st, int vec, cl_prog
     snprintf(options, sizeof options, "-DPEAK_VEC=%d", vec);
     err = clBuildProgram(prog, 1, &st->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        size_t n = 0;
-        char *log = NULL;
-        if (clGetProgramBuildInfo(prog, st->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) ==
-                CL_SUCCESS && n > 0 && (log = malloc(n + 1)) != NULL) {
-            if (clGetProgramBuildInfo(prog, st->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
-                CL_SUCCESS)
-                log[0] = '\0';
-            log[n] = '\0';
-            sdpa__set_build_log(ctx, log);
-        }
-        free(log);
+        sdpa_status s = sdpa__cl_build_failed(ctx, st, prog, err, "building peak.cl");
         clReleaseProgram(prog);
-        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_BUILD, err,
-                                 "OpenCL: building peak.cl failed (cl_int %d); see the build log",
-                                 (int)err);
+        return s;
     }
     *out = prog;
     return SDPA_OK;

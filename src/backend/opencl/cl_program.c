@@ -108,8 +108,8 @@ static sdpa_status add_file(sdpa_context *ctx, sbuf *b, const char *name)
     return SDPA__FAIL(ctx, SDPA_ERR_INTERNAL, "OpenCL: kernel source %s not embedded", name);
 }
 
-static sdpa_status build_log(sdpa_context *ctx, sdpa__cl_state *st, cl_program prog,
-                             cl_int err)
+sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
+                                  cl_program prog, cl_int err, const char *what)
 {
     size_t n = 0;
     char *log = NULL;
@@ -125,7 +125,7 @@ static sdpa_status build_log(sdpa_context *ctx, sdpa__cl_state *st, cl_program p
     sdpa__log(ctx, SDPA_LOG_DEBUG, "opencl: build log: %s", text);
     free(log);
     return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_BUILD, err,
-                             "OpenCL: clBuildProgram failed (cl_int %d); see the build log",
+                             "OpenCL: %s failed (cl_int %d); see the build log", what,
                              (int)err);
 }
 
@@ -179,7 +179,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
         }
         err = clBuildProgram(prog, 1, &st->device, options, NULL, NULL);
         if (err != CL_SUCCESS) {
-            s = build_log(ctx, st, prog, err);
+            s = sdpa__cl_build_failed(ctx, st, prog, err, "clBuildProgram");
             clReleaseProgram(prog);
             free(key);
             free(src.s);

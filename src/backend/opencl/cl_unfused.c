@@ -242,18 +242,7 @@ sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
         if (c != CLBlastSuccess) return clblast_fail(ctx, c, "Sgemm (P V)");
     }
 
-    sdpa__cl_args c = {pl->k_combine, 0, CL_SUCCESS, st->dummy};
-    sdpa__cl_arg_mem(&c, pl->ws_part_o);
-    sdpa__cl_arg_mem(&c, pl->ws_part_l);
-    sdpa__cl_arg_i32(&c, 1);
-    sdpa__cl_arg_i64(&c, R);
-    sdpa__cl_arg_i32(&c, (int)p->Hq);
-    sdpa__cl_arg_i32(&c, (int)p->Sq);
-    sdpa__cl_arg_ref(&c, &f->out);
-    sdpa__cl_arg_ref(&c, &f->lse);
-    sdpa__cl_arg_i32(&c, p->has_lse);
-    SDPA__CL_CHECK(ctx, c.err, "clSetKernelArg(sdpa_combine)");
-    SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &gr, &ls));
+    SDPA__TRY(sdpa__cl_combine(ctx, st, pl, p, f)); /* pl->nsplit is 1 here */
     if (p->has_stats) SDPA__TRY(sdpa__cl_reduce_stats(ctx, st, pl, p, f));
     return SDPA_OK;
 #else

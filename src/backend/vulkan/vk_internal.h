@@ -190,6 +190,15 @@ void sdpa__vk_pcache_save(sdpa_context *ctx, sdpa__vk_state *s);
 /* vk_pipeline.c */
 sdpa_status sdpa__vk_layouts_create(sdpa_context *ctx, sdpa__vk_state *s);
 void sdpa__vk_layouts_destroy(sdpa__vk_state *s);
+/* A compute pipeline from SPIR-V code: shader module, specialization
+ * constants 0..nspec-1 (nspec <= 8) from spec[], the given layout and the
+ * context's pipeline cache; failures are SDPA_ERR_BUILD / device statuses
+ * naming `name`. The module is destroyed again; *out is VK_NULL_HANDLE on
+ * failure. Used for the attention shaders and the peak shader. */
+sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s,
+                                      const uint32_t *code, size_t size,
+                                      VkPipelineLayout layout, const uint32_t *spec,
+                                      uint32_t nspec, const char *name, VkPipeline *out);
 /* Compute pipeline for shader `name` ("fwd", ...) in the dtype's variant. */
 sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                      const char *name, sdpa_dtype dtype,

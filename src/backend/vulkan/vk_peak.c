@@ -99,34 +99,10 @@ static sdpa_status create_objects(peak_vk *p, uint32_t wg)
     VK_CREATE(ctx, vkCreatePipelineLayout(s->device, &pl, NULL, &p->layout), p->layout,
               "vkCreatePipelineLayout(peak)", SDPA_ERR_DEVICE);
 
-    VkShaderModuleCreateInfo mci = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = sdpa__vk_peak_spv_peak_spv_size,
-        .pCode = (const uint32_t *)(const void *)sdpa__vk_peak_spv_peak_spv,
-    };
-    VkShaderModule mod = VK_NULL_HANDLE;
-    VK_TRY(ctx, vkCreateShaderModule(s->device, &mci, NULL, &mod), "vkCreateShaderModule(peak)",
-           SDPA_ERR_BUILD);
-    VkSpecializationMapEntry map = {.constantID = 0, .offset = 0, .size = 4};
-    VkSpecializationInfo si = {.mapEntryCount = 1, .pMapEntries = &map, .dataSize = 4,
-                               .pData = &wg};
-    VkComputePipelineCreateInfo ci = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = mod,
-            .pName = "main",
-            .pSpecializationInfo = &si,
-        },
-        .layout = p->layout,
-    };
-    VkResult r = vkCreateComputePipelines(s->device, s->pcache, 1, &ci, NULL, &p->pipe);
-    vkDestroyShaderModule(s->device, mod, NULL);
-    if (r != VK_SUCCESS) {
-        p->pipe = VK_NULL_HANDLE;
-        return vkfail(ctx, r, "vkCreateComputePipelines(peak)", SDPA_ERR_BUILD);
-    }
+    SDPA__TRY(sdpa__vk_compute_pipeline(ctx, s, (const uint32_t *)(const void *)
+                                        sdpa__vk_peak_spv_peak_spv,
+                                        sdpa__vk_peak_spv_peak_spv_size, p->layout, &wg, 1,
+                                        "peak.spv", &p->pipe));
 
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
     VkDescriptorPoolCreateInfo dpi = {

@@ -17,6 +17,7 @@
  */
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,51 @@ static uint32_t *load_dev_spirv(const char *dir, const char *file, size_t *size)
     return data;
 }
 
+sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s,
+                                      const uint32_t *code, size_t size,
+                                      VkPipelineLayout layout, const uint32_t *spec,
+                                      uint32_t nspec, const char *name, VkPipeline *out)
+{
+    *out = VK_NULL_HANDLE;
+    VkShaderModuleCreateInfo mci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = size,
+        .pCode = code,
+    };
+    VkShaderModule mod;
+    VkResult r = vkCreateShaderModule(s->device, &mci, NULL, &mod);
+    if (r != VK_SUCCESS)
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
+                                 "vulkan: vkCreateShaderModule(%s) failed (%s)", name,
+                                 sdpa__vk_result_name(r));
+    VkSpecializationMapEntry map[8];
+    if (nspec > 8) nspec = 8;
+    for (uint32_t i = 0; i < nspec; i++)
+        map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    VkSpecializationInfo si = {
+        .mapEntryCount = nspec, .pMapEntries = map, .dataSize = 4 * nspec, .pData = spec};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = mod,
+            .pName = "main",
+            .pSpecializationInfo = &si,
+        },
+        .layout = layout,
+    };
+    r = vkCreateComputePipelines(s->device, s->pcache, 1, &ci, NULL, out);
+    vkDestroyShaderModule(s->device, mod, NULL);
+    if (r != VK_SUCCESS) {
+        *out = VK_NULL_HANDLE;
+        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
+                                 "vulkan: vkCreateComputePipelines(%s) failed (%s)", name,
+                                 sdpa__vk_result_name(r));
+    }
+    return SDPA_OK;
+}
+
 sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                      const char *name, sdpa_dtype dtype,
                                      const sdpa__vk_plan *plan, VkPipeline *out)
@@ -115,48 +161,16 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
         }
     SDPA__CHECK(ctx, code, SDPA_ERR_INTERNAL, "vulkan: SPIR-V '%s' is not embedded", file);
 
-    VkShaderModuleCreateInfo mci = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = size,
-        .pCode = code,
-    };
-    VkShaderModule mod;
-    VkResult r = vkCreateShaderModule(s->device, &mci, NULL, &mod);
-    free(owned);
-    if (r != VK_SUCCESS)
-        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
-                                 "vulkan: vkCreateShaderModule(%s) failed (%s)", file,
-                                 sdpa__vk_result_name(r));
     uint32_t spec[8] = {
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
         (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv,
     };
-    VkSpecializationMapEntry map[8];
-    for (uint32_t i = 0; i < 8; i++)
-        map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
-    VkSpecializationInfo si = {
-        .mapEntryCount = 8, .pMapEntries = map, .dataSize = sizeof spec, .pData = spec};
-    VkComputePipelineCreateInfo ci = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = mod,
-            .pName = "main",
-            .pSpecializationInfo = &si,
-        },
-        .layout = s->pipe_layout,
-    };
     double t0 = sdpa__now();
-    r = vkCreateComputePipelines(s->device, s->pcache, 1, &ci, NULL, out);
-    vkDestroyShaderModule(s->device, mod, NULL);
-    if (r != VK_SUCCESS) {
-        *out = VK_NULL_HANDLE;
-        return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
-                                 "vulkan: vkCreateComputePipelines(%s) failed (%s)", file,
-                                 sdpa__vk_result_name(r));
-    }
+    sdpa_status st = sdpa__vk_compute_pipeline(ctx, s, code, size, s->pipe_layout, spec, 8,
+                                               file, out);
+    free(owned);
+    if (st != SDPA_OK) return st;
     sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d stage_kv=%d D=%lld "
               "Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
               plan->stage_kv, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
@@ -170,12 +184,9 @@ const char *sdpa__vk_source_hash(void)
 {
     static char hex[17];
     if (!hex[0]) {
-        uint64_t h = 1469598103934665603ull;
+        uint64_t h = SDPA__FNV_INIT;
         for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
-            for (size_t i = 0; i < e->size; i++) {
-                h ^= e->data[i];
-                h *= 1099511628211ull;
-            }
+            h = sdpa__fnv1a64(h, e->data, e->size);
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
     }
     return hex;
