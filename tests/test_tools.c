@@ -253,6 +253,21 @@ START_TEST(check_usage_errors)
     ck_assert_ptr_nonnull(strstr(g_err, "--backend needs a value"));
     ck_assert_int_eq(run("sdpa-check", "--help=yes"), 2);
     ck_assert_ptr_eq(strstr(g_out, "passed"), NULL);
+    ck_assert_int_eq(run("sdpa-check", "--unfused=1 x"), 2);
+    ck_assert_ptr_nonnull(strstr(g_err, "--unfused takes no value"));
+}
+END_TEST
+
+/* --unfused forces tile.unfused = 1: the reference backend has no such path,
+ * so every case is UNSUPPORTED (skipped, exit 0) and says why. */
+START_TEST(check_unfused_flag)
+{
+    char args[1024], want[64];
+    snprintf(args, sizeof args, "--backend reference --unfused '%s'", conf_dir());
+    ck_assert_int_eq(run("sdpa-check", args), 0);
+    snprintf(want, sizeof want, "0 passed, 0 failed, %d skipped", count_cases());
+    ck_assert_str_eq(last_line(g_out), want);
+    ck_assert_ptr_nonnull(strstr(g_out, "OpenCL backend only"));
 }
 END_TEST
 
@@ -584,6 +599,7 @@ static Suite *suite(void)
     tcase_add_test(t, check_broken_case_fails);
     tcase_add_test(t, check_unsupported_is_skipped);
     tcase_add_test(t, check_usage_errors);
+    tcase_add_test(t, check_unfused_flag);
     suite_add_tcase(s, t);
     t = tcase_create("sdpa-info");
     tcase_add_checked_fixture(t, setup, teardown);
