@@ -28,6 +28,7 @@
 #version 450
 #include "common.glsl"
 #include "online_softmax.glsl"
+#include "fwd_tile.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -41,47 +42,6 @@ layout(constant_id = 7) const int STAGE_KV = 0;
  * host checks K_TILE * (D + Dv) floats against maxComputeSharedMemorySize. */
 shared float sh_k[STAGE_KV * K_TILE * HEAD_DIM + 1 - STAGE_KV];
 shared float sh_v[STAGE_KV * K_TILE * HEAD_DIM_V + 1 - STAGE_KV];
-
-/* One online-softmax step over a tile of finished scores s (NEG_INF =
- * dropped) whose maximum is bm (NaN kept): moves the state to the new
- * maximum, fills the probabilities pr (exactly 0 for dropped keys) and the
- * statistics sums, and returns the factor that rescales the accumulator.
- * Keys are j0 .. j0 + K_TILE - 1. */
-float tile_step(inout RowState r, float s[K_TILE], float bm, int j0, inout float shift,
-                inout float sum1, inout float sum2, out float pr[K_TILE])
-{
-    float c = 1.0;
-    if (bm > r.m || isnan(bm)) c = rs_rescale(r, bm);
-    [[unroll]] for (int t = 0; t < K_TILE; t++) {
-        float st = s[t];
-        pr[t] = 0.0;
-        if (st == NEG_INF) continue;
-        float e = exp(st - r.m);
-        pr[t] = e;
-        r.l += e;
-        r.a += e * (st - r.m);
-        if (HAS_STATS) {
-            r.l2 += e * e;
-            r.l3 += e * e * e;
-            if (r.n == 0.0) shift = st;
-            float x = st - shift;
-            r.n += 1.0;
-            sum1 += x;
-            sum2 += x * x;
-            r.smin = min(r.smin, st);
-            r.smax = max(r.smax, st);
-            if (j0 + t == 0) r.s0 = st;
-        }
-    }
-    return c;
-}
-
-/* Tile maximum that keeps a NaN: GLSL's max() may drop one, and a NaN score
- * must make its row NaN (IEEE propagation) instead of looking empty. */
-float nan_max(float bm, float st)
-{
-    return isnan(st) || isnan(bm) ? st + bm : max(bm, st);
-}
 
 void fwd_direct()
 {
@@ -154,41 +114,19 @@ void fwd_direct()
         float pr[K_TILE];
         float c = tile_step(r, s, bm, j0, shift, sum1, sum2, pr);
         for (int d = 0; d < HEAD_DIM_V; d++) {
-            /* c = e^(m_old - m_new) > 0 mathematically; when it underflows
-             * to 0 an infinite accumulator must stay infinite (IEEE), not
-             * become inf * 0 = NaN */
-            float acc = isinf(o[d]) ? o[d] : o[d] * c;
-            /* dropped keys (p = 0, including the padding that repeats key
-             * hi-1) must not leak a NaN/Inf of V: select, don't multiply */
-            [[unroll]] for (int t = 0; t < K_TILE; t++) {
-                float vv = BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
-                acc += pr[t] != 0.0 ? pr[t] * vv : 0.0;
-            }
-            o[d] = acc;
+            float vv[K_TILE];
+            [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
+            o[d] = pv_column(o[d], c, pr, vv);
         }
     }
-    if (r.n > 0.0) {
-        r.mean = shift + sum1 / r.n;
-        r.m2 = max(0.0, sum2 - sum1 * sum1 / r.n);
-    }
+    finish_moments(r, shift, sum1, sum2);
 
     if (!SPLIT) {
         rs_finalize(r, o, b, h, i, row);
         return;
     }
-    uint base = P.ws0.w + gid * uint(PT_SIZE + HEAD_DIM_V);
-    ws[base + PT_M] = r.m;
-    ws[base + PT_L] = r.l;
-    ws[base + PT_A] = r.a;
-    ws[base + PT_L2] = r.l2;
-    ws[base + PT_L3] = r.l3;
-    ws[base + PT_N] = r.n;
-    ws[base + PT_MEAN] = r.mean;
-    ws[base + PT_M2] = r.m2;
-    ws[base + PT_MIN] = r.smin;
-    ws[base + PT_MAX] = r.smax;
-    ws[base + PT_S0] = r.s0;
-    for (int d = 0; d < HEAD_DIM_V; d++) ws[base + uint(PT_SIZE + d)] = o[d];
+    uint ob = store_partial_state(gid, r);
+    for (int d = 0; d < HEAD_DIM_V; d++) ws[ob + uint(d)] = o[d];
 }
 
 /* Staged forward (STAGE_KV = 1, nsplit = 1). Rows are ordered (b, h, i), so
@@ -296,23 +234,16 @@ void fwd_staged()
                     float pr[K_TILE];
                     float c = tile_step(r, s, bm, j0, shift, sum1, sum2, pr);
                     for (int d = 0; d < HEAD_DIM_V; d++) {
-                        /* as in fwd_direct: inf stays inf; dropped keys select 0 */
-                        float acc = isinf(o[d]) ? o[d] : o[d] * c;
-                        [[unroll]] for (int t = 0; t < K_TILE; t++) {
-                            float vv = sh_v[t * HEAD_DIM_V + d];
-                            acc += pr[t] != 0.0 ? pr[t] * vv : 0.0;
-                        }
-                        o[d] = acc;
+                        float vv[K_TILE];
+                        [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = sh_v[t * HEAD_DIM_V + d];
+                        o[d] = pv_column(o[d], c, pr, vv);
                     }
                 }
             }
         }
     }
     if (!live) return;
-    if (r.n > 0.0) {
-        r.mean = shift + sum1 / r.n;
-        r.m2 = max(0.0, sum2 - sum1 * sum1 / r.n);
-    }
+    finish_moments(r, shift, sum1, sum2);
     rs_finalize(r, o, b, h, i, row);
 }
 

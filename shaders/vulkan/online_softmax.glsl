@@ -60,14 +60,12 @@ void rs_merge(inout RowState x, RowState y, out float cx, out float cy)
     x.s0 = max(x.s0, y.s0);
 }
 
-/* Writes out row (o / l, or zeros), lse and the row-statistics record. */
-void rs_finalize(RowState r, inout float o[HEAD_DIM_V], uint b, uint h, uint i,
-                 uint row)
+/* Writes lse and the row-statistics record of a final state (everything of
+ * the row but its output columns). */
+void rs_store_row(RowState r, uint b, uint h, uint i, uint row)
 {
     bool empty = r.l == 0.0;
     float inv = empty ? 0.0 : 1.0 / r.l;
-    for (int d = 0; d < HEAD_DIM_V; d++)
-        BUF_STORE(out_buf, tidx(T_OUT, b, h, i, uint(d)), empty ? 0.0 : o[d] * inv);
     if (HAS_LSE)
         lse_buf[tidx(T_LSE, b, h, i, 0u)] = empty ? NEG_INF : r.m + log(r.l);
     if (HAS_STATS) {
@@ -89,4 +87,19 @@ void rs_finalize(RowState r, inout float o[HEAD_DIM_V], uint b, uint h, uint i,
         ws[base + RS_SINK] = r.s0 == NEG_INF ? 0.0 : exp(r.s0 - r.m) * inv;
         ws[base + RS_VALID] = 1.0;
     }
+}
+
+/* Output column d of a final state: o / l, or 0 for an empty row. */
+float rs_out(RowState r, float od)
+{
+    return r.l == 0.0 ? 0.0 : od * (1.0 / r.l);
+}
+
+/* Writes out row (o / l, or zeros), lse and the row-statistics record. */
+void rs_finalize(RowState r, inout float o[HEAD_DIM_V], uint b, uint h, uint i,
+                 uint row)
+{
+    for (int d = 0; d < HEAD_DIM_V; d++)
+        BUF_STORE(out_buf, tidx(T_OUT, b, h, i, uint(d)), rs_out(r, o[d]));
+    rs_store_row(r, b, h, i, row);
 }
