@@ -4,7 +4,8 @@
  * lengths (1, 7, 63, 65, 257, 1000), head sizes 32..256, f32 / f16 / bf16
  * storage, split-KV decode, backward (and its determinism), forced tile
  * configurations, the staged forward (stage_kv = 1: parity on tile- and
- * work-group-crossing shapes, refusals, tuning candidates), the pipeline
+ * work-group-crossing shapes, refusals, tuning candidates), several query
+ * rows per invocation (q_tile > 1: the same), the pipeline
  * cache (persisted, corrupt file discarded),
  * a simulated device without 16-bit storage, and interop on an
  * application-created VkDevice with wrapped VkBuffers. Test case
@@ -343,8 +344,10 @@ static sdpa_plan_options staged_opts(sdpa_tile_config *tc, int wg, int k_tile)
     return po;
 }
 
-/* Creates c's plan with po, asserts its config reports want_stage. */
-static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_stage)
+/* Creates c's plan with po, asserts its config string holds want and
+ * want2 (NULL = not checked). */
+static void check_config(const tcase *c0, const sdpa_plan_options *po, const char *want,
+                         const char *want2)
 {
     tproblem p;
     tproblem_make(&p, c0);
@@ -354,14 +357,21 @@ static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_s
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    char want[32];
-    snprintf(want, sizeof want, "stage_kv=%d ", want_stage);
     ck_assert_msg(strstr(info.config, want) != NULL, "%s: config '%s' lacks '%s'", c0->name,
                   info.config, want);
-    if (want_stage) ck_assert_msg(strstr(info.config, "split_kv=1 ") != NULL, "%s: %s",
-                                  c0->name, info.config);
+    if (want2) ck_assert_msg(strstr(info.config, want2) != NULL, "%s: config '%s' lacks '%s'",
+                             c0->name, info.config, want2);
     sdpa_plan_destroy(plan);
     tproblem_free(&p);
+}
+
+/* Creates c's plan with po, asserts its config reports want_stage (and no
+ * key split when staged). */
+static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_stage)
+{
+    char want[32];
+    snprintf(want, sizeof want, "stage_kv=%d ", want_stage);
+    check_config(c0, po, want, want_stage ? "split_kv=1 " : NULL);
 }
 
 /* Staged forward against the float64 reference: lengths that cross tile and
@@ -544,6 +554,169 @@ START_TEST(test_staged_candidates)
         ck_assert_int_ge(n, 2);
         for (int i = 0; i < n; i++) ck_assert_int_ne(tiles[i].stage_kv, 1);
     }
+}
+END_TEST
+
+/* ---- several query rows per invocation (q_tile > 1, fwd_rows.comp) --------- */
+
+static sdpa_plan_options rows_opts(sdpa_tile_config *tc, int rows, int k_tile, int wg)
+{
+    sdpa_tile_config_init(tc);
+    tc->q_tile = rows;
+    tc->k_tile = k_tile;
+    tc->wg_size = wg;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.tile = tc;
+    return po;
+}
+
+/* fwd_rows.comp against the float64 reference: blocks of rows that straddle
+ * two query heads of a GQA group and end past a KV slab's last row (dead
+ * rows), causal / windowed / offset bands whose rows have different key
+ * ranges, rows left empty, masks, bias, kv_len, statistics, QK-norm and
+ * gains (K from the workspace), temperature, strided q/out, decode with
+ * automatic and forced key splits, a row long enough that llvmpipe's loop
+ * budget forces splits, D = 256, f16 and bf16 storage. */
+START_TEST(test_rows_forward)
+{
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase cs[16];
+    int n = 0;
+    tcase c;
+    c = mk("rw_gqa_straddle", 2, 4, 2, 7, 65, 64, 64); c.stats = true; c.lse = true;
+    cs[n++] = c;
+    c = mk("rw_causal_br_window", 1, 4, 1, 63, 257, 64, 32);
+    c.window_right = 0; c.window_left = 40; c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    c.stats = true; cs[n++] = c;
+    c = mk("rw_mask_bias_kvlen", 3, 2, 2, 65, 7, 64, 64);
+    c.mask = true; c.mask_keep = 0.3; c.bias = true; c.kv_len = true; c.stats = true;
+    cs[n++] = c;
+    c = mk("rw_offset_empty_rows", 1, 2, 2, 65, 65, 32, 32);
+    c.diagonal = SDPA_DIAGONAL_EXPLICIT; c.diagonal_offset = -30; c.window_left = 10;
+    c.window_right = 0; c.softcap = 5.0; c.stats = true; cs[n++] = c;
+    c = mk("rw_rms_gains_temp_bshd", 2, 4, 2, 7, 65, 64, 64); c.qk_norm = SDPA_QK_NORM_RMS;
+    c.gains = true; c.temperature = true; c.bshd = true; c.window_right = 0; cs[n++] = c;
+    for (int i = 0; i < n; i++) {
+        cs[i].seed = (uint64_t)(700 + i);
+        po = rows_opts(&tc, 4, 8, 64);
+        tparity_forward(vk, ref, &cs[i], &po);
+    }
+    check_config(&cs[0], &po, "q_tile=4 ", NULL);
+    /* 8 rows: a long causal block, and decode (a slab has 4 rows, so half
+     * the block is dead) with the automatic key split and combine */
+    c = mk("rw_long_causal", 1, 2, 1, 257, 1000, 64, 64); c.window_right = 0; c.seed = 710;
+    po = rows_opts(&tc, 8, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("rw_decode_gqa", 2, 8, 2, 1, 1000, 64, 64); c.stats = true; c.seed = 711;
+    tparity_forward(vk, ref, &c, &po);
+    check_config(&c, &po, "q_tile=8 ", NULL);
+    /* a forced split, and keys enough that llvmpipe's budget splits rows */
+    c = mk("rw_forced_split", 1, 2, 2, 65, 257, 64, 64); c.stats = true; c.lse = true;
+    c.seed = 712;
+    po = rows_opts(&tc, 2, 8, 64);
+    tc.split_kv = 3;
+    tparity_forward(vk, ref, &c, &po);
+    check_config(&c, &po, "q_tile=2 ", "split_kv=3 ");
+    c = mk("rw_budget_split", 1, 2, 2, 9, 4000, 64, 64); c.stats = true; c.seed = 713;
+    po = rows_opts(&tc, 4, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("rw_d256", 1, 2, 2, 7, 65, 256, 256); c.window_right = 0; c.seed = 714;
+    po = rows_opts(&tc, 2, 4, 32);
+    tparity_forward(vk, ref, &c, &po);
+    if (dev.storage16) {
+        c = mk("rw_f16", 2, 4, 2, 65, 257, 64, 64); c.dtype = SDPA_DTYPE_F16;
+        c.window_right = 0; c.stats = true; c.seed = 715;
+        po = rows_opts(&tc, 4, 8, 64);
+        tparity_forward(vk, ref, &c, &po);
+    }
+    /* bf16: rows of one invocation write neighbouring halves of words */
+    c = mk("rw_bf16", 1, 2, 1, 7, 65, 32, 32); c.dtype = SDPA_DTYPE_BF16; c.mask = true;
+    c.seed = 716;
+    po = rows_opts(&tc, 4, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    /* a backward plan with a multi-row forward: the backward is unchanged */
+    c = mk("rw_bwd", 1, 2, 1, 63, 65, 32, 32); c.window_right = 0; c.seed = 717;
+    po = rows_opts(&tc, 4, 8, 64);
+    tparity_backward(vk, ref, &c, &po);
+}
+END_TEST
+
+/* What q_tile > 1 refuses: more rows than MAX_ROWS, rows x head size past
+ * the register limit, staging; without a tile the plan reports q_tile=1.
+ * No pipeline is compiled for the refusals. */
+START_TEST(test_rows_refusals)
+{
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase c = mk("rw_refuse", 1, 2, 2, 7, 65, 64, 64);
+    po = rows_opts(&tc, 16, 8, 64);
+    ck_assert_int_eq(staged_plan_status(&c, &po, "q_tile 16"), SDPA_ERR_UNSUPPORTED);
+    c = mk("rw_refuse_d256", 1, 2, 2, 7, 65, 256, 64);
+    po = rows_opts(&tc, 4, 8, 64);
+    ck_assert_int_eq(staged_plan_status(&c, &po, "registers"), SDPA_ERR_UNSUPPORTED);
+    c = mk("rw_refuse_staged", 1, 2, 2, 7, 65, 64, 64);
+    po = rows_opts(&tc, 2, 8, 64);
+    tc.stage_kv = 1;
+    ck_assert_int_eq(staged_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
+    c = mk("rw_default", 1, 2, 2, 65, 257, 64, 64);
+    check_config(&c, NULL, "q_tile=1 ", NULL);
+}
+END_TEST
+
+/* The tuner's space holds multi-row candidates that plan creation accepts
+ * and that compute the right answer, none with more rows than the registers
+ * or a KV slab allow; the default stays one row per invocation. */
+START_TEST(test_rows_candidates)
+{
+    const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
+    sdpa__problem p;
+    memset(&p, 0, sizeof p);
+    p.B = 1; p.Hq = 2; p.Hkv = 2; p.Sq = 65; p.Skv = 257; p.D = 64; p.Dv = 64;
+    p.dtype = SDPA_DTYPE_F32;
+    p.window_left = p.window_right = -1;
+    sdpa_tile_config tiles[64];
+    int n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    ck_assert_int_le(n, 24);
+    ck_assert_int_le(tiles[0].q_tile, 1);
+    int multi = 0, most = 0;
+    tcase c = mk("rw_candidate", 1, 2, 2, 65, 257, 64, 64);
+    c.window_right = 0;
+    for (int i = 0; i < n; i++) {
+        if (tiles[i].q_tile <= 1) continue;
+        multi++;
+        if (tiles[i].q_tile > most) most = tiles[i].q_tile;
+        sdpa_plan_options po;
+        sdpa_plan_options_init(&po);
+        po.tile = &tiles[i];
+        char want[32];
+        snprintf(want, sizeof want, "q_tile=%d ", tiles[i].q_tile);
+        check_config(&c, &po, want, "stage_kv=0 ");
+        if (tiles[i].q_tile == 8 && tiles[i].k_tile == 16) {
+            c.seed = 720;
+            tparity_forward(vk, ref, &c, &po);
+        }
+    }
+    ck_assert_int_ge(multi, 4);
+    ck_assert_int_eq(most, 8);
+    /* D = 256: at most 2 rows (512 registers) */
+    p.D = p.Dv = 256;
+    n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    multi = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_le(tiles[i].q_tile, 2);
+        multi += tiles[i].q_tile == 2;
+    }
+    ck_assert_int_ge(multi, 1);
+    /* decode without GQA: a KV slab has one row, nothing to share */
+    p.D = p.Dv = 64; p.Sq = 1;
+    n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    for (int i = 0; i < n; i++) ck_assert_int_le(tiles[i].q_tile, 1);
 }
 END_TEST
 
@@ -1166,6 +1339,9 @@ static Suite *vulkan_suite(void)
         {"staged_forward", test_staged_forward},
         {"staged_refusals", test_staged_refusals},
         {"staged_candidates", test_staged_candidates},
+        {"rows_forward", test_rows_forward},
+        {"rows_refusals", test_rows_refusals},
+        {"rows_candidates", test_rows_candidates},
         {"backward", test_backward},
         {"backward_deterministic", test_backward_deterministic},
         {"device_buffers", test_device_buffers},

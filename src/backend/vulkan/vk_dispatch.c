@@ -211,7 +211,7 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem
         st = dispatch(ctx, s, pl, SDPA__VK_P_QKNORM, rows + kvrows, &first);
     if (kind == RUN_FORWARD) {
         if (st == SDPA_OK)
-            st = dispatch(ctx, s, pl, SDPA__VK_P_FWD, rows * (uint64_t)pl->nsplit, &first);
+            st = dispatch(ctx, s, pl, SDPA__VK_P_FWD, sdpa__vk_fwd_invocations(pl), &first);
         if (st == SDPA_OK && pl->nsplit > 1)
             st = dispatch(ctx, s, pl, SDPA__VK_P_COMBINE, rows, &first);
         if (st == SDPA_OK && p->has_stats && a->stats.mem)

@@ -82,6 +82,10 @@ typedef struct sdpa__vk_caps {
  * 65535, shared by all loops of a shader); we keep a margin. */
 #define SDPA__VK_LOOP_BUDGET 60000
 
+/* Specialization constants every pipeline receives (ids 0..8, common.glsl,
+ * fwd.comp, fwd_rows.comp; vk_pipeline.c). */
+#define SDPA__VK_MAX_SPEC 9
+
 struct sdpa__vk_block;          /* vk_alloc.c: one VkDeviceMemory block */
 
 typedef struct sdpa__vk_state {
@@ -133,6 +137,7 @@ typedef struct sdpa__vk_plan {
     unsigned spec_flags;        /* SDPA__VK_F_* */
     int wg_size, k_tile, nsplit, split_len;
     int stage_kv;               /* 1: fwd.comp stages K/V tiles in shared memory */
+    int rows;                   /* > 1: fwd_rows.comp, query rows per invocation */
     char source[64];
     VkPipeline pipes[SDPA__VK_P_COUNT];
     VkDescriptorPool desc_pool;
@@ -145,6 +150,10 @@ typedef struct sdpa__vk_plan {
     size_t ws_bytes;
     uint32_t ws0[4], ws1[4];
 } sdpa__vk_plan;
+
+/* vk_plan.c: invocations of the plan's forward dispatch (one per row and
+ * key split, or per q_tile rows of a KV slab and split with fwd_rows.comp) */
+uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl);
 
 /* vk_device.c */
 sdpa_status sdpa__vk_device_count(int *count);

@@ -108,8 +108,8 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
         return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
                                  "vulkan: vkCreateShaderModule(%s) failed (%s)", name,
                                  sdpa__vk_result_name(r));
-    VkSpecializationMapEntry map[8];
-    if (nspec > 8) nspec = 8;
+    VkSpecializationMapEntry map[SDPA__VK_MAX_SPEC];
+    if (nspec > SDPA__VK_MAX_SPEC) nspec = SDPA__VK_MAX_SPEC;
     for (uint32_t i = 0; i < nspec; i++)
         map[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
     VkSpecializationInfo si = {
@@ -140,6 +140,8 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                      const char *name, sdpa_dtype dtype,
                                      const sdpa__vk_plan *plan, VkPipeline *out)
 {
+    /* several rows per invocation is a shader of its own (fwd_rows.comp) */
+    if (strcmp(name, "fwd") == 0 && plan->rows > 1) name = "fwd_rows";
     const char *tag = single_variant(name) ? "f32" : sdpa_dtype_name(dtype);
     char file[64];
     snprintf(file, sizeof file, "%s_%s.spv", name, tag);
@@ -161,19 +163,20 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
         }
     SDPA__CHECK(ctx, code, SDPA_ERR_INTERNAL, "vulkan: SPIR-V '%s' is not embedded", file);
 
-    uint32_t spec[8] = {
+    uint32_t spec[SDPA__VK_MAX_SPEC] = {
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
-        (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv,
+        (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv, (uint32_t)plan->rows,
     };
     double t0 = sdpa__now();
-    sdpa_status st = sdpa__vk_compute_pipeline(ctx, s, code, size, s->pipe_layout, spec, 8,
+    sdpa_status st = sdpa__vk_compute_pipeline(ctx, s, code, size, s->pipe_layout, spec,
+                                               SDPA__VK_MAX_SPEC,
                                                file, out);
     free(owned);
     if (st != SDPA_OK) return st;
-    sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d stage_kv=%d D=%lld "
-              "Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
-              plan->stage_kv, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
+    sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d stage_kv=%d rows=%d "
+              "D=%lld Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
+              plan->stage_kv, plan->rows, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
               (sdpa__now() - t0) * 1e3);
     return SDPA_OK;
 }

@@ -1,9 +1,10 @@
 /*
  * vk_plan.c — what the Vulkan backend can run (supports), and plans: the
  * chosen configuration (work-group size, key tile, split-KV count, K/V
- * staging from options->tile or defaults), the workspace layout, the
- * pipelines (created here, never on the hot path), one descriptor set, one
- * command buffer and fence, and a host-visible uniform parameter block.
+ * staging, query rows per invocation from options->tile or defaults), the
+ * workspace layout, the pipelines (created here, never on the hot path), one
+ * descriptor set, one command buffer and fence, and a host-visible uniform
+ * parameter block.
  *
  * Invariants: a plan's objects are reused by every call; a call first waits
  * for the plan's previous submission (sdpa__vk_plan_wait) before rewriting
@@ -84,6 +85,19 @@ static int64_t staged_fwd_iterations(const sdpa__problem *p, int64_t wg, int64_t
     return staged_slabs(p, wg) * cdiv(p->Skv, k) * per_tile + p->D + 2 * p->Dv + 16;
 }
 
+/* Query rows per invocation (fwd_rows.comp) and the largest rows x head
+ * size: its q and output registers grow with both, and so does llvmpipe's
+ * compile time. */
+#define MAX_ROWS 8
+#define MAX_ROW_FLOATS 512
+
+uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl)
+{
+    const sdpa__problem *p = &pl->p;
+    if (pl->rows <= 1) return p->B * p->Hq * p->Sq * pl->nsplit;
+    return p->B * p->Hkv * cdiv((p->Hq / p->Hkv) * p->Sq, pl->rows) * pl->nsplit;
+}
+
 /* Largest per-invocation loop-iteration count of the plan's shaders (the
  * estimates follow the loop structure of shaders/vulkan/ *.comp). */
 static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
@@ -92,7 +106,8 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     int64_t k = pl->k_tile, D = p->D, Dv = p->Dv, group = p->Hq / p->Hkv;
     int64_t keys = pl->nsplit > 1 ? pl->split_len : p->Skv;
     int64_t worst = pl->stage_kv ? staged_fwd_iterations(p, pl->wg_size, k)
-                                 : cdiv(keys, k) * (D + Dv + 1) + D + 2 * Dv + 16;
+                                 : cdiv(keys, k) * (D + Dv + 1) +
+                                       pl->rows * (D + 2 * Dv) + 16;
     *which = pl->stage_kv ? "fwd (staged)" : "fwd";
     int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
     if (n > worst) { worst = n; *which = "combine"; }
@@ -274,6 +289,25 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     }
     pl->stage_kv = stage;
 
+    /* query rows per invocation (q_tile): SDPA_AUTO = 1, fwd.comp, on every
+     * device (docs/vulkan.md); > 1 selects fwd_rows.comp */
+    int q_rows = t && t->q_tile != SDPA_AUTO && t->q_tile > 0 ? t->q_tile : 1;
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv;
+    if (q_rows > 1 && (q_rows > MAX_ROWS || q_rows * widest > MAX_ROW_FLOATS))
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: tile.q_tile %d (query rows per invocation) must be at most %d "
+                        "and keep q_tile x max(D, Dv) = %lld within %d registers",
+                        q_rows, MAX_ROWS, (long long)(q_rows * widest), MAX_ROW_FLOATS);
+    else if (q_rows > 1 && stage)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: tile.q_tile %d does not combine with stage_kv = 1; use "
+                        "q_tile 1 or stage_kv 0", q_rows);
+    if (st != SDPA_OK) {
+        sdpa__vk_plan_free(ctx, pl);
+        return st;
+    }
+    pl->rows = q_rows;
+
     int64_t rows = p->B * p->Hq * p->Sq;
     int nsplit = 1;
     if (stage) {
@@ -289,7 +323,8 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     }
     if (s->caps.loop_limited && !stage) {
         /* enough splits that one invocation's key range fits the budget */
-        int64_t per = (SDPA__VK_LOOP_BUDGET - p->D - 2 * p->Dv - 16) / (p->D + p->Dv + 1);
+        int64_t per = (SDPA__VK_LOOP_BUDGET - q_rows * (p->D + 2 * p->Dv) - 16) /
+                      (p->D + p->Dv + 1);
         int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
         if (need > nsplit) nsplit = (int)(need < MAX_SPLIT + 1 ? need : MAX_SPLIT + 1);
     }
@@ -362,9 +397,9 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     if (!pl || !info) return;
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
-             "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=1 stage_kv=%d "
+             "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=%d stage_kv=%d "
              "variant=%s flags=0x%x", pl->wg_size, pl->k_tile, pl->nsplit, pl->split_len,
-             pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
+             pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }
 
@@ -405,7 +440,13 @@ void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned f
 int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
                              sdpa_tile_config *out, int max)
 {
-    static const int wgs[] = {16, 32, 64, 128, 256}, kts[] = {4, 8, 16};
+    /* fwd.comp's work-group x key tile grid (on lavapipe every pair is
+     * within ~15 % of the others; on GPUs the group size matters more) */
+    static const int wgs[] = {32, 64, 128}, kts[] = {4, 8, 16};
+    /* fwd_rows.comp: (rows, k_tile, work-group); llvmpipe's compile time grows
+     * with rows x head size */
+    static const int multi[][3] = {{2, 8, 64}, {4, 8, 64}, {4, 16, 32}, {8, 8, 32},
+                                   {8, 8, 64}, {8, 16, 64}};
     /* staged variants: a few work-group / tile pairs (each candidate is a
      * pipeline compile, ~1 s on lavapipe) */
     static const int staged[][2] = {{64, 8}, {128, 16}, {256, 8}};
@@ -425,6 +466,21 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
             }
             n++;
         }
+    }
+    /* several query rows per invocation (fwd_rows.comp): only as many as
+     * the q registers allow and a KV slab's rows (group x Sq) can fill */
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv, slab_rows = (p->Hq / p->Hkv) * p->Sq;
+    for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++) {
+        int rows = multi[a][0];
+        if (rows * widest > MAX_ROW_FLOATS || rows / 2 >= slab_rows || multi[a][2] > max_wg)
+            continue;
+        if (n < max) {
+            sdpa_tile_config_init(&out[n]);
+            out[n].q_tile = rows;
+            out[n].k_tile = multi[a][1];
+            out[n].wg_size = multi[a][2];
+        }
+        n++;
     }
     for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
         if (staged[a][0] > max_wg || !staged_ok(ctx, p, staged[a][0], staged[a][1])) continue;
