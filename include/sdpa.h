@@ -428,7 +428,8 @@ SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
 /* A kernel configuration. SDPA_AUTO in a field = the backend's default. */
 struct sdpa_tile_config {
     size_t struct_size;
-    int q_tile;       /* query rows per work-group / CPU task */
+    int q_tile;       /* query rows per work-group / CPU task (Vulkan: per
+                         invocation, docs/vulkan.md) */
     int k_tile;       /* keys per inner tile */
     int wg_size;      /* work-group size (threads) */
     int vec_width;    /* vector width of the inner loops */
