@@ -9,7 +9,7 @@
  *   s0 = score of key 0 when kept, else -inf.
  * The accumulator o (sum e^{s-m} v) lives with the caller and is rescaled by
  * the factor rescale() returns. An empty row has m = -inf and l = 0.
- * Included by fwd.comp and combine.comp.
+ * Included by fwd.comp, fwd_rows.comp and combine.comp.
  */
 
 struct RowState {
