@@ -20,7 +20,8 @@
  * reported no errors. Outputs are poisoned with NaN by testutil.
  * Run time on the 2-core dev VM with validation: ~12 s with Mesa's shader
  * cache warm, ~4 minutes cold (compiling ~100 pipelines on lavapipe); the
- * three staged_* cases add ~2 s warm, ~40 s cold (about 15 pipelines).
+ * three staged_* cases add ~2 s warm, ~40 s cold (about 15 pipelines), the
+ * rows_* cases ~25 s cold (about 20 pipelines).
  */
 #include "testutil.h"
 #include "backend.h"
