@@ -333,15 +333,23 @@ END_TEST
 
 /* ---- K/V staging (stage_kv = 1) -------------------------------------------- */
 
-static sdpa_plan_options staged_opts(sdpa_tile_config *tc, int wg, int k_tile)
+/* Plan options forcing tc = (wg, k_tile), everything else SDPA_AUTO; the
+ * callers set the field they test. */
+static sdpa_plan_options tile_opts(sdpa_tile_config *tc, int wg, int k_tile)
 {
     sdpa_tile_config_init(tc);
     tc->wg_size = wg;
     tc->k_tile = k_tile;
-    tc->stage_kv = 1;
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.tile = tc;
+    return po;
+}
+
+static sdpa_plan_options staged_opts(sdpa_tile_config *tc, int wg, int k_tile)
+{
+    sdpa_plan_options po = tile_opts(tc, wg, k_tile);
+    tc->stage_kv = 1;
     return po;
 }
 
@@ -440,8 +448,10 @@ START_TEST(test_staged_forward)
 }
 END_TEST
 
-static sdpa_status staged_plan_status(const tcase *c0, const sdpa_plan_options *po,
-                                      const char *want_in_message)
+/* Plan creation's status for c0 with po; on failure, the context's last
+ * error must carry that status and (when given) want_in_message. */
+static sdpa_status refused_plan_status(const tcase *c0, const sdpa_plan_options *po,
+                                       const char *want_in_message)
 {
     tproblem p;
     tproblem_make(&p, c0);
@@ -477,7 +487,7 @@ START_TEST(test_staged_refusals)
     tcase c = mk("st_too_big", 1, 1, 1, 7, 65, 256, 256);
     po = staged_opts(&tc, 64, 64);
     if (dev.local_mem_bytes < 64 * 512 * 4)
-        ck_assert_int_eq(staged_plan_status(&c, &po, "maxComputeSharedMemorySize"),
+        ck_assert_int_eq(refused_plan_status(&c, &po, "maxComputeSharedMemorySize"),
                          SDPA_ERR_UNSUPPORTED);
     else
         fprintf(stderr, "test_vulkan: %lld bytes of shared memory, the refusal is not "
@@ -485,20 +495,32 @@ START_TEST(test_staged_refusals)
     c = mk("st_split", 1, 2, 2, 7, 257, 32, 32);
     po = staged_opts(&tc, 64, 8);
     tc.split_kv = 4;
-    ck_assert_int_eq(staged_plan_status(&c, &po, "split_kv"), SDPA_ERR_UNSUPPORTED);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "split_kv"), SDPA_ERR_UNSUPPORTED);
     po = staged_opts(&tc, 64, 8);
     tc.stage_kv = 2;
-    ck_assert_int_eq(staged_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
     if (strstr(dev.name, "llvmpipe")) {
         /* 2500 tiles x ~73 iterations: past 65535, and staging makes no split */
         c = mk("st_loop_budget", 1, 1, 1, 1, 20000, 32, 32);
         po = staged_opts(&tc, 64, 8);
-        ck_assert_int_eq(staged_plan_status(&c, &po, "fwd (staged)"), SDPA_ERR_UNSUPPORTED);
+        ck_assert_int_eq(refused_plan_status(&c, &po, "fwd (staged)"), SDPA_ERR_UNSUPPORTED);
     }
     c = mk("st_default", 1, 2, 2, 65, 257, 64, 64);
     check_stage(&c, NULL, 0);
 }
 END_TEST
+
+/* The problem the candidate tests ask the tuning slot about: B1 H2 S65/257
+ * D64 f32, unbanded. */
+static sdpa__problem candidate_problem(void)
+{
+    sdpa__problem p;
+    memset(&p, 0, sizeof p);
+    p.B = 1; p.Hq = 2; p.Hkv = 2; p.Sq = 65; p.Skv = 257; p.D = 64; p.Dv = 64;
+    p.dtype = SDPA_DTYPE_F32;
+    p.window_left = p.window_right = -1;
+    return p;
+}
 
 /* The tuner's space holds staged candidates that plan creation accepts and
  * that compute the right answer; candidates that would not fit are pruned
@@ -506,11 +528,7 @@ END_TEST
 START_TEST(test_staged_candidates)
 {
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
-    sdpa__problem p;
-    memset(&p, 0, sizeof p);
-    p.B = 1; p.Hq = 2; p.Hkv = 2; p.Sq = 65; p.Skv = 257; p.D = 64; p.Dv = 64;
-    p.dtype = SDPA_DTYPE_F32;
-    p.window_left = p.window_right = -1;
+    sdpa__problem p = candidate_problem();
     sdpa_tile_config tiles[64];
     int n = be->tile_candidates(vk, &p, 0, tiles, 64);
     ck_assert_int_le(n, 64);
@@ -562,13 +580,8 @@ END_TEST
 
 static sdpa_plan_options rows_opts(sdpa_tile_config *tc, int rows, int k_tile, int wg)
 {
-    sdpa_tile_config_init(tc);
+    sdpa_plan_options po = tile_opts(tc, wg, k_tile);
     tc->q_tile = rows;
-    tc->k_tile = k_tile;
-    tc->wg_size = wg;
-    sdpa_plan_options po;
-    sdpa_plan_options_init(&po);
-    po.tile = tc;
     return po;
 }
 
@@ -657,14 +670,14 @@ START_TEST(test_rows_refusals)
     sdpa_plan_options po;
     tcase c = mk("rw_refuse", 1, 2, 2, 7, 65, 64, 64);
     po = rows_opts(&tc, 16, 8, 64);
-    ck_assert_int_eq(staged_plan_status(&c, &po, "q_tile 16"), SDPA_ERR_UNSUPPORTED);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "q_tile 16"), SDPA_ERR_UNSUPPORTED);
     c = mk("rw_refuse_d256", 1, 2, 2, 7, 65, 256, 64);
     po = rows_opts(&tc, 4, 8, 64);
-    ck_assert_int_eq(staged_plan_status(&c, &po, "registers"), SDPA_ERR_UNSUPPORTED);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "registers"), SDPA_ERR_UNSUPPORTED);
     c = mk("rw_refuse_staged", 1, 2, 2, 7, 65, 64, 64);
     po = rows_opts(&tc, 2, 8, 64);
     tc.stage_kv = 1;
-    ck_assert_int_eq(staged_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
     c = mk("rw_default", 1, 2, 2, 65, 257, 64, 64);
     check_config(&c, NULL, "q_tile=1 ", NULL);
 }
@@ -676,11 +689,7 @@ END_TEST
 START_TEST(test_rows_candidates)
 {
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
-    sdpa__problem p;
-    memset(&p, 0, sizeof p);
-    p.B = 1; p.Hq = 2; p.Hkv = 2; p.Sq = 65; p.Skv = 257; p.D = 64; p.Dv = 64;
-    p.dtype = SDPA_DTYPE_F32;
-    p.window_left = p.window_right = -1;
+    sdpa__problem p = candidate_problem();
     sdpa_tile_config tiles[64];
     int n = be->tile_candidates(vk, &p, 0, tiles, 64);
     ck_assert_int_le(n, 24);

@@ -91,6 +91,21 @@ static int64_t staged_fwd_iterations(const sdpa__problem *p, int64_t wg, int64_t
 #define MAX_ROWS 8
 #define MAX_ROW_FLOATS 512
 
+/* Whether q_tile = rows fits fwd_rows.comp's limits for p (rows <= 1 runs
+ * fwd.comp and always fits). */
+static bool rows_fit(const sdpa__problem *p, int64_t rows)
+{
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv;
+    return rows <= 1 || (rows <= MAX_ROWS && rows * widest <= MAX_ROW_FLOATS);
+}
+
+/* Loop iterations of an unstaged forward invocation outside its key tiles:
+ * loading its rows' q, clearing and writing their outputs. */
+static int64_t fwd_row_iterations(const sdpa__problem *p, int64_t rows)
+{
+    return rows * (p->D + 2 * p->Dv) + 16;
+}
+
 uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl)
 {
     const sdpa__problem *p = &pl->p;
@@ -107,7 +122,7 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     int64_t keys = pl->nsplit > 1 ? pl->split_len : p->Skv;
     int64_t worst = pl->stage_kv ? staged_fwd_iterations(p, pl->wg_size, k)
                                  : cdiv(keys, k) * (D + Dv + 1) +
-                                       pl->rows * (D + 2 * Dv) + 16;
+                                       fwd_row_iterations(p, pl->rows);
     *which = pl->stage_kv ? "fwd (staged)" : "fwd";
     int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
     if (n > worst) { worst = n; *which = "combine"; }
@@ -292,12 +307,12 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     /* query rows per invocation (q_tile): SDPA_AUTO = 1, fwd.comp, on every
      * device (docs/vulkan.md); > 1 selects fwd_rows.comp */
     int q_rows = t && t->q_tile != SDPA_AUTO && t->q_tile > 0 ? t->q_tile : 1;
-    int64_t widest = p->D > p->Dv ? p->D : p->Dv;
-    if (q_rows > 1 && (q_rows > MAX_ROWS || q_rows * widest > MAX_ROW_FLOATS))
+    if (!rows_fit(p, q_rows))
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.q_tile %d (query rows per invocation) must be at most %d "
                         "and keep q_tile x max(D, Dv) = %lld within %d registers",
-                        q_rows, MAX_ROWS, (long long)(q_rows * widest), MAX_ROW_FLOATS);
+                        q_rows, MAX_ROWS, (long long)q_rows * (p->D > p->Dv ? p->D : p->Dv),
+                        MAX_ROW_FLOATS);
     else if (q_rows > 1 && stage)
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.q_tile %d does not combine with stage_kv = 1; use "
@@ -323,7 +338,7 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     }
     if (s->caps.loop_limited && !stage) {
         /* enough splits that one invocation's key range fits the budget */
-        int64_t per = (SDPA__VK_LOOP_BUDGET - q_rows * (p->D + 2 * p->Dv) - 16) /
+        int64_t per = (SDPA__VK_LOOP_BUDGET - fwd_row_iterations(p, q_rows)) /
                       (p->D + p->Dv + 1);
         int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
         if (need > nsplit) nsplit = (int)(need < MAX_SPLIT + 1 ? need : MAX_SPLIT + 1);
@@ -469,10 +484,10 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     }
     /* several query rows per invocation (fwd_rows.comp): only as many as
      * the q registers allow and a KV slab's rows (group x Sq) can fill */
-    int64_t widest = p->D > p->Dv ? p->D : p->Dv, slab_rows = (p->Hq / p->Hkv) * p->Sq;
+    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
     for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++) {
         int rows = multi[a][0];
-        if (rows * widest > MAX_ROW_FLOATS || rows / 2 >= slab_rows || multi[a][2] > max_wg)
+        if (!rows_fit(p, rows) || rows / 2 >= slab_rows || multi[a][2] > max_wg)
             continue;
         if (n < max) {
             sdpa_tile_config_init(&out[n]);
