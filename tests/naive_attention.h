@@ -9,7 +9,8 @@
  * values the library sees); masks and biases have their own (possibly
  * broadcast, extent 1) shapes. Header-only (static functions) so each suite
  * stays one executable; used by test_reference.c, test_gradcheck.c,
- * test_merge.c.
+ * test_merge.c, and by gen_conformance.c, which writes the expected outputs
+ * of the repository's conformance corpus (tests/conformance) from it.
  */
 #ifndef SDPA_TEST_NAIVE_ATTENTION_H
 #define SDPA_TEST_NAIVE_ATTENTION_H
@@ -392,6 +393,73 @@ static inline void nv_forward(const nv_problem *p, double *out, double *lse,
         }
     free(s);
     free(pr);
+    free(keep);
+}
+
+/* Backward of the oracle in float64: dq (B,Hq,Sq,D), dk (B,Hkv,Skv,D) and
+ * dv (B,Hkv,Skv,Dv), summed over the query heads that share a KV head, from
+ * p->dout. Straight from the chain rule per row: P = softmax over kept keys,
+ * dP_j = dout . v_j, dS_j = P_j (dP_j - sum_k P_k dP_k), through softcap
+ * (1 - tanh^2) and the scale to q and k. Empty rows give no gradient. Covers
+ * scale, softcap, bias, mask, kv_len, windows and GQA; not QK-norm, gains or
+ * temperature (those go through finite differences in test_gradcheck.c). */
+static inline void nv_backward(const nv_problem *p, double *dq, double *dk, double *dv)
+{
+    int64_t D = p->D, Dv = p->Dv, Skv = p->Skv;
+    double scale = p->scale;
+    double *s = malloc((size_t)Skv * sizeof *s), *pr = malloc((size_t)Skv * sizeof *pr);
+    double *dp = malloc((size_t)Skv * sizeof *dp);
+    int *keep = malloc((size_t)Skv * sizeof *keep);
+    ck_assert(s && pr && dp && keep);
+    ck_assert_msg(p->qk_norm == SDPA_QK_NORM_NONE && !p->temperature,
+                  "nv_backward: no QK-norm or temperature");
+    if (scale == SDPA_SCALE_DEFAULT) scale = 1.0 / sqrt((double)D);
+    else if (scale == SDPA_SCALE_MUP) scale = 1.0 / (double)D;
+    memset(dq, 0, (size_t)(p->B * p->Hq * p->Sq * D) * sizeof *dq);
+    memset(dk, 0, (size_t)(p->B * p->Hkv * Skv * D) * sizeof *dk);
+    memset(dv, 0, (size_t)(p->B * p->Hkv * Skv * Dv) * sizeof *dv);
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hq; h++) {
+            int64_t hk = h / (p->Hq / p->Hkv);
+            for (int64_t i = 0; i < p->Sq; i++) {
+                int64_t row = (b * p->Hq + h) * p->Sq + i;
+                const float *qr = p->q + row * D, *go = p->dout + row * Dv;
+                if (nv_row_scores(p, b, h, i, s, keep) == 0) continue;
+                double m = -INFINITY, l = 0, L, dsum = 0;
+                for (int64_t j = 0; j < Skv; j++)
+                    if (keep[j] && s[j] > m) m = s[j];
+                for (int64_t j = 0; j < Skv; j++)
+                    if (keep[j]) l += exp(s[j] - m);
+                L = m + log(l);
+                for (int64_t j = 0; j < Skv; j++) {
+                    const float *vr = p->v + ((b * p->Hkv + hk) * Skv + j) * Dv;
+                    pr[j] = keep[j] ? exp(s[j] - L) : 0;
+                    dp[j] = 0;
+                    for (int64_t c = 0; c < Dv; c++) dp[j] += go[c] * (double)vr[c];
+                    dsum += pr[j] * dp[j];
+                }
+                for (int64_t j = 0; j < Skv; j++) {
+                    if (!keep[j]) continue;
+                    const float *kr = p->k + ((b * p->Hkv + hk) * Skv + j) * D;
+                    double *dkr = dk + ((b * p->Hkv + hk) * Skv + j) * D;
+                    double *dvr = dv + ((b * p->Hkv + hk) * Skv + j) * Dv;
+                    double ds = pr[j] * (dp[j] - dsum), dot = 0;
+                    for (int64_t c = 0; c < Dv; c++) dvr[c] += pr[j] * go[c];
+                    for (int64_t d = 0; d < D; d++) dot += (double)qr[d] * kr[d];
+                    if (p->softcap > 0) {
+                        double t = tanh(scale * dot / p->softcap);
+                        ds *= 1 - t * t;
+                    }
+                    for (int64_t d = 0; d < D; d++) {
+                        dq[row * D + d] += ds * scale * kr[d];
+                        dkr[d] += ds * scale * qr[d];
+                    }
+                }
+            }
+        }
+    free(s);
+    free(pr);
+    free(dp);
     free(keep);
 }
 
