@@ -17,6 +17,7 @@
 #include "testutil.h"
 
 #include "case.h"
+#include "corpus.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -24,14 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-static const char *conf_dir(void)
-{
-    const char *d = getenv("SDPA_CONFORMANCE_DIR");
-    return d && *d ? d : "../shared/conformance";
-}
+/* The repository's corpus: the cases the tests below copy and edit. */
+static const char *conf_dir(void) { return tcorpus_main(); }
 
 /* ---- file helpers ------------------------------------------------------------------ */
 
@@ -178,25 +179,36 @@ static void expect_pass(const char *dir)
 
 /* ---- the shared cases ------------------------------------------------------------------ */
 
+/* Every case of the repository's corpus passes; cases of an extra corpus
+ * (SDPA_CONFORMANCE_DIR) pass or are SKIPPED (inputs this runner does not
+ * know yet), never FAIL. */
 static void run_all_on(sdpa_backend_kind kind)
 {
     sdpa_status st;
     sdpa_context *ctx = tcontext(kind, &st);
     ck_assert_msg(ctx != NULL, "%s context: %s", sdpa_backend_name(kind), sdpa_status_name(st));
-    sc_list list = {0};
-    char err[512];
-    ck_assert_msg(sc_find(conf_dir(), &list, err, sizeof err), "%s", err);
-    ck_assert_uint_ge(list.n, 13);
-    for (size_t i = 0; i < list.n; i++) {
-        sc_result r;
-        sc_check_dir(ctx, list.paths[i], &r);
-        ck_assert_msg(r.verdict == SC_PASS, "%s on %s: %s", r.name, sdpa_backend_name(kind),
-                      r.reason);
-        ck_assert_int_gt(r.ncmp, 0);
-        for (int c = 0; c < r.ncmp; c++)
-            ck_assert(r.cmp[c].ok && r.cmp[c].bad_nonfinite == 0);
+    char dirs[TCORPUS_MAX][1024];
+    int nd = tcorpus_dirs(dirs, TCORPUS_MAX);
+    for (int k = 0; k < nd; k++) {
+        sc_list list = {0};
+        char err[512];
+        ck_assert_msg(sc_find(dirs[k], &list, err, sizeof err), "%s", err);
+        ck_assert_uint_ge(list.n, k == 0 ? 18 : 1);
+        for (size_t i = 0; i < list.n; i++) {
+            sc_result r;
+            sc_check_dir(ctx, list.paths[i], &r);
+            if (k > 0 && r.verdict == SC_SKIPPED) {
+                fprintf(stderr, "%s: skipped (%s)\n", list.paths[i], r.reason);
+                continue;
+            }
+            ck_assert_msg(r.verdict == SC_PASS, "%s on %s: %s", list.paths[i],
+                          sdpa_backend_name(kind), r.reason);
+            ck_assert_int_gt(r.ncmp, 0);
+            for (int c = 0; c < r.ncmp; c++)
+                ck_assert(r.cmp[c].ok && r.cmp[c].bad_nonfinite == 0);
+        }
+        sc_list_free(&list);
     }
-    sc_list_free(&list);
     sdpa_context_destroy(ctx);
 }
 
@@ -358,7 +370,8 @@ START_TEST(kv_len_i64)
     size_t n;
     snprintf(p, sizeof p, "%s/kv_len.i32", d);
     int32_t *v = (int32_t *)slurp(p, &n);
-    int64_t w[2] = {v[0], v[1]};
+    ck_assert_uint_eq(n, 3 * sizeof *v); /* B = 3 */
+    int64_t w[3] = {v[0], v[1], v[2]};
     free(v);
     snprintf(p, sizeof p, "%s/kv_len.i64", d);
     spit(p, w, sizeof w);
@@ -372,9 +385,9 @@ START_TEST(kv_len_i64)
     w[1] = (int64_t)1 << 40;
     spit(p, w, sizeof w);
     expect_fail(d, "kv_len[1]");
-    w[1] = 9; /* Skv = 8 */
+    w[1] = 66; /* Skv = 65 */
     spit(p, w, sizeof w);
-    expect_fail(d, "outside [0, Skv = 8]");
+    expect_fail(d, "outside [0, Skv = 65]");
     w[1] = -1;
     spit(p, w, sizeof w);
     expect_fail(d, "kv_len[1] = -1");
@@ -550,7 +563,7 @@ START_TEST(malformed_fields)
     expect_fail(d, "unknown attribute \"softcapp\"");
     /* shapes: rank, zero / fractional extents, mismatches, overflow */
     FRESH();
-    set_field(d, "inputs", "q", "shape", cJSON_CreateIntArray((const int[]){2, 5, 8}, 3));
+    set_field(d, "inputs", "q", "shape", cJSON_CreateIntArray((const int[]){2, 7, 16}, 3));
     expect_fail(d, "inputs.q: shape must have 4 axes");
     FRESH();
     set_field(d, "inputs", "q", "shape", shape4(1, 2, 0, 8));
@@ -559,7 +572,7 @@ START_TEST(malformed_fields)
     set_field(d, "inputs", "q", "shape", shape4(1, 2, 2.5, 8));
     expect_fail(d, "inputs.q: shape[2]");
     FRESH();
-    set_field(d, "inputs", "k", "shape", shape4(1, 2, 8, 7)); /* same bytes, D differs */
+    set_field(d, "inputs", "k", "shape", shape4(1, 2, 16, 65)); /* same bytes, D differs */
     expect_fail(d, "inputs.k: shape must be");
     FRESH();
     set_field(d, "inputs", "q", "shape", shape4(2147483647.0, 2147483647.0, 2147483647.0, 8));
@@ -568,10 +581,10 @@ START_TEST(malformed_fields)
     set_field(d, "inputs", "q", "shape", shape4(1, 2, 65536, 65536));
     expect_fail(d, "exceeds the limit");
     FRESH();
-    set_field(d, "expected", "out", "shape", shape4(1, 2, 8, 5));
-    expect_fail(d, "expected.out: shape [1,2,8,5], expected [1,2,5,8]");
+    set_field(d, "expected", "out", "shape", shape4(1, 2, 16, 7));
+    expect_fail(d, "expected.out: shape [1,2,16,7], expected [1,2,7,16]");
     FRESH();
-    set_field(d, "expected", "lse", "shape", cJSON_CreateIntArray((const int[]){1, 10}, 2));
+    set_field(d, "expected", "lse", "shape", cJSON_CreateIntArray((const int[]){1, 14}, 2));
     expect_fail(d, "expected.lse: shape");
 #undef FRESH
 }
@@ -581,7 +594,7 @@ START_TEST(lib_shape_forms_accepted)
 {
     /* lse given as (B,Hq,Sq,1) and stats as (B,Hq,1,11): the library's forms. */
     const char *d = copy_case("basic", "libforms");
-    set_field(d, "expected", "lse", "shape", shape4(1, 2, 5, 1));
+    set_field(d, "expected", "lse", "shape", shape4(1, 2, 7, 1));
     set_field(d, "expected", "stats", "shape", shape4(1, 2, 1, 11));
     expect_pass(d);
 }
@@ -664,6 +677,319 @@ START_TEST(unsupported_is_reported)
 }
 END_TEST
 
+/* ---- the corpus is what the generator writes ------------------------------------------ */
+
+/* Compares two float32 files: equal, or within one ulp per entry (the
+ * expected outputs go through libm's exp/log/tanh, which may differ in the
+ * last bit of a double elsewhere); non-finite entries equal. */
+static int f32_close(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na != nb || na % 4)
+        return 0;
+    for (size_t i = 0; i < na; i += 4) {
+        int32_t x, y;
+        memcpy(&x, a + i, 4);
+        memcpy(&y, b + i, 4);
+        if (x == y)
+            continue;
+        float fx, fy;
+        memcpy(&fx, &x, 4);
+        memcpy(&fy, &y, 4);
+        if (!isfinite(fx) || !isfinite(fy) || (x < 0) != (y < 0) || llabs((long long)x - y) > 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* Differences between two corpus folders (recursive; top-level README.md
+ * ignored). Inputs and case.json must match byte for byte; *.expected.f32 to
+ * one ulp. Each difference is printed. */
+static int corpus_diff(const char *a, const char *b, int top)
+{
+    int diffs = 0;
+    const char *dirs[2] = {a, b};
+    for (int side = 0; side < 2; side++) {
+        DIR *d = opendir(dirs[side]);
+        ck_assert_msg(d != NULL, "cannot open %s", dirs[side]);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.' || (top && strcmp(e->d_name, "README.md") == 0))
+                continue;
+            char pa[2048], pb[2048];
+            struct stat sa, sb;
+            snprintf(pa, sizeof pa, "%s/%s", dirs[side], e->d_name);
+            snprintf(pb, sizeof pb, "%s/%s", dirs[1 - side], e->d_name);
+            ck_assert_int_eq(stat(pa, &sa), 0);
+            if (stat(pb, &sb) != 0 || S_ISDIR(sa.st_mode) != S_ISDIR(sb.st_mode)) {
+                fprintf(stderr, "corpus: %s has no counterpart %s\n", pa, pb);
+                diffs++;
+                continue;
+            }
+            if (side == 1)
+                continue; /* both exist: compared from side 0 */
+            if (S_ISDIR(sa.st_mode)) {
+                diffs += corpus_diff(pa, pb, 0);
+                continue;
+            }
+            size_t na, nb;
+            char *ca = slurp(pa, &na), *cb = slurp(pb, &nb);
+            int same = na == nb && memcmp(ca, cb, na) == 0;
+            if (!same && strstr(e->d_name, ".expected.f32"))
+                same = f32_close(ca, na, cb, nb);
+            if (!same) {
+                fprintf(stderr, "corpus: %s differs from %s\n", pa, pb);
+                diffs++;
+            }
+            free(ca);
+            free(cb);
+        }
+        closedir(d);
+    }
+    return diffs;
+}
+
+START_TEST(corpus_is_fresh)
+{
+    /* tests/conformance equals what tests/gen_conformance.c writes now. */
+    const char *gen = getenv("SDPA_GEN_CONFORMANCE");
+    ck_assert_msg(gen && *gen, "SDPA_GEN_CONFORMANCE (set by tests/meson.build) is not set");
+    char out[512], cmd[1400], p[1024];
+    snprintf(out, sizeof out, "%s/gen", g_tmp);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' >/dev/null", gen, out);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(corpus_diff(conf_dir(), out, 1) == 0,
+                  "tests/conformance differs from gen_conformance's output: regenerate it "
+                  "(tests/conformance/README.md)");
+    /* The comparison is not vacuous: one flipped input bit, a changed
+     * expected value and a missing case are each seen. */
+    size_t n;
+    snprintf(p, sizeof p, "%s/basic/q.f32", out);
+    char *q = slurp(p, &n);
+    q[5] ^= 1;
+    spit(p, q, n);
+    ck_assert_int_eq(corpus_diff(conf_dir(), out, 1), 1);
+    q[5] ^= 1;
+    spit(p, q, n);
+    free(q);
+    snprintf(p, sizeof p, "%s/basic/out.expected.f32", out);
+    float *o = (float *)slurp(p, &n);
+    o[1] = nextafterf(nextafterf(o[1], INFINITY), INFINITY); /* two ulps */
+    spit(p, o, n);
+    free(o);
+    ck_assert_int_eq(corpus_diff(conf_dir(), out, 1), 1);
+    snprintf(p, sizeof p, "%s/one_key", out);
+    rm_rf(p);
+    ck_assert_int_eq(corpus_diff(conf_dir(), out, 1), 2);
+}
+END_TEST
+
+/* ---- inputs this runner does not know yet: SKIPPED, named ------------------------------ */
+
+static void add_input(const char *d, const char *key, const char *dtype, const double *shape,
+                      int rank, const char *file, size_t bytes)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "dtype", dtype);
+    cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shape, rank));
+    cJSON_AddStringToObject(e, "file", file);
+    set_field(d, "inputs", key, NULL, e);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", d, file);
+    char *zero = calloc(1, bytes);
+    spit(p, zero, bytes);
+    free(zero);
+}
+
+static void expect_skipped(const char *dir, const char *needle)
+{
+    sc_result r = run_dir(dir);
+    ck_assert_msg(r.verdict == SC_SKIPPED, "%s: expected SKIPPED, got %d (%s)", dir,
+                  (int)r.verdict, r.reason);
+    ck_assert_msg(strstr(r.reason, needle) != NULL, "%s: reason \"%s\" lacks \"%s\"", dir,
+                  r.reason, needle);
+    ck_assert_int_eq(r.ncmp, 0);
+}
+
+START_TEST(unknown_inputs_skipped)
+{
+    const double h[1] = {2}, pages[4] = {4, 2, 32, 16}, table[2] = {1, 3}, kv[1] = {1},
+                 kq[4] = {1, 2, 65, 32};
+    const char *d = copy_case("basic", "alibi");
+    add_input(d, "alibi_slopes", "f32", h, 1, "alibi_slopes.f32", 8);
+    expect_skipped(d, "input 'alibi_slopes' not supported yet");
+    d = copy_case("basic", "sinks");
+    add_input(d, "sinks", "f32", h, 1, "sinks.f32", 8);
+    expect_skipped(d, "input 'sinks' not supported yet");
+    /* paged K/V: k and v replaced by pages and a block table */
+    d = copy_case("basic", "paged");
+    set_field(d, "inputs", "k", NULL, NULL);
+    set_field(d, "inputs", "v", NULL, NULL);
+    add_input(d, "k_pages", "f32", pages, 4, "k_pages.f32", 4 * 2 * 32 * 16 * 4);
+    add_input(d, "v_pages", "f32", pages, 4, "v_pages.f32", 4 * 2 * 32 * 16 * 4);
+    add_input(d, "block_table", "i32", table, 2, "block_table.i32", 12);
+    add_input(d, "kv_len", "i32", kv, 1, "kv_len.i32", 4);
+    expect_skipped(d, "input 'k_pages' not supported yet");
+    /* block-quantized K/V: the dtype is named */
+    d = copy_case("basic", "q8_0");
+    add_input(d, "k", "q8_0", kq, 4, "k.q8_0", 2 * 65 * 34);
+    add_input(d, "v", "q8_0", kq, 4, "v.q8_0", 2 * 65 * 34);
+    expect_skipped(d, "dtype 'q8_0' not supported yet");
+    d = copy_case("basic", "q4_0");
+    add_input(d, "k", "q4_0", kq, 4, "k.q4_0", 2 * 65 * 18);
+    expect_skipped(d, "dtype 'q4_0' not supported yet");
+    /* mixed precision: k and v in bf16 under an f32 case */
+    d = copy_case("basic", "mixed");
+    const double ks[4] = {1, 2, 65, 16};
+    add_input(d, "k", "bf16", ks, 4, "k.bf16", 2 * 65 * 16 * 2);
+    add_input(d, "v", "bf16", ks, 4, "v.bf16", 2 * 65 * 16 * 2);
+    expect_skipped(d, "k/v dtype 'bf16' with q's 'f32' (mixed precision) not supported yet");
+    /* an expected output of those features */
+    d = copy_case("backward_softcap", "dsinks");
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "dtype", "f32");
+    cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(h, 1));
+    cJSON_AddStringToObject(e, "file", "dsinks.expected.f32");
+    set_field(d, "expected", "dsinks", NULL, e);
+    expect_skipped(d, "output 'dsinks' not supported yet");
+    /* still malformed, not skipped: k and v in different dtypes, a typo */
+    d = copy_case("basic", "kv_differ");
+    add_input(d, "k", "bf16", ks, 4, "k.bf16", 2 * 65 * 16 * 2);
+    expect_fail(d, "inputs.v: dtype f32 differs from k's bf16");
+    d = copy_case("basic", "typo");
+    add_input(d, "alibi_slope", "f32", h, 1, "alibi_slope.f32", 8);
+    expect_fail(d, "unknown input \"alibi_slope\"");
+}
+END_TEST
+
+/* ---- hostile case folders ---------------------------------------------------------------- */
+
+START_TEST(trailing_text_refused)
+{
+    const char *d = copy_case("basic", "trailing");
+    char p[1024];
+    size_t n;
+    snprintf(p, sizeof p, "%s/case.json", d);
+    char *orig = slurp(p, &n);
+    char *buf = malloc(n + 64);
+    /* whitespace after the object is fine */
+    memcpy(buf, orig, n);
+    memcpy(buf + n, "\n \t\r\n", 5);
+    spit(p, buf, n + 5);
+    expect_pass(d);
+    const char *tails[] = {"x", "}", "{\"format\": \"sdpa-case/1\"}", "\n// comment\n", "[]"};
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+        memcpy(buf, orig, n);
+        memcpy(buf + n, tails[t], strlen(tails[t]));
+        spit(p, buf, n + strlen(tails[t]));
+        expect_fail(d, "case.json: text after the JSON object");
+    }
+    /* a NUL byte hides the rest of the file from a C-string parser */
+    memcpy(buf, orig, n);
+    memcpy(buf + n, "\0garbage", 8);
+    spit(p, buf, n + 8);
+    expect_fail(d, "case.json: NUL byte");
+    free(buf);
+    free(orig);
+}
+END_TEST
+
+START_TEST(symlinks_out_of_case_refused)
+{
+    char p[1024], t[1024];
+    const char *other = copy_case("basic", "other");
+    (void)other;
+    /* a tensor file that is a symlink to a file outside the case folder
+     * (here a valid q of the right size): refused */
+    const char *d = copy_case("basic", "link_out");
+    snprintf(p, sizeof p, "%s/q.f32", d);
+    unlink(p);
+    ck_assert_int_eq(symlink("../other/q.f32", p), 0);
+    expect_fail(d, "inputs.q: q.f32 resolves outside the case folder");
+    unlink(p);
+    ck_assert_int_eq(symlink("/etc/passwd", p), 0);
+    expect_fail(d, "inputs.q: q.f32 resolves outside the case folder");
+    /* through a symlinked folder inside the case */
+    d = copy_case("basic", "dir_out");
+    snprintf(p, sizeof p, "%s/sub", d);
+    ck_assert_int_eq(symlink("../other", p), 0);
+    set_field(d, "inputs", "q", "file", cJSON_CreateString("sub/q.f32"));
+    expect_fail(d, "inputs.q: sub/q.f32 resolves outside the case folder");
+    /* case.json itself pointing elsewhere */
+    d = copy_case("basic", "json_out");
+    snprintf(p, sizeof p, "%s/case.json", d);
+    unlink(p);
+    ck_assert_int_eq(symlink("../other/case.json", p), 0);
+    expect_fail(d, "case.json resolves outside the case folder");
+    /* a symlink that stays inside the folder is fine */
+    d = copy_case("basic", "link_in");
+    snprintf(p, sizeof p, "%s/data", d);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/q.f32", d);
+    snprintf(t, sizeof t, "%s/data/q.f32", d);
+    ck_assert_int_eq(rename(p, t), 0);
+    ck_assert_int_eq(symlink("data/q.f32", p), 0);
+    expect_pass(d);
+    /* and so is a case folder reached through a symlink */
+    snprintf(p, sizeof p, "%s/alias", g_tmp);
+    ck_assert_int_eq(symlink("link_in", p), 0);
+    expect_pass(p);
+}
+END_TEST
+
+START_TEST(fifo_never_blocks)
+{
+    /* A FIFO (or any non-regular file) at a tensor path or at case.json is
+     * refused at once; before the fix, opening it waited for a writer. */
+    alarm(60);
+    char p[1024];
+    const char *d = copy_case("basic", "fifo");
+    snprintf(p, sizeof p, "%s/k.f32", d);
+    unlink(p);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    expect_fail(d, "inputs.k: k.f32 is not a regular file");
+    d = copy_case("basic", "fifo_json");
+    snprintf(p, sizeof p, "%s/case.json", d);
+    unlink(p);
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    expect_fail(d, "case.json: not a regular file");
+    d = copy_case("basic", "devnull");
+    snprintf(p, sizeof p, "%s/v.f32", d);
+    unlink(p);
+    ck_assert_int_eq(symlink("/dev/null", p), 0);
+    expect_fail(d, "inputs.v: v.f32 resolves outside the case folder");
+    alarm(0);
+}
+END_TEST
+
+START_TEST(walk_ignores_symlink_loops)
+{
+    /* A folder with one case and eight symlinks to itself: the case is
+     * found once (before the fix: 602 times, through every chain of links
+     * down to the depth limit). */
+    char p[1024], t[1024];
+    snprintf(p, sizeof p, "%s/loop", g_tmp);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    copy_case("basic", "loop/basic");
+    for (int i = 0; i < 8; i++) {
+        snprintf(t, sizeof t, "%s/loop/self%d", g_tmp, i);
+        ck_assert_int_eq(symlink(".", t), 0);
+    }
+    snprintf(t, sizeof t, "%s/loop/up", g_tmp);
+    ck_assert_int_eq(symlink("..", t), 0);
+    sc_list l = {0};
+    char err[512];
+    ck_assert_msg(sc_find(p, &l, err, sizeof err), "%s", err);
+    ck_assert_uint_eq(l.n, 1);
+    sc_list_free(&l);
+    /* PATH itself may be a symlink (to a folder of cases or to a case) */
+    snprintf(t, sizeof t, "%s/alias", g_tmp);
+    ck_assert_int_eq(symlink("loop", t), 0);
+    ck_assert_msg(sc_find(t, &l, err, sizeof err), "%s", err);
+    ck_assert_uint_eq(l.n, 1);
+    sc_list_free(&l);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("conformance");
@@ -690,6 +1016,15 @@ static Suite *suite(void)
     tcase_add_test(t, json_truncations_and_flips);
     tcase_add_test(t, malformed_files);
     tcase_add_test(t, malformed_fields);
+    tcase_add_test(t, unknown_inputs_skipped);
+    tcase_add_test(t, trailing_text_refused);
+    tcase_add_test(t, symlinks_out_of_case_refused);
+    tcase_add_test(t, fifo_never_blocks);
+    tcase_add_test(t, walk_ignores_symlink_loops);
+    suite_add_tcase(s, t);
+    t = tcase_create("corpus");
+    tcase_add_checked_fixture(t, ref_setup, ref_teardown);
+    tcase_add_test(t, corpus_is_fresh);
     suite_add_tcase(s, t);
     return s;
 }

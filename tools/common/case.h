@@ -58,9 +58,17 @@ typedef struct sc_case {
     int stats_cols;               /* columns of the expected stats */
     int stats_map[32];            /* expected column -> sdpa_stat index */
     double tol_max_abs, tol_rel_l2;
+    int skipped;                  /* after a failed sc_load: the case is valid as far
+                                     as read but uses an sdpa-case/1 input, dtype or
+                                     output this runner does not support yet */
 } sc_case;
 
-typedef enum sc_verdict { SC_PASS = 0, SC_FAIL = 1, SC_UNSUPPORTED = 2 } sc_verdict;
+/* SC_UNSUPPORTED: the library answered SDPA_ERR_UNSUPPORTED. SC_SKIPPED: the
+ * case uses an sdpa-case/1 input this runner cannot express yet (reason names
+ * it). Both count as skipped, never as passed. */
+typedef enum sc_verdict {
+    SC_PASS = 0, SC_FAIL = 1, SC_UNSUPPORTED = 2, SC_SKIPPED = 3
+} sc_verdict;
 
 typedef struct sc_compare {
     int which;            /* SC_OUT_* */
@@ -86,7 +94,10 @@ const char *sc_input_name(int which);
 const char *sc_output_name(int which);
 
 /* Loads the case in folder `dir`. Returns 1 on success; otherwise 0 with a
- * reason in err (and *c holds nothing that needs freeing). */
+ * reason in err (and *c holds nothing that needs freeing but its name and
+ * `skipped`). Files are read only from inside the folder: a name that is
+ * absolute, holds "..", or resolves through a symlink outside the folder is
+ * refused, as is anything but a regular file (a FIFO never blocks). */
 int sc_load(const char *dir, sc_case *c, char *err, size_t errcap);
 void sc_free(sc_case *c);
 
@@ -98,8 +109,9 @@ void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r);
 void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *tile,
                  sc_result *r);
 
-/* Loads and runs the case in `dir`: a load failure is a FAIL with the reason;
- * the name falls back to the folder's base name. */
+/* Loads and runs the case in `dir`: a load failure is a FAIL with the reason
+ * (SKIPPED when sc_load set `skipped`); the name falls back to the folder's
+ * base name. */
 void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r);
 void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_config *tile,
                        sc_result *r);
@@ -115,7 +127,9 @@ typedef struct sc_list {
 } sc_list;
 
 /* Adds `path` if it holds case.json, else every case folder below it (sorted
- * by name, down to SC_MAX_DEPTH levels, hidden folders skipped). `list`
+ * by name, down to SC_MAX_DEPTH levels, hidden folders skipped; `path` may be
+ * a symlink, but symlinks below it are not followed and a folder already on
+ * the way down (same device and inode) is not entered again). `list`
  * starts zeroed ({0}) or holds earlier results. Returns 0 when `path`
  * cannot be read (reason in err; the list is then freed and empty);
  * unreadable folders below it are passed over, and finding no case is not an

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- comparison ----------------------------------------------------------------- */
 
@@ -318,7 +319,7 @@ void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_confi
     char err[512];
     if (!sc_load(dir, c, err, sizeof err)) {
         snprintf(r->name, sizeof r->name, "%s", c->name);
-        rfail(r, SC_FAIL, "%s", err);
+        rfail(r, c->skipped ? SC_SKIPPED : SC_FAIL, "%s", err);
     } else {
         sc_run_tile(ctx, c, tile, r);
     }
@@ -350,9 +351,17 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int find_rec(const char *path, int depth, sc_list *l, char *err, size_t errcap)
+/* The folders on the way down from PATH, by device and inode: a folder met
+ * again below itself (a bind mount, a loop) is not entered. */
+typedef struct walk {
+    dev_t dev[SC_MAX_DEPTH + 1];
+    ino_t ino[SC_MAX_DEPTH + 1];
+} walk;
+
+static int find_rec(const char *path, int depth, walk *w, sc_list *l, char *err, size_t errcap)
 {
     char p[4352];
+    struct stat st;
     if (!tu_path_join(p, sizeof p, path, "case.json")) {
         snprintf(err, errcap, "%s: path too long", path);
         return 0;
@@ -361,6 +370,13 @@ static int find_rec(const char *path, int depth, sc_list *l, char *err, size_t e
         return list_add(l, path) ? 1 : (snprintf(err, errcap, "out of memory"), 0);
     if (depth >= SC_MAX_DEPTH)
         return 1;
+    if (stat(path, &st) != 0)
+        st.st_dev = 0, st.st_ino = 0;
+    for (int a = 0; a < depth; a++)
+        if (w->dev[a] == st.st_dev && w->ino[a] == st.st_ino)
+            return 1;
+    w->dev[depth] = st.st_dev;
+    w->ino[depth] = st.st_ino;
     DIR *d = opendir(path);
     if (!d && depth > 0)
         return 1; /* an unreadable folder below PATH holds no case we can run */
@@ -374,7 +390,10 @@ static int find_rec(const char *path, int depth, sc_list *l, char *err, size_t e
     while (ok && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        if (!tu_path_join(p, sizeof p, path, e->d_name) || !tu_is_dir(p))
+        /* lstat: a symlink below PATH is not followed (self-links would
+         * otherwise repeat every case below them) */
+        if (!tu_path_join(p, sizeof p, path, e->d_name) || lstat(p, &st) != 0 ||
+            !S_ISDIR(st.st_mode))
             continue;
         ok = list_add(&sub, p);
     }
@@ -387,20 +406,21 @@ static int find_rec(const char *path, int depth, sc_list *l, char *err, size_t e
     if (sub.n)
         qsort(sub.paths, sub.n, sizeof *sub.paths, cmp_str);
     for (size_t i = 0; ok && i < sub.n; i++)
-        ok = find_rec(sub.paths[i], depth + 1, l, err, errcap);
+        ok = find_rec(sub.paths[i], depth + 1, w, l, err, errcap);
     sc_list_free(&sub);
     return ok;
 }
 
 int sc_find(const char *path, sc_list *list, char *err, size_t errcap)
 {
+    walk w;
     if (errcap)
         err[0] = '\0';
     if (!tu_is_dir(path)) {
         snprintf(err, errcap, "%s: not a folder", path);
         return 0;
     }
-    if (!find_rec(path, 0, list, err, errcap)) {
+    if (!find_rec(path, 0, &w, list, err, errcap)) {
         sc_list_free(list); /* nothing half-found survives a failure */
         return 0;
     }
