@@ -17,12 +17,14 @@
  *  - qknorm --quick: without QK-norm the logits grow past 5x the RMS-normed
  *    run, whose logits stay within scale * d;
  *  - inspect: per-head spreads, saturation/collapse flags and warnings;
- *    a shared conformance case is read and matches its expected stats;
+ *    the corpus case tests/conformance/basic (and basic of an extra corpus,
+ *    tests/common/corpus.h) is read and matches its expected stats;
  *  - --plot writes a well-formed SVG; bad flags exit 2 with a message;
  *    --help exits 0 for the tool and every subcommand.
  * Run time: about 5 s on the cpu backend (under 15 s on reference).
  */
 #include "testutil.h"
+#include "corpus.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -275,15 +277,21 @@ END_TEST
 
 START_TEST(test_inspect_case_dir)
 {
-    const char *conf = getenv("SDPA_CONFORMANCE_DIR");
-    char args[1024];
-    snprintf(args, sizeof args, "inspect '%s/basic'", conf && *conf ? conf : "../shared/conformance");
-    int rc = lab(1, args);
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, g_err);
-    const char *p = strstr(g_out, "largest difference from the case's expected stats: ");
-    ck_assert_msg(p != NULL, "%s", g_out);
-    double diff = strtod(strchr(p, ':') + 1, NULL);
-    ck_assert_msg(diff < 1e-4, "stats differ from the case by %g", diff);
+    /* basic of the repository's corpus, and of each extra corpus that has one */
+    char dirs[TCORPUS_MAX][1024], args[1200], probe[1200];
+    int nd = tcorpus_dirs(dirs, TCORPUS_MAX);
+    for (int k = 0; k < nd; k++) {
+        snprintf(probe, sizeof probe, "%.1023s/basic/case.json", dirs[k]);
+        if (k > 0 && access(probe, R_OK) != 0)
+            continue;
+        snprintf(args, sizeof args, "inspect '%.1023s/basic'", dirs[k]);
+        int rc = lab(1, args);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", dirs[k], rc, g_err);
+        const char *p = strstr(g_out, "largest difference from the case's expected stats: ");
+        ck_assert_msg(p != NULL, "%s", g_out);
+        double diff = strtod(strchr(p, ':') + 1, NULL);
+        ck_assert_msg(diff < 1e-4, "%s: stats differ from the case by %g", dirs[k], diff);
+    }
     ck_assert_int_eq(lab(1, "inspect /nonexistent/case"), 1);
     ck_assert_msg(strlen(g_err) > 0, "a message for a missing case");
 }
