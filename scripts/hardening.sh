@@ -23,7 +23,12 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 NODEV=(-Dopencl=disabled -Dvulkan=disabled)
 mkdir -p "$ROOT"
 export SDPA_LOG=error CK_DEFAULT_TIMEOUT=900
-export SDPA_CONFORMANCE_DIR="$SRC/../shared/conformance"
+# Conformance cases: the repository's corpus always; ../shared/conformance
+# beside the checkout only as an extra, when it exists (tests/common/corpus.h).
+export SDPA_CORPUS_DIR="$SRC/tests/conformance"
+if [ -d "$SRC/../shared/conformance" ]; then
+  export SDPA_CONFORMANCE_DIR="$SRC/../shared/conformance${SDPA_CONFORMANCE_DIR:+:$SDPA_CONFORMANCE_DIR}"
+fi
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$SRC/.ci/lsan.supp:print_suppressions=0"
 declare -a SUMMARY=()
