@@ -208,6 +208,7 @@ sdpa_status sdpa_plan_forward(sdpa_plan *plan, const sdpa_forward_tensors *t)
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t, false));
+    SDPA__TRY(sdpa__validate_aliasing(ctx, t, NULL));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
     return run(plan, &s, SDPA_OK, t, NULL);
@@ -222,6 +223,7 @@ sdpa_status sdpa_plan_backward(sdpa_plan *plan, const sdpa_forward_tensors *fwd,
                 "sdpa_plan_backward: the plan was created without SDPA_PLAN_BACKWARD");
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd, true));
     SDPA__TRY(sdpa__validate_backward_call(ctx, &plan->key, bwd));
+    SDPA__TRY(sdpa__validate_aliasing(ctx, fwd, bwd));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
     return run(plan, &s, SDPA_OK, fwd, bwd);

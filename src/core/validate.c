@@ -6,6 +6,7 @@
  * whose element count or byte span does not fit int64/size_t is SDPA_ERR_SHAPE.
  */
 #include "validate.h"
+#include "overlap.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -308,7 +309,8 @@ static sdpa_status check_call_tensor(sdpa_context *ctx, const char *name,
         SDPA__CHECK(ctx, x->shape[a] == 1 || x->stride[a] != 0, SDPA_ERR_STRIDE,
                     "%s.stride[%d] is 0 on an axis of extent %lld: an output cannot broadcast",
                     name, a, (long long)x->shape[a]);
-    return sdpa__check_layout(ctx, name, x, true);
+    SDPA__TRY(sdpa__check_layout(ctx, name, x, true));
+    return output ? sdpa__check_no_self_overlap(ctx, name, x) : SDPA_OK;
 }
 
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
@@ -344,5 +346,31 @@ sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_ke
         SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], x, want, key->shapes[src[i]],
                                     i != SDPA__G_DOUT));
     }
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__validate_aliasing(sdpa_context *ctx, const sdpa_forward_tensors *t,
+                                    const sdpa_backward_tensors *g)
+{
+    const sdpa_tensor *x[SDPA__T_COUNT + SDPA__G_COUNT];
+    const char *name[SDPA__T_COUNT + SDPA__G_COUNT];
+    bool output[SDPA__T_COUNT + SDPA__G_COUNT];
+    int n = 0;
+    for (int i = 0; i < SDPA__T_COUNT; i++) {
+        if (g && i == SDPA__T_STATS) continue; /* the backward does not read it */
+        x[n] = sdpa__fwd_slot(t, i);
+        name[n] = sdpa__fwd_names[i];
+        output[n++] = !g && (i == SDPA__T_OUT || i == SDPA__T_LSE || i == SDPA__T_STATS);
+    }
+    for (int i = 0; g && i < SDPA__G_COUNT; i++) {
+        x[n] = sdpa__bwd_slot(g, i);
+        name[n] = sdpa__bwd_names[i];
+        output[n++] = i != SDPA__G_DOUT;
+    }
+    /* every pair with an output in it, once; inputs may share memory */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; output[i] && j < n; j++)
+            if (j != i && (!output[j] || j > i))
+                SDPA__TRY(sdpa__check_disjoint(ctx, name[i], x[i], name[j], x[j]));
     return SDPA_OK;
 }
