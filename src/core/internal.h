@@ -42,6 +42,10 @@ void sdpa__set_build_log(sdpa_context *ctx, const char *log);
     do {                                                    \
         if (!(cond)) return SDPA__FAIL(ctx, status, __VA_ARGS__); \
     } while (0)
+/* A NULL argument of public function fn: SDPA_ERR_NULL with the message
+ * "fn: arg is NULL" (every failing call sets its own message). */
+#define SDPA__CHECK_ARG(ctx, ptr, fn, arg) \
+    SDPA__CHECK(ctx, !!(ptr), SDPA_ERR_NULL, "%s: %s is NULL", fn, arg)
 #define SDPA__TRY(expr)                             \
     do {                                            \
         sdpa_status sdpa__s_ = (expr);              \

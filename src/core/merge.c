@@ -67,7 +67,10 @@ sdpa_status sdpa_merge(sdpa_context *ctx, int n, const sdpa_tensor *outs,
                        const sdpa_tensor *lse)
 {
     if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK(ctx, outs && lses && out && lse, SDPA_ERR_NULL, "sdpa_merge: a tensor list is NULL");
+    SDPA__CHECK_ARG(ctx, outs, "sdpa_merge", "outs");
+    SDPA__CHECK_ARG(ctx, lses, "sdpa_merge", "lses");
+    SDPA__CHECK_ARG(ctx, out, "sdpa_merge", "out");
+    SDPA__CHECK_ARG(ctx, lse, "sdpa_merge", "lse");
     SDPA__CHECK(ctx, n >= 1 && n <= SDPA__MERGE_MAX, SDPA_ERR_INVALID_ARG,
                 "sdpa_merge: n is %d, must lie in [1, %d]", n, SDPA__MERGE_MAX);
     for (int i = 0; i < n; i++) SDPA__TRY(check_pair(ctx, &outs[i], &lses[i], out, "partial", i));

@@ -79,8 +79,10 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
 sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                              const sdpa_plan_options *options, sdpa_plan **out)
 {
-    if (!ctx || !out) return SDPA_ERR_NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, out, "sdpa_plan_create", "out");
     *out = NULL;
+    SDPA__CHECK_ARG(ctx, desc, "sdpa_plan_create", "desc");
     sdpa_plan_options defaults;
     if (!options) {
         sdpa_plan_options_init(&defaults);
@@ -149,7 +151,8 @@ size_t sdpa_plan_workspace_size(const sdpa_plan *plan)
 
 sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
 {
-    if (!plan || !info) return SDPA_ERR_NULL;
+    if (!plan) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(plan->ctx, info, "sdpa_plan_get_info", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->backend = plan->slot->backend->kind;
@@ -207,6 +210,7 @@ sdpa_status sdpa_plan_forward(sdpa_plan *plan, const sdpa_forward_tensors *t)
 {
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
+    SDPA__CHECK_ARG(ctx, t, "sdpa_plan_forward", "t");
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t, false));
     SDPA__TRY(sdpa__validate_aliasing(ctx, t, NULL));
     sdpa__staging s;
@@ -219,6 +223,8 @@ sdpa_status sdpa_plan_backward(sdpa_plan *plan, const sdpa_forward_tensors *fwd,
 {
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
+    SDPA__CHECK_ARG(ctx, fwd, "sdpa_plan_backward", "fwd");
+    SDPA__CHECK_ARG(ctx, bwd, "sdpa_plan_backward", "bwd");
     SDPA__CHECK(ctx, plan->flags & SDPA_PLAN_BACKWARD, SDPA_ERR_INVALID_ARG,
                 "sdpa_plan_backward: the plan was created without SDPA_PLAN_BACKWARD");
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd, true));
