@@ -23,16 +23,13 @@ static bool fallback_worthy(sdpa_status st)
            st == SDPA_ERR_OUT_OF_MEMORY || st == SDPA_ERR_DEVICE_LOST;
 }
 
-/* Whether a forced tile asks for the materialised-scores path (unfused = 1
- * or a CLBlast parameter set), which only the OpenCL backend has. */
+/* Whether a forced tile asks for the materialised-scores path (unfused = 1),
+ * which only the OpenCL backend has. (A CLBlast parameter set elsewhere is a
+ * field the backend does not have: src/core/tile_check.c.) */
 static bool tile_wants_unfused(const sdpa_tile_config *t)
 {
-    if (!t) return false;
-    bool unf = t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
-               t->unfused == 1;
-    bool gemm = t->struct_size >= offsetof(sdpa_tile_config, gemm_params) + sizeof(int) &&
-                t->gemm_params != SDPA_AUTO;
-    return unf || gemm;
+    return t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
+           t->unfused == 1;
 }
 
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
@@ -40,8 +37,8 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
 {
     if (slot->backend->kind != SDPA_BACKEND_OPENCL && tile_wants_unfused(options->tile))
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                          "%s: tile.unfused / tile.gemm_params: the materialised-scores "
-                          "(CLBlast) path exists on the OpenCL backend only",
+                          "%s: tile.unfused 1: the materialised-scores (CLBlast) path exists "
+                          "on the OpenCL backend only",
                           slot->backend->name);
 #ifdef SDPA_HAVE_TUNE
     /* No forced tile: the profile's record for this device and bucket, if

@@ -32,6 +32,7 @@ const sdpa__backend sdpa__backend_vulkan = {
     .backward = sdpa__vk_backward,
     .finish = sdpa__vk_finish,
     .default_tile = sdpa__vk_default_tile,
+    .tile_ranges = sdpa__vk_tile_ranges,
     .tile_candidates = sdpa__vk_tile_candidates,
     .source_hash = sdpa__vk_source_hash,
     .measure_peak = sdpa__vk_measure_peak,
