@@ -452,7 +452,30 @@ START_TEST(environment_and_options)
     o.device = "0"; /* code wins */
     ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
     sdpa_context_destroy(ctx);
+    /* device indices are parsed whole: no wrap-around to device 0 (2^32 would
+     * be 0 through atoi), no sign, no overflow; refused with a message */
+    o.device = NULL;
+    static const char *const bad_index[] = {"4294967296", "2147483648", "-1",
+                                            "99999999999999999999999", "+4294967296"};
+    for (size_t i = 0; i < sizeof bad_index / sizeof bad_index[0]; i++) {
+        setenv("SDPA_DEVICE", bad_index[i], 1);
+        cap.last[0] = '\0';
+        ctx = (sdpa_context *)&o;
+        ck_assert_msg(sdpa_context_create(&o, &ctx) == SDPA_ERR_INVALID_ARG, "SDPA_DEVICE=%s",
+                      bad_index[i]);
+        ck_assert_ptr_null(ctx);
+        ck_assert_msg(strstr(cap.last, "SDPA_DEVICE") && strstr(cap.last, bad_index[i]) &&
+                          strstr(cap.last, "not a device index"),
+                      "log: '%s'", cap.last);
+    }
     unsetenv("SDPA_DEVICE");
+    o.device = "4294967296";
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(cap.last, "options.device='4294967296' is not a device index"),
+                  "log: '%s'", cap.last);
+    o.device = "1"; /* a valid index with no such device */
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_ERR_NO_DEVICE);
+    o.device = NULL;
 
     sdpa_context_options_init(&o);
     o.backend = SDPA_BACKEND_REFERENCE;

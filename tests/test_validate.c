@@ -465,6 +465,70 @@ START_TEST(wrong_optional_shapes)
 }
 END_TEST
 
+
+/* Shape messages name each axis by what it means for that tensor (mask and
+ * bias: keys; lse: a unit axis) and never say "expected 1 or 1". */
+static void expect_message(sdpa_status got, const char *want, const char *never, int line)
+{
+    sdpa_error_info info;
+    ck_assert_msg(got == SDPA_ERR_SHAPE, "line %d: %s", line, sdpa_status_name(got));
+    sdpa_context_last_error(g_ctx, &info);
+    ck_assert_msg(strstr(info.message, want) != NULL, "line %d: '%s' lacks '%s'", line,
+                  info.message, want);
+    ck_assert_msg(!never || strstr(info.message, never) == NULL, "line %d: '%s' has '%s'",
+                  line, info.message, never);
+    ck_assert_msg(strstr(info.message, "expected 1 or 1") == NULL, "line %d: '%s'", line,
+                  info.message);
+}
+#define EXPECT_MESSAGE(call, want, never) expect_message((call), (want), (never), __LINE__)
+
+START_TEST(shape_messages_name_axes)
+{
+    sdpa_attention_desc d;
+    full(&d); d.tensors.mask.shape[3] = SKV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.mask.shape[3] (keys) is 8, expected 7",
+                   "head_dim");
+    full(&d); d.tensors.bias.shape[3] = SKV - 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.bias.shape[3] (keys) is 6", NULL);
+    full(&d); d.tensors.lse.shape[3] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.lse.shape[3] (unit axis) is 2, expected 1", "head_dim");
+    full(&d); d.tensors.stats.shape[2] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.stats.shape[2] (unit axis)", "seq");
+    base(&d); d.tensors.out.shape[3] = DV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.out.shape[3] (value dim Dv) is 7, expected 6", NULL);
+    base(&d); d.tensors.v.shape[2] = SKV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.v.shape[2] (keys) is 8", NULL);
+    full(&d); d.tensors.mask.shape[1] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.mask.shape[1] (query heads) is 2, expected 4 or 1 (broadcast)", NULL);
+    /* batch 1: a mask of batch 2 is wrong, and "1 or 1" would be nonsense */
+    full(&d);
+    d.tensors.q.shape[0] = d.tensors.k.shape[0] = d.tensors.v.shape[0] = 1;
+    d.tensors.out.shape[0] = d.tensors.lse.shape[0] = d.tensors.stats.shape[0] = 1;
+    d.tensors.bias.shape[0] = d.tensors.kv_len.shape[0] = 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.mask.shape[0] (batch) is 2, expected 1", "(broadcast)");
+    /* backward tensors are named like the forward tensors they mirror */
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    full(&d);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_ctx, &d, &o, &plan), SDPA_OK);
+    sdpa_backward_tensors g;
+    bwd_tensors(&g, 0);
+    g.dv.shape[3] = DV - 1;
+    EXPECT_MESSAGE(sdpa_plan_backward(plan, &d.tensors, &g),
+                   "bwd.dv.shape[3] (value dim Dv) is 5, expected 6", NULL);
+    bwd_tensors(&g, 0);
+    g.dk.shape[2] = 1;
+    EXPECT_MESSAGE(sdpa_plan_backward(plan, &d.tensors, &g), "bwd.dk.shape[2] (keys) is 1", NULL);
+    sdpa_plan_destroy(plan);
+}
+END_TEST
+
 /* ---- scalar fields -------------------------------------------------------------- */
 
 START_TEST(bad_scalars)
@@ -1063,6 +1127,7 @@ static Suite *validate_suite(void)
     tcase_add_test(t, buffer_bounds_and_ownership);
     tcase_add_test(t, wrong_dtypes);
     tcase_add_test(t, wrong_optional_shapes);
+    tcase_add_test(t, shape_messages_name_axes);
     tcase_add_test(t, bad_scalars);
     tcase_add_test(t, bad_plan_options);
     tcase_add_test(t, plan_call_mismatch);

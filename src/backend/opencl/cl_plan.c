@@ -210,8 +210,8 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d applies to the unfused path "
                       "only (set tile.unfused = 1)", gemm);
     if (gemm != SDPA_AUTO && gemm > sdpa__cl_gemm_count())
-        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d outside 0..%d", gemm,
-                      sdpa__cl_gemm_count());
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d is out of range: must be "
+                      "SDPA_AUTO or 0..%d (the sets of this build)", gemm, sdpa__cl_gemm_count());
     if (gemm > 0 && !sdpa__cl_gemm_fits(gemm, d, gpu))
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d (%s) does not suit this "
                       "device", gemm, sdpa__cl_gemm_label(gemm));
