@@ -1030,6 +1030,40 @@ START_TEST(legal_interleavings_run)
     d.tensors.lse.offset = 2 * DV - 2;
     EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
                  "tensors.lse");
+    /* mixed dtypes in one row: [out(i,:) as f16 (12 bytes), lse(i) as f32],
+     * 16 bytes a row; overlap is decided on bytes */
+    {
+        static uint16_t hq[B * HQ * SQ * D], hk[B * HKV * SKV * D], hv[B * HKV * SKV * DV];
+        static uint32_t rows[B * HQ * SQ * 4];
+        for (size_t i = 0; i < sizeof hq / 2; i++) hq[i] = (uint16_t)(0x3400 + i % 97);
+        for (size_t i = 0; i < sizeof hk / 2; i++) hk[i] = (uint16_t)(0x3000 + i % 89);
+        for (size_t i = 0; i < sizeof hv / 2; i++) hv[i] = (uint16_t)(0xb800 + i % 83);
+        for (size_t i = 0; i < sizeof rows / 4; i++) rows[i] = 0xffffffffu; /* NaN */
+        sdpa_attention_desc_init(&d);
+        d.tensors.q = sdpa_tensor_host(hq, SDPA_DTYPE_F16, B, HQ, SQ, D);
+        d.tensors.k = sdpa_tensor_host(hk, SDPA_DTYPE_F16, B, HKV, SKV, D);
+        d.tensors.v = sdpa_tensor_host(hv, SDPA_DTYPE_F16, B, HKV, SKV, DV);
+        d.tensors.out = sdpa_tensor_host(rows, SDPA_DTYPE_F16, B, HQ, SQ, DV);
+        d.tensors.out.stride[0] = HQ * SQ * 8;
+        d.tensors.out.stride[1] = SQ * 8;
+        d.tensors.out.stride[2] = 8;
+        d.tensors.lse = sdpa_tensor_host(rows, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+        d.tensors.lse.offset = 3;
+        d.tensors.lse.stride[0] = HQ * SQ * 4;
+        d.tensors.lse.stride[1] = SQ * 4;
+        d.tensors.lse.stride[2] = 4;
+        EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, NULL);
+        for (int r = 0; r < B * HQ * SQ; r++) {
+            const uint16_t *o = (const uint16_t *)&rows[4 * r];
+            for (int e = 0; e < DV; e++) ck_assert_msg((o[e] & 0x7c00) != 0x7c00, "row %d", r);
+            float l;
+            memcpy(&l, &rows[4 * r + 3], 4);
+            ck_assert_msg(isfinite(l), "lse row %d", r);
+        }
+        d.tensors.lse.offset = 2; /* bytes 8..11: out's elements 4 and 5 */
+        EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                     "tensors.lse");
+    }
     /* packed dQKV (B, S, 3, H, D) gradients, Hq = Hkv and Sq = Skv */
     static float qkv[B * SQ * 3 * HQ * D], dqkv[B * SQ * 3 * HQ * D], o1[B * HQ * SQ * D],
         l1[B * HQ * SQ], dout[B * HQ * SQ * D];
