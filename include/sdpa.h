@@ -10,7 +10,10 @@
  * Conventions used throughout:
  *  - Every function returns an sdpa_status (SDPA_OK = 0) unless it says
  *    otherwise. On failure, the context keeps a message, the native driver
- *    code and any kernel build log: see sdpa_context_last_error().
+ *    code and any kernel build log: see sdpa_context_last_error(). Every
+ *    failing call that has a context (directly, or through a plan or buffer)
+ *    records its own message; a NULL argument gives SDPA_ERR_NULL and the
+ *    message "function: argument is NULL".
  *  - Every `_create` has a `_destroy` that accepts NULL.
  *  - Options structs begin with `size_t struct_size` and have an `_init`
  *    function that fills the defaults; always call it before setting fields.
@@ -147,7 +150,10 @@ typedef struct sdpa_context_options {
     size_t struct_size;        /* sizeof(sdpa_context_options), set by _init */
     sdpa_backend_kind backend; /* default SDPA_BACKEND_DEFAULT (env, else AUTO) */
     const char *device;        /* device index ("0") or name substring;
-                                  NULL = SDPA_DEVICE env, else the first */
+                                  NULL = SDPA_DEVICE env, else the first. A
+                                  selector of digits (with an optional sign)
+                                  is an index and must lie in 0..INT_MAX,
+                                  else SDPA_ERR_INVALID_ARG */
     int threads;               /* CPU threads; SDPA_AUTO (default) = all cores */
     int log_level;             /* sdpa_log_level; SDPA_AUTO (default) = SDPA_LOG
                                   env (error|warn|info|debug), else WARN */
@@ -214,8 +220,9 @@ SDPA_API void sdpa_buffer_destroy(sdpa_buffer *buf);
 /* ---- tensors --------------------------------------------------------------- */
 
 /* A strided 4-D view. Axis order is (batch, heads, seq, head_dim); strides and
- * offset are in elements. Stride 0 broadcasts; an axis of extent 1 may have any
- * stride. Negative strides are rejected. Exactly one of `buf` (device buffer)
+ * offset are in elements. Stride 0 broadcasts (inputs only: no two elements
+ * of an output may share memory); an axis of extent 1 may have any stride.
+ * Negative strides are rejected. Exactly one of `buf` (device buffer)
  * and `host` (host memory) is set for a present tensor. A tensor whose dtype is
  * SDPA_DTYPE_NONE is absent (only optional inputs/outputs may be absent).
  *
@@ -368,15 +375,24 @@ SDPA_API size_t sdpa_plan_workspace_size(const sdpa_plan *plan);
 /* Enqueues the forward pass. The tensors must have the plan's dtypes, shapes
  * and presence (SDPA_ERR_SHAPE / SDPA_ERR_DTYPE otherwise); strides are
  * checked again. Device-buffer tensors avoid copies; host tensors are staged
- * and the call then waits for completion before returning. Outputs must not
- * overlap inputs. Allocates nothing for device-buffer tensors. */
+ * and the call then waits for completion before returning; only the outputs'
+ * own elements are written, never the bytes between them.
+ * Aliasing: an output may not share memory with an input or another output
+ * (SDPA_ERR_INVALID_ARG, the message names both) nor map two of its elements
+ * to the same memory (SDPA_ERR_STRIDE). Views whose spans interleave but whose
+ * elements are disjoint are fine: rows of [out, lse], packed QKV / dQKV. The
+ * test is exact (docs/semantics.md, "Aliasing"); only a layout it cannot
+ * settle within its step budget is refused as if it overlapped.
+ * Allocates nothing for device-buffer tensors. */
 SDPA_API sdpa_status sdpa_plan_forward(sdpa_plan *plan,
                                        const sdpa_forward_tensors *t);
 
 /* Enqueues the backward pass. `fwd` are the forward's tensors, including its
  * `out` and `lse` (both required); `bwd` holds dout and the gradients. Needs
  * a plan created with SDPA_PLAN_BACKWARD (SDPA_ERR_INVALID_ARG otherwise).
- * Deterministic unless SDPA_PLAN_NONDETERMINISTIC was given. */
+ * Deterministic unless SDPA_PLAN_NONDETERMINISTIC was given. Aliasing as in
+ * sdpa_plan_forward: the gradients are the outputs; out, lse and every other
+ * tensor of `fwd` (except the unused stats) and dout are inputs. */
 SDPA_API sdpa_status sdpa_plan_backward(sdpa_plan *plan,
                                         const sdpa_forward_tensors *fwd,
                                         const sdpa_backward_tensors *bwd);
@@ -389,8 +405,11 @@ SDPA_API sdpa_status sdpa_attention_forward(sdpa_context *ctx,
 /* Combines n partial results over disjoint key sets exactly, by their LSE:
  * out = sum_i exp(lse_i - lse) out_i, lse = log sum_i exp(lse_i). Partial
  * outputs are (B,H,S,Dv) and LSEs (B,H,S,1) f32; partials with lse = -inf
- * contribute nothing; when all are -inf the row is 0 and lse -inf. `out` may
- * be one of the partial outputs. Waits for completion. */
+ * contribute nothing; when all are -inf the row is 0 and lse -inf. `out`
+ * (`lse`) may be exactly one of the partial outputs (LSEs): the same memory,
+ * offset and strides. Otherwise the results may not share memory with a
+ * partial or with each other (SDPA_ERR_INVALID_ARG) or map two elements to
+ * one place, e.g. stride 0 (SDPA_ERR_STRIDE). Waits for completion. */
 SDPA_API sdpa_status sdpa_merge(sdpa_context *ctx, int n,
                                 const sdpa_tensor *outs, const sdpa_tensor *lses,
                                 const sdpa_tensor *out, const sdpa_tensor *lse);
@@ -425,7 +444,16 @@ SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
 /* ---- experimental ------------------------------------------------------------ */
 #ifdef SDPA_EXPERIMENTAL
 
-/* A kernel configuration. SDPA_AUTO in a field = the backend's default. */
+/* A kernel configuration. SDPA_AUTO in a field = the backend's default.
+ * Forced values are never clamped or rounded: a value outside the backend's
+ * range, or a field the backend does not have, makes sdpa_plan_create return
+ * SDPA_ERR_UNSUPPORTED with "<backend>: tile.<field> <value> is out of range:
+ * must be SDPA_AUTO or lo..hi" (or "... has no such parameter"); AUTO
+ * contexts then fall back to the CPU. Ranges: cpu q_tile and k_tile
+ * multiples of 16 in 16..256 / 16..512, split_kv 1..256 (others: none);
+ * reference none (unfused 0 only); OpenCL and Vulkan in docs/opencl.md and
+ * docs/vulkan.md. Device limits (work-group size, local memory) are checked
+ * by the backend with their own messages. */
 struct sdpa_tile_config {
     size_t struct_size;
     int q_tile;       /* query rows per work-group / CPU task (Vulkan: per

@@ -1296,6 +1296,14 @@ START_TEST(interop_app_context_and_wrapped_buffers)
     ck_assert_ptr_null(fb);
     /* And a non-OpenCL context cannot wrap. */
     ck_assert_int_eq(sdpa_opencl_buffer_wrap(g_ref, mems[0], &fb), SDPA_ERR_MISMATCHED_CONTEXT);
+    /* NULL arguments are refused with a message naming them */
+    sdpa_error_info ei;
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, NULL, &fb), SDPA_ERR_NULL);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(strstr(ei.message, "sdpa_opencl_buffer_wrap: mem is NULL"), "%s", ei.message);
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, mems[0], NULL), SDPA_ERR_NULL);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(strstr(ei.message, "sdpa_opencl_buffer_wrap: out is NULL"), "%s", ei.message);
     clReleaseMemObject(foreign);
     clReleaseContext(other);
 

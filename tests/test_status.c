@@ -452,7 +452,30 @@ START_TEST(environment_and_options)
     o.device = "0"; /* code wins */
     ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
     sdpa_context_destroy(ctx);
+    /* device indices are parsed whole: no wrap-around to device 0 (2^32 would
+     * be 0 through atoi), no sign, no overflow; refused with a message */
+    o.device = NULL;
+    static const char *const bad_index[] = {"4294967296", "2147483648", "-1",
+                                            "99999999999999999999999", "+4294967296"};
+    for (size_t i = 0; i < sizeof bad_index / sizeof bad_index[0]; i++) {
+        setenv("SDPA_DEVICE", bad_index[i], 1);
+        cap.last[0] = '\0';
+        ctx = (sdpa_context *)&o;
+        ck_assert_msg(sdpa_context_create(&o, &ctx) == SDPA_ERR_INVALID_ARG, "SDPA_DEVICE=%s",
+                      bad_index[i]);
+        ck_assert_ptr_null(ctx);
+        ck_assert_msg(strstr(cap.last, "SDPA_DEVICE") && strstr(cap.last, bad_index[i]) &&
+                          strstr(cap.last, "not a device index"),
+                      "log: '%s'", cap.last);
+    }
     unsetenv("SDPA_DEVICE");
+    o.device = "4294967296";
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(cap.last, "options.device='4294967296' is not a device index"),
+                  "log: '%s'", cap.last);
+    o.device = "1"; /* a valid index with no such device */
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_ERR_NO_DEVICE);
+    o.device = NULL;
 
     sdpa_context_options_init(&o);
     o.backend = SDPA_BACKEND_REFERENCE;
@@ -492,6 +515,87 @@ START_TEST(plan_introspection)
 }
 END_TEST
 
+
+/* Every public call that has a context (directly or through a plan or
+ * buffer) and fails on a NULL argument records its own error: the status is
+ * SDPA_ERR_NULL and the message names the function and the argument, not an
+ * older failure. Each call is preceded by a different failure (an empty
+ * buffer) whose message must be replaced. */
+static void stale_error(sdpa_context *ctx)
+{
+    sdpa_buffer *b = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(ctx, 0, &b), SDPA_ERR_EMPTY);
+}
+static void expect_null_arg(sdpa_context *ctx, sdpa_status got, const char *fn,
+                            const char *arg, int line)
+{
+    char want[96];
+    snprintf(want, sizeof want, "%s: %s is NULL", fn, arg);
+    ck_assert_msg(got == SDPA_ERR_NULL, "line %d: %s returned %s", line, want,
+                  sdpa_status_name(got));
+    sdpa_error_info info;
+    ck_assert_int_eq(sdpa_context_last_error(ctx, &info), SDPA_OK);
+    ck_assert_msg(info.status == SDPA_ERR_NULL, "line %d (%s): last_error status %s", line, want,
+                  sdpa_status_name(info.status));
+    ck_assert_msg(strstr(info.message, want) != NULL, "line %d: message '%s' lacks '%s'", line,
+                  info.message, want);
+}
+#define NULL_ARG(call, fn, arg)                                         \
+    do {                                                                \
+        stale_error(ctx);                                               \
+        sdpa_status st_ = (call);                                       \
+        expect_null_arg(ctx, st_, fn, arg, __LINE__);                   \
+    } while (0)
+
+START_TEST(null_arguments_set_messages)
+{
+    log_capture cap = {0};
+    sdpa_context *ctx = ref_context(&cap, SDPA_LOG_ERROR);
+    sdpa_attention_desc d;
+    small_desc(&d);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = SDPA_PLAN_BACKWARD;
+    float lse[8];
+    d.tensors.lse = sdpa_tensor_host(lse, SDPA_DTYPE_F32, 1, 1, 2, 1);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &d, &po, &plan), SDPA_OK);
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(ctx, 64, &buf), SDPA_OK);
+    sdpa_backward_tensors g;
+    memset(&g, 0, sizeof g);
+    sdpa_tensor t1 = d.tensors.out, l1 = d.tensors.lse;
+
+    NULL_ARG(sdpa_plan_create(ctx, &d, NULL, NULL), "sdpa_plan_create", "out");
+    sdpa_plan *none = NULL;
+    NULL_ARG(sdpa_plan_create(ctx, NULL, NULL, &none), "sdpa_plan_create", "desc");
+    ck_assert_ptr_null(none);
+    NULL_ARG(sdpa_plan_forward(plan, NULL), "sdpa_plan_forward", "t");
+    NULL_ARG(sdpa_plan_backward(plan, NULL, &g), "sdpa_plan_backward", "fwd");
+    NULL_ARG(sdpa_plan_backward(plan, &d.tensors, NULL), "sdpa_plan_backward", "bwd");
+    NULL_ARG(sdpa_plan_get_info(plan, NULL), "sdpa_plan_get_info", "info");
+    NULL_ARG(sdpa_attention_forward(ctx, NULL), "sdpa_attention_forward", "desc");
+    NULL_ARG(sdpa_buffer_create(ctx, 16, NULL), "sdpa_buffer_create", "out");
+    NULL_ARG(sdpa_buffer_write(buf, 0, NULL, 4), "sdpa_buffer_write", "src");
+    NULL_ARG(sdpa_buffer_read(buf, 0, NULL, 4), "sdpa_buffer_read", "dst");
+    NULL_ARG(sdpa_merge(ctx, 1, NULL, &l1, &t1, &l1), "sdpa_merge", "outs");
+    NULL_ARG(sdpa_merge(ctx, 1, &t1, NULL, &t1, &l1), "sdpa_merge", "lses");
+    NULL_ARG(sdpa_merge(ctx, 1, &t1, &l1, NULL, &l1), "sdpa_merge", "out");
+    NULL_ARG(sdpa_merge(ctx, 1, &t1, &l1, &t1, NULL), "sdpa_merge", "lse");
+    NULL_ARG(sdpa_context_last_error(ctx, NULL), "sdpa_context_last_error", "info");
+    NULL_ARG(sdpa_context_peak(ctx, 0, NULL), "sdpa_context_peak", "info");
+    sdpa_tune_result res;
+    NULL_ARG(sdpa_tune(ctx, NULL, NULL, &res), "sdpa_tune", "desc");
+    NULL_ARG(sdpa_tune(ctx, &d, NULL, NULL), "sdpa_tune", "result");
+    /* zero-byte copies need no pointer */
+    ck_assert_int_eq(sdpa_buffer_write(buf, 0, NULL, 0), SDPA_OK);
+    ck_assert_int_eq(sdpa_buffer_read(buf, 0, NULL, 0), SDPA_OK);
+    sdpa_buffer_destroy(buf);
+    sdpa_plan_destroy(plan);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *status_suite(void)
 {
     Suite *s = suite_create("status");
@@ -512,6 +616,7 @@ static Suite *status_suite(void)
     tcase_add_test(t, log_level_from_env);
     tcase_add_test(t, environment_and_options);
     tcase_add_test(t, plan_introspection);
+    tcase_add_test(t, null_arguments_set_messages);
     suite_add_tcase(s, t);
     return s;
 }

@@ -465,6 +465,70 @@ START_TEST(wrong_optional_shapes)
 }
 END_TEST
 
+
+/* Shape messages name each axis by what it means for that tensor (mask and
+ * bias: keys; lse: a unit axis) and never say "expected 1 or 1". */
+static void expect_message(sdpa_status got, const char *want, const char *never, int line)
+{
+    sdpa_error_info info;
+    ck_assert_msg(got == SDPA_ERR_SHAPE, "line %d: %s", line, sdpa_status_name(got));
+    sdpa_context_last_error(g_ctx, &info);
+    ck_assert_msg(strstr(info.message, want) != NULL, "line %d: '%s' lacks '%s'", line,
+                  info.message, want);
+    ck_assert_msg(!never || strstr(info.message, never) == NULL, "line %d: '%s' has '%s'",
+                  line, info.message, never);
+    ck_assert_msg(strstr(info.message, "expected 1 or 1") == NULL, "line %d: '%s'", line,
+                  info.message);
+}
+#define EXPECT_MESSAGE(call, want, never) expect_message((call), (want), (never), __LINE__)
+
+START_TEST(shape_messages_name_axes)
+{
+    sdpa_attention_desc d;
+    full(&d); d.tensors.mask.shape[3] = SKV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.mask.shape[3] (keys) is 8, expected 7",
+                   "head_dim");
+    full(&d); d.tensors.bias.shape[3] = SKV - 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.bias.shape[3] (keys) is 6", NULL);
+    full(&d); d.tensors.lse.shape[3] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.lse.shape[3] (unit axis) is 2, expected 1", "head_dim");
+    full(&d); d.tensors.stats.shape[2] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.stats.shape[2] (unit axis)", "seq");
+    base(&d); d.tensors.out.shape[3] = DV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.out.shape[3] (value dim Dv) is 7, expected 6", NULL);
+    base(&d); d.tensors.v.shape[2] = SKV + 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d), "tensors.v.shape[2] (keys) is 8", NULL);
+    full(&d); d.tensors.mask.shape[1] = 2;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.mask.shape[1] (query heads) is 2, expected 4 or 1 (broadcast)", NULL);
+    /* batch 1: a mask of batch 2 is wrong, and "1 or 1" would be nonsense */
+    full(&d);
+    d.tensors.q.shape[0] = d.tensors.k.shape[0] = d.tensors.v.shape[0] = 1;
+    d.tensors.out.shape[0] = d.tensors.lse.shape[0] = d.tensors.stats.shape[0] = 1;
+    d.tensors.bias.shape[0] = d.tensors.kv_len.shape[0] = 1;
+    EXPECT_MESSAGE(sdpa_attention_forward(g_ctx, &d),
+                   "tensors.mask.shape[0] (batch) is 2, expected 1", "(broadcast)");
+    /* backward tensors are named like the forward tensors they mirror */
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    full(&d);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_ctx, &d, &o, &plan), SDPA_OK);
+    sdpa_backward_tensors g;
+    bwd_tensors(&g, 0);
+    g.dv.shape[3] = DV - 1;
+    EXPECT_MESSAGE(sdpa_plan_backward(plan, &d.tensors, &g),
+                   "bwd.dv.shape[3] (value dim Dv) is 5, expected 6", NULL);
+    bwd_tensors(&g, 0);
+    g.dk.shape[2] = 1;
+    EXPECT_MESSAGE(sdpa_plan_backward(plan, &d.tensors, &g), "bwd.dk.shape[2] (keys) is 1", NULL);
+    sdpa_plan_destroy(plan);
+}
+END_TEST
+
 /* ---- scalar fields -------------------------------------------------------------- */
 
 START_TEST(bad_scalars)
@@ -843,6 +907,245 @@ START_TEST(extent_one_any_stride)
 }
 END_TEST
 
+
+/* ---- aliasing ------------------------------------------------------------------ */
+
+/* Names both tensors in the message. */
+static void expect_alias(sdpa_status got, sdpa_status want, const char *a, const char *b,
+                         int line)
+{
+    check_error(g_ctx, got, want, a, "aliasing", line);
+    if (b) check_error(g_ctx, got, want, b, "aliasing", line);
+}
+#define EXPECT_ALIAS(call, want, a, b) expect_alias((call), (want), (a), (b), __LINE__)
+
+static float g_arena[4 * B * HQ * SQ * (D + DV + 2)];
+
+/* A (B, HQ, SQ, n) view of g_arena whose rows are `pitch` apart, at `off`. */
+static sdpa_tensor rows_view(size_t off, int64_t n, int64_t pitch)
+{
+    sdpa_tensor t = sdpa_tensor_host(g_arena, SDPA_DTYPE_F32, B, HQ, SQ, n);
+    t.offset = off;
+    t.stride[0] = HQ * SQ * pitch;
+    t.stride[1] = SQ * pitch;
+    t.stride[2] = pitch;
+    t.stride[3] = 1;
+    return t;
+}
+
+START_TEST(aliasing_refused)
+{
+    sdpa_attention_desc d;
+    /* out over v (both in one arena): the forward would read overwritten v */
+    base(&d);
+    d.tensors.v = sdpa_tensor_host(g_arena, SDPA_DTYPE_F32, B, HKV, SKV, DV);
+    d.tensors.out = sdpa_tensor_host(g_arena, SDPA_DTYPE_F32, B, HQ, SQ, DV);
+    d.tensors.out.offset = 6;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                 "tensors.v");
+    /* lse over out */
+    full(&d);
+    d.tensors.lse.host = g_out;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                 "tensors.lse");
+    /* rows [out, lse] with lse on out's last column */
+    full(&d);
+    d.tensors.out = rows_view(0, DV, DV + 1);
+    d.tensors.lse = rows_view(DV - 1, 1, DV + 1);
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                 "tensors.lse");
+    /* an output over an optional input (bias) and over stats */
+    full(&d);
+    d.tensors.stats.host = g_bias;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.stats",
+                 "tensors.bias");
+    /* an output over itself: row stride 1 with head_dim stride 1 */
+    base(&d);
+    d.tensors.out.stride[2] = 1;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_STRIDE, "tensors.out", NULL);
+    /* ...and without a stride of 1: heads 3 rows apart, rows 2 apart */
+    base(&d);
+    d.tensors.out.stride[1] = 3 * DV;
+    d.tensors.out.stride[2] = 2 * DV;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_STRIDE, "tensors.out", NULL);
+    /* within one sdpa_buffer */
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(g_ctx, sizeof g_arena, &buf), SDPA_OK);
+    base(&d);
+    d.tensors.v = sdpa_tensor_buffer(buf, 0, SDPA_DTYPE_F32, B, HKV, SKV, DV);
+    d.tensors.out = sdpa_tensor_buffer(buf, 100, SDPA_DTYPE_F32, B, HQ, SQ, DV);
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                 "tensors.v");
+    d.tensors.out.offset = (size_t)(B * HKV * SKV * DV); /* just past v */
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, NULL);
+    sdpa_buffer_destroy(buf);
+
+    /* backward: a gradient over an input, over another gradient, over itself */
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    full(&d);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_ctx, &d, &o, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &d.tensors), SDPA_OK);
+    sdpa_backward_tensors g;
+    bwd_tensors(&g, 1);
+    g.dq.host = g_q;
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_INVALID_ARG, "bwd.dq",
+                 "tensors.q");
+    bwd_tensors(&g, 1);
+    g.dv.host = g_dk;
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_INVALID_ARG, "bwd.dk",
+                 "bwd.dv");
+    bwd_tensors(&g, 1);
+    g.dtemperature.host = g_dout;
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_INVALID_ARG, "bwd.dout",
+                 "bwd.dtemperature");
+    bwd_tensors(&g, 1);
+    g.dq.stride[3] = 0;
+    g.dq.stride[2] = 1;
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_STRIDE, "bwd.dq", NULL);
+    bwd_tensors(&g, 1);
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_OK, NULL, NULL);
+    sdpa_plan_destroy(plan);
+}
+END_TEST
+
+/* Overlapping spans with disjoint elements are legal and run. */
+START_TEST(legal_interleavings_run)
+{
+    sdpa_attention_desc d;
+    /* rows [out(i,:), lse(i)] */
+    full(&d);
+    d.tensors.out = rows_view(0, DV, DV + 1);
+    d.tensors.lse = rows_view(DV, 1, DV + 1);
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, NULL);
+    /* out on even elements, lse on odd ones (disjoint by parity, not by rows) */
+    full(&d);
+    d.tensors.out = rows_view(0, DV, 2 * DV);
+    d.tensors.out.stride[3] = 2;
+    d.tensors.lse = rows_view(1, 1, 2 * DV);
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, NULL);
+    /* ...and lse on an even one is refused */
+    d.tensors.lse.offset = 2 * DV - 2;
+    EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                 "tensors.lse");
+    /* mixed dtypes in one row: [out(i,:) as f16 (12 bytes), lse(i) as f32],
+     * 16 bytes a row; overlap is decided on bytes */
+    {
+        static uint16_t hq[B * HQ * SQ * D], hk[B * HKV * SKV * D], hv[B * HKV * SKV * DV];
+        static uint32_t rows[B * HQ * SQ * 4];
+        for (size_t i = 0; i < sizeof hq / 2; i++) hq[i] = (uint16_t)(0x3400 + i % 97);
+        for (size_t i = 0; i < sizeof hk / 2; i++) hk[i] = (uint16_t)(0x3000 + i % 89);
+        for (size_t i = 0; i < sizeof hv / 2; i++) hv[i] = (uint16_t)(0xb800 + i % 83);
+        for (size_t i = 0; i < sizeof rows / 4; i++) rows[i] = 0xffffffffu; /* NaN */
+        sdpa_attention_desc_init(&d);
+        d.tensors.q = sdpa_tensor_host(hq, SDPA_DTYPE_F16, B, HQ, SQ, D);
+        d.tensors.k = sdpa_tensor_host(hk, SDPA_DTYPE_F16, B, HKV, SKV, D);
+        d.tensors.v = sdpa_tensor_host(hv, SDPA_DTYPE_F16, B, HKV, SKV, DV);
+        d.tensors.out = sdpa_tensor_host(rows, SDPA_DTYPE_F16, B, HQ, SQ, DV);
+        d.tensors.out.stride[0] = HQ * SQ * 8;
+        d.tensors.out.stride[1] = SQ * 8;
+        d.tensors.out.stride[2] = 8;
+        d.tensors.lse = sdpa_tensor_host(rows, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+        d.tensors.lse.offset = 3;
+        d.tensors.lse.stride[0] = HQ * SQ * 4;
+        d.tensors.lse.stride[1] = SQ * 4;
+        d.tensors.lse.stride[2] = 4;
+        EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, NULL);
+        for (int r = 0; r < B * HQ * SQ; r++) {
+            const uint16_t *o = (const uint16_t *)&rows[4 * r];
+            for (int e = 0; e < DV; e++) ck_assert_msg((o[e] & 0x7c00) != 0x7c00, "row %d", r);
+            float l;
+            memcpy(&l, &rows[4 * r + 3], 4);
+            ck_assert_msg(isfinite(l), "lse row %d", r);
+        }
+        d.tensors.lse.offset = 2; /* bytes 8..11: out's elements 4 and 5 */
+        EXPECT_ALIAS(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.out",
+                     "tensors.lse");
+    }
+    /* packed dQKV (B, S, 3, H, D) gradients, Hq = Hkv and Sq = Skv */
+    static float qkv[B * SQ * 3 * HQ * D], dqkv[B * SQ * 3 * HQ * D], o1[B * HQ * SQ * D],
+        l1[B * HQ * SQ], dout[B * HQ * SQ * D];
+    for (size_t i = 0; i < sizeof qkv / 4; i++) qkv[i] = (float)((i * 7919) % 101) / 50.0f - 1;
+    for (size_t i = 0; i < sizeof dout / 4; i++) dout[i] = (float)((i * 31) % 17) / 8.0f - 1;
+    sdpa_attention_desc_init(&d);
+    sdpa_tensor *t3[3] = {&d.tensors.q, &d.tensors.k, &d.tensors.v};
+    for (int w = 0; w < 3; w++) {
+        *t3[w] = sdpa_tensor_host(qkv, SDPA_DTYPE_F32, B, HQ, SQ, D);
+        t3[w]->offset = (size_t)(w * HQ * D);
+        t3[w]->stride[0] = SQ * 3 * HQ * D;
+        t3[w]->stride[1] = D;
+        t3[w]->stride[2] = 3 * HQ * D;
+    }
+    d.tensors.out = sdpa_tensor_host(o1, SDPA_DTYPE_F32, B, HQ, SQ, D);
+    d.tensors.lse = sdpa_tensor_host(l1, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_ctx, &d, &o, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &d.tensors), SDPA_OK);
+    sdpa_backward_tensors g;
+    memset(&g, 0, sizeof g);
+    g.dout = sdpa_tensor_host(dout, SDPA_DTYPE_F32, B, HQ, SQ, D);
+    sdpa_tensor *g3[3] = {&g.dq, &g.dk, &g.dv};
+    for (int w = 0; w < 3; w++) {
+        *g3[w] = *t3[w];
+        g3[w]->host = dqkv;
+    }
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_OK, NULL, NULL);
+    g.dk.offset = HQ * D - 1; /* dk's first element on dq's last */
+    EXPECT_ALIAS(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_INVALID_ARG, "bwd.dq",
+                 "bwd.dk");
+    sdpa_plan_destroy(plan);
+}
+END_TEST
+
+/* sdpa_merge refuses results that broadcast, overlap themselves, each other
+ * or a partial they are not exactly. */
+START_TEST(merge_aliasing)
+{
+    enum { N = 2 };
+    static float po[N][B * HQ * SQ * DV], pl[N][B * HQ * SQ], mo[B * HQ * SQ * DV], ml[B * HQ * SQ];
+    sdpa_tensor outs[N], lses[N];
+    for (int i = 0; i < N; i++) {
+        for (size_t e = 0; e < sizeof po[i] / 4; e++) po[i][e] = (float)(e % 7) - 3;
+        for (size_t e = 0; e < sizeof pl[i] / 4; e++) pl[i][e] = (float)(e % 5) * 0.5f;
+        outs[i] = sdpa_tensor_host(po[i], SDPA_DTYPE_F32, B, HQ, SQ, DV);
+        lses[i] = sdpa_tensor_host(pl[i], SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    }
+    sdpa_tensor out = sdpa_tensor_host(mo, SDPA_DTYPE_F32, B, HQ, SQ, DV);
+    sdpa_tensor lse = sdpa_tensor_host(ml, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &out, &lse), SDPA_OK, NULL, NULL);
+    sdpa_tensor bad = out;
+    bad.stride[2] = 0;
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &bad, &lse), SDPA_ERR_STRIDE, "out", NULL);
+    bad = lse;
+    bad.stride[0] = 0;
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &out, &bad), SDPA_ERR_STRIDE, "lse", NULL);
+    bad = out;
+    bad.stride[2] = 1;
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &bad, &lse), SDPA_ERR_STRIDE, "out", NULL);
+    bad = lse;
+    bad.host = mo;
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &out, &bad), SDPA_ERR_INVALID_ARG, "out",
+                 "lse");
+    /* the memory of partial 1 with heads and rows swapped: refused */
+    bad = outs[1];
+    bad.stride[1] = DV;
+    bad.stride[2] = HQ * DV;
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &bad, &lse), SDPA_ERR_INVALID_ARG,
+                 "sdpa_merge: out", "partial[1] output");
+    bad = lses[0];
+    bad.host = po[0]; /* result lse over partial 0's output */
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &out, &bad), SDPA_ERR_INVALID_ARG, "lse",
+                 "partial[0] output");
+    /* exactly a partial: allowed */
+    EXPECT_ALIAS(sdpa_merge(g_ctx, N, outs, lses, &outs[0], &lses[0]), SDPA_OK, NULL, NULL);
+}
+END_TEST
+
 static Suite *validate_suite(void)
 {
     Suite *s = suite_create("validate");
@@ -858,10 +1161,13 @@ static Suite *validate_suite(void)
     tcase_add_test(t, buffer_bounds_and_ownership);
     tcase_add_test(t, wrong_dtypes);
     tcase_add_test(t, wrong_optional_shapes);
+    tcase_add_test(t, shape_messages_name_axes);
     tcase_add_test(t, bad_scalars);
     tcase_add_test(t, bad_plan_options);
     tcase_add_test(t, plan_call_mismatch);
     tcase_add_test(t, backward_preconditions);
+    tcase_add_test(t, aliasing_refused);
+    tcase_add_test(t, merge_aliasing);
     suite_add_tcase(s, t);
     t = tcase_create("layouts");
     tcase_add_checked_fixture(t, setup, teardown);
@@ -869,6 +1175,7 @@ static Suite *validate_suite(void)
     tcase_add_test(t, packed_qkv_offsets);
     tcase_add_test(t, broadcast_mask);
     tcase_add_test(t, extent_one_any_stride);
+    tcase_add_test(t, legal_interleavings_run);
     suite_add_tcase(s, t);
     return s;
 }

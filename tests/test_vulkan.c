@@ -1228,6 +1228,17 @@ START_TEST(test_interop)
         ck_assert_int_eq(sdpa_vulkan_buffer_wrap(ctx, vb[i], sizes[i], &sb[i]), SDPA_OK);
         ck_assert(sdpa_vulkan_buffer_handle(sb[i]) == vb[i]);
     }
+    /* NULL arguments are refused with a message naming them */
+    sdpa_error_info ei;
+    sdpa_buffer *nb = NULL;
+    ck_assert_int_eq(sdpa_vulkan_buffer_wrap(ctx, vb[0], sizes[0], NULL), SDPA_ERR_NULL);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(strstr(ei.message, "sdpa_vulkan_buffer_wrap: out is NULL"), "%s", ei.message);
+    ck_assert_int_eq(sdpa_vulkan_buffer_wrap(ctx, VK_NULL_HANDLE, sizes[0], &nb), SDPA_ERR_NULL);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(strstr(ei.message, "sdpa_vulkan_buffer_wrap: buffer is VK_NULL_HANDLE"), "%s",
+                  ei.message);
+    ck_assert_ptr_null(nb);
     ck_assert_int_eq(sdpa_buffer_write(sb[0], 0, h.q, sizes[0]), SDPA_OK);
     ck_assert_int_eq(sdpa_buffer_write(sb[1], 0, h.k, sizes[1]), SDPA_OK);
     ck_assert_int_eq(sdpa_buffer_write(sb[2], 0, h.v, sizes[2]), SDPA_OK);

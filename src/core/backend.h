@@ -65,6 +65,23 @@ typedef struct sdpa__bwd_args {
     sdpa__ref dq_gain, dk_gain, dtemperature; /* mem NULL when not requested */
 } sdpa__bwd_args;
 
+/* The fields of sdpa_tile_config, in declaration order after struct_size. */
+enum {
+    SDPA__TILE_Q, SDPA__TILE_K, SDPA__TILE_WG, SDPA__TILE_VEC, SDPA__TILE_STAGE,
+    SDPA__TILE_SPLIT, SDPA__TILE_UNFUSED, SDPA__TILE_GEMM, SDPA__TILE_FIELDS
+};
+/* The values a backend accepts for one forced tile field besides SDPA_AUTO.
+ * The front end checks a forced tile against the backend's table before
+ * plan_create (src/core/tile_check.c), so every backend refuses an out-of-range
+ * value with the same status and message; limits that depend on the device
+ * (work-group size, local memory) stay in the backend's plan_create. */
+typedef struct sdpa__tile_range {
+    bool used;    /* false: the backend has no such parameter (only SDPA_AUTO) */
+    int lo, hi;   /* inclusive */
+    int multiple; /* > 1: the value must be a multiple of it */
+    bool pow2;    /* the value must be a power of two */
+} sdpa__tile_range;
+
 /* The per-backend function table. Slots marked optional may be NULL. */
 typedef struct sdpa__backend {
     int api_version;
@@ -110,6 +127,10 @@ typedef struct sdpa__backend {
                             const sdpa__problem *p, const sdpa__fwd_args *a,
                             const sdpa__bwd_args *g);
     sdpa_status (*finish)(sdpa_context *ctx);
+
+    /* Forced tile fields: SDPA__TILE_FIELDS entries (see sdpa__tile_range);
+     * NULL = no tile parameter at all. */
+    const sdpa__tile_range *tile_ranges;
 
     /* --- tuning (optional; NULL = the backend has only its default) --- */
     /* The configuration plan_create uses when options->tile is NULL. */

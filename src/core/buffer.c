@@ -9,7 +9,8 @@
 
 sdpa_status sdpa_buffer_create(sdpa_context *ctx, size_t bytes, sdpa_buffer **out)
 {
-    if (!ctx || !out) return SDPA_ERR_NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, out, "sdpa_buffer_create", "out");
     *out = NULL;
     SDPA__CHECK(ctx, bytes > 0, SDPA_ERR_EMPTY, "sdpa_buffer_create: size is 0 bytes");
     sdpa_buffer *buf = sdpa__calloc(1, sizeof *buf);
@@ -60,7 +61,8 @@ static sdpa_status check_range(const sdpa_buffer *buf, size_t offset, size_t byt
 sdpa_status sdpa_buffer_write(sdpa_buffer *buf, size_t offset, const void *src,
                               size_t bytes)
 {
-    if (!buf || (!src && bytes)) return SDPA_ERR_NULL;
+    if (!buf) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(buf->ctx, src || !bytes, "sdpa_buffer_write", "src");
     SDPA__TRY(check_range(buf, offset, bytes, "sdpa_buffer_write"));
     if (!bytes) return SDPA_OK;
     return sdpa__call_buffer_write(buf->ctx, &buf->ctx->primary, buf->handle, offset, src,
@@ -69,7 +71,8 @@ sdpa_status sdpa_buffer_write(sdpa_buffer *buf, size_t offset, const void *src,
 
 sdpa_status sdpa_buffer_read(sdpa_buffer *buf, size_t offset, void *dst, size_t bytes)
 {
-    if (!buf || (!dst && bytes)) return SDPA_ERR_NULL;
+    if (!buf) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(buf->ctx, dst || !bytes, "sdpa_buffer_read", "dst");
     SDPA__TRY(check_range(buf, offset, bytes, "sdpa_buffer_read"));
     if (!bytes) return SDPA_OK;
     return sdpa__call_buffer_read(buf->ctx, &buf->ctx->primary, buf->handle, offset, dst, bytes);

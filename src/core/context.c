@@ -9,7 +9,7 @@
  */
 #include "dispatch.h"
 
-#include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -110,15 +110,17 @@ static bool contains_nocase(const char *hay, const char *needle)
     return n == 0;
 }
 
-/* Index of the device matching selector (index or name substring), or -1. */
+/* Index of the device matching selector (an index, already parsed by
+ * sdpa__context_alloc, or a name substring), or -1. */
 static int match_device(const sdpa__backend *be, const char *sel, bool gpu_only,
                         char *name, size_t name_size)
 {
     int n = 0;
     if (be->device_count(&n) != SDPA_OK) return -1;
-    bool numeric = sel && *sel;
-    for (const char *c = sel; numeric && *c; c++)
-        if (!isdigit((unsigned char)*c)) numeric = false;
+    bool numeric = sdpa__looks_integer(sel);
+    int64_t want = -1;
+    const char *why;
+    if (numeric && !sdpa__parse_int(sel, 0, INT_MAX, &want, &why)) return -1;
     for (int i = 0; i < n; i++) {
         sdpa_device_info info;
         memset(&info, 0, sizeof info);
@@ -128,7 +130,7 @@ static int match_device(const sdpa__backend *be, const char *sel, bool gpu_only,
         if (be->device_info(i, &info) != SDPA_OK) continue;
         bool ok;
         if (!sel || !*sel) ok = !gpu_only || info.is_gpu;
-        else if (numeric) ok = atoi(sel) == i;
+        else if (numeric) ok = want == i;
         else ok = contains_nocase(info.name, sel);
         if (ok) {
             sdpa__strlcpy(name, info.name, name_size);
@@ -257,9 +259,22 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
         }
     }
     *selector = options->device;
+    const char *source = "options.device";
     if (!*selector) {
         const char *env = getenv("SDPA_DEVICE");
         if (env && *env) *selector = env;
+        source = "SDPA_DEVICE";
+    }
+    /* an index must be a whole number in int range: "4294967296" must not
+     * wrap to device 0 */
+    int64_t index;
+    const char *why;
+    if (sdpa__looks_integer(*selector) &&
+        !sdpa__parse_int(*selector, 0, INT_MAX, &index, &why)) {
+        sdpa__log(ctx, SDPA_LOG_ERROR, "%s='%s' is not a device index: %s (0..%d)", source,
+                  *selector, why, INT_MAX);
+        sdpa_context_destroy(ctx);
+        return SDPA_ERR_INVALID_ARG;
     }
     *out = ctx;
     return SDPA_OK;

@@ -53,6 +53,7 @@ sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
                                    const sdpa_plan_options *options, void **state)
 {
     const sdpa__backend *be = sdpa__use(ctx, slot);
+    SDPA__TRY(sdpa__check_tile(ctx, be, options ? options->tile : NULL));
     SDPA__TRY(be->supports(ctx, p, flags));
     INJECT(ctx, "plan_create", SDPA_ERR_BUILD);
     return be->plan_create(ctx, p, options, state);

@@ -20,6 +20,10 @@ sdpa_status sdpa__call_buffer_read(sdpa_context *ctx, sdpa__slot *slot, void *ha
 sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
                                    const sdpa__problem *p, unsigned flags,
                                    const sdpa_plan_options *options, void **state);
+/* Refuses a forced tile field outside be->tile_ranges (tile_check.c); called by
+ * sdpa__call_plan_create. t may be NULL. */
+sdpa_status sdpa__check_tile(sdpa_context *ctx, const sdpa__backend *be,
+                             const sdpa_tile_config *t);
 sdpa_status sdpa__call_forward(sdpa_context *ctx, sdpa__slot *slot, void *state,
                                const sdpa__problem *p, const sdpa__fwd_args *a);
 sdpa_status sdpa__call_backward(sdpa_context *ctx, sdpa__slot *slot, void *state,

@@ -42,6 +42,10 @@ void sdpa__set_build_log(sdpa_context *ctx, const char *log);
     do {                                                    \
         if (!(cond)) return SDPA__FAIL(ctx, status, __VA_ARGS__); \
     } while (0)
+/* A NULL argument of public function fn: SDPA_ERR_NULL with the message
+ * "fn: arg is NULL" (every failing call sets its own message). */
+#define SDPA__CHECK_ARG(ctx, ptr, fn, arg) \
+    SDPA__CHECK(ctx, !!(ptr), SDPA_ERR_NULL, "%s: %s is NULL", fn, arg)
 #define SDPA__TRY(expr)                             \
     do {                                            \
         sdpa_status sdpa__s_ = (expr);              \
@@ -135,6 +139,14 @@ void *sdpa__aligned_alloc(size_t align, size_t bytes);
 
 /* Monotonic clock in seconds. */
 double sdpa__now(void);
+
+/* Parses a whole decimal integer (optional sign, digits, nothing else) in
+ * [lo, hi]: strtoll with errno, range and trailing-garbage checks. On failure
+ * returns false and *why says what is wrong ("not a number", "out of range").
+ * Every number the library reads from the environment goes through it. */
+bool sdpa__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out, const char **why);
+/* Whether s looks like an integer: an optional sign, then only digits. */
+bool sdpa__looks_integer(const char *s);
 
 /* Bounded string copy that always terminates (dst_size > 0). */
 void sdpa__strlcpy(char *dst, const char *src, size_t dst_size);

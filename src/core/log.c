@@ -95,7 +95,9 @@ void sdpa__set_build_log(sdpa_context *ctx, const char *log)
 
 sdpa_status sdpa_context_last_error(const sdpa_context *ctx, sdpa_error_info *info)
 {
-    if (!ctx || !info) return SDPA_ERR_NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    /* the error state is not part of the context's logical constness */
+    SDPA__CHECK_ARG((sdpa_context *)ctx, info, "sdpa_context_last_error", "info");
     info->status = ctx->err_status;
     info->native_code = ctx->err_native;
     info->message = ctx->err_message;

@@ -4,6 +4,7 @@
  * buffers are staged), one row at a time into a scratch row so that `out` may
  * alias one of the partial outputs.
  */
+#include "overlap.h"
 #include "staging.h"
 
 #include <math.h>
@@ -37,16 +38,44 @@ static sdpa_status check_pair(sdpa_context *ctx, const sdpa_tensor *o, const sdp
     return SDPA_OK;
 }
 
+/* The results must not overlap themselves, each other or a partial, except
+ * that `out` (`lse`) may be exactly one of the partial outputs (LSEs): rows
+ * are read in full before the row is written. */
+static sdpa_status check_results(sdpa_context *ctx, int n, const sdpa_tensor *outs,
+                                 const sdpa_tensor *lses, const sdpa_tensor *out,
+                                 const sdpa_tensor *lse)
+{
+    SDPA__TRY(sdpa__check_no_self_overlap(ctx, "sdpa_merge: out", out));
+    SDPA__TRY(sdpa__check_no_self_overlap(ctx, "sdpa_merge: lse", lse));
+    SDPA__TRY(sdpa__check_disjoint(ctx, "sdpa_merge: out", out, "lse", lse));
+    for (int i = 0; i < n; i++) {
+        char o[32], l[32];
+        snprintf(o, sizeof o, "partial[%d] output", i);
+        snprintf(l, sizeof l, "partial[%d] lse", i);
+        if (!sdpa__tensors_same_view(out, &outs[i]))
+            SDPA__TRY(sdpa__check_disjoint(ctx, "sdpa_merge: out", out, o, &outs[i]));
+        if (!sdpa__tensors_same_view(lse, &lses[i]))
+            SDPA__TRY(sdpa__check_disjoint(ctx, "sdpa_merge: lse", lse, l, &lses[i]));
+        SDPA__TRY(sdpa__check_disjoint(ctx, "sdpa_merge: out", out, l, &lses[i]));
+        SDPA__TRY(sdpa__check_disjoint(ctx, "sdpa_merge: lse", lse, o, &outs[i]));
+    }
+    return SDPA_OK;
+}
+
 sdpa_status sdpa_merge(sdpa_context *ctx, int n, const sdpa_tensor *outs,
                        const sdpa_tensor *lses, const sdpa_tensor *out,
                        const sdpa_tensor *lse)
 {
     if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK(ctx, outs && lses && out && lse, SDPA_ERR_NULL, "sdpa_merge: a tensor list is NULL");
+    SDPA__CHECK_ARG(ctx, outs, "sdpa_merge", "outs");
+    SDPA__CHECK_ARG(ctx, lses, "sdpa_merge", "lses");
+    SDPA__CHECK_ARG(ctx, out, "sdpa_merge", "out");
+    SDPA__CHECK_ARG(ctx, lse, "sdpa_merge", "lse");
     SDPA__CHECK(ctx, n >= 1 && n <= SDPA__MERGE_MAX, SDPA_ERR_INVALID_ARG,
                 "sdpa_merge: n is %d, must lie in [1, %d]", n, SDPA__MERGE_MAX);
     for (int i = 0; i < n; i++) SDPA__TRY(check_pair(ctx, &outs[i], &lses[i], out, "partial", i));
     SDPA__TRY(check_pair(ctx, out, lse, out, "result", 0));
+    SDPA__TRY(check_results(ctx, n, outs, lses, out, lse));
     SDPA__TRY(sdpa_context_finish(ctx));
 
     const int64_t B = out->shape[0], H = out->shape[1], S = out->shape[2], Dv = out->shape[3];

@@ -16,6 +16,7 @@ void sdpa__plan_cache_clear(sdpa_context *ctx)
 sdpa_status sdpa_attention_forward(sdpa_context *ctx, const sdpa_attention_desc *desc)
 {
     if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, desc, "sdpa_attention_forward", "desc");
     sdpa__shape_key key;
     SDPA__TRY(sdpa__validate_desc(ctx, desc, &key));
     sdpa_plan *plan = NULL;

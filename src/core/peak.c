@@ -48,8 +48,8 @@ static void error_restore(sdpa_context *ctx, const saved_error *e)
 
 sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
 {
-    if (!ctx || !info)
-        return SDPA__FAIL(ctx, SDPA_ERR_NULL, "sdpa_context_peak: ctx or info is NULL");
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     sdpa__slot *slot = &ctx->primary;

@@ -23,16 +23,13 @@ static bool fallback_worthy(sdpa_status st)
            st == SDPA_ERR_OUT_OF_MEMORY || st == SDPA_ERR_DEVICE_LOST;
 }
 
-/* Whether a forced tile asks for the materialised-scores path (unfused = 1
- * or a CLBlast parameter set), which only the OpenCL backend has. */
+/* Whether a forced tile asks for the materialised-scores path (unfused = 1),
+ * which only the OpenCL backend has. (A CLBlast parameter set elsewhere is a
+ * field the backend does not have: src/core/tile_check.c.) */
 static bool tile_wants_unfused(const sdpa_tile_config *t)
 {
-    if (!t) return false;
-    bool unf = t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
-               t->unfused == 1;
-    bool gemm = t->struct_size >= offsetof(sdpa_tile_config, gemm_params) + sizeof(int) &&
-                t->gemm_params != SDPA_AUTO;
-    return unf || gemm;
+    return t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
+           t->unfused == 1;
 }
 
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
@@ -40,8 +37,8 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
 {
     if (slot->backend->kind != SDPA_BACKEND_OPENCL && tile_wants_unfused(options->tile))
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                          "%s: tile.unfused / tile.gemm_params: the materialised-scores "
-                          "(CLBlast) path exists on the OpenCL backend only",
+                          "%s: tile.unfused 1: the materialised-scores (CLBlast) path exists "
+                          "on the OpenCL backend only",
                           slot->backend->name);
 #ifdef SDPA_HAVE_TUNE
     /* No forced tile: the profile's record for this device and bucket, if
@@ -79,8 +76,10 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
 sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                              const sdpa_plan_options *options, sdpa_plan **out)
 {
-    if (!ctx || !out) return SDPA_ERR_NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, out, "sdpa_plan_create", "out");
     *out = NULL;
+    SDPA__CHECK_ARG(ctx, desc, "sdpa_plan_create", "desc");
     sdpa_plan_options defaults;
     if (!options) {
         sdpa_plan_options_init(&defaults);
@@ -149,7 +148,8 @@ size_t sdpa_plan_workspace_size(const sdpa_plan *plan)
 
 sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
 {
-    if (!plan || !info) return SDPA_ERR_NULL;
+    if (!plan) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(plan->ctx, info, "sdpa_plan_get_info", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->backend = plan->slot->backend->kind;
@@ -207,7 +207,9 @@ sdpa_status sdpa_plan_forward(sdpa_plan *plan, const sdpa_forward_tensors *t)
 {
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
+    SDPA__CHECK_ARG(ctx, t, "sdpa_plan_forward", "t");
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, t, false));
+    SDPA__TRY(sdpa__validate_aliasing(ctx, t, NULL));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
     return run(plan, &s, SDPA_OK, t, NULL);
@@ -218,10 +220,13 @@ sdpa_status sdpa_plan_backward(sdpa_plan *plan, const sdpa_forward_tensors *fwd,
 {
     if (!plan) return SDPA_ERR_NULL;
     sdpa_context *ctx = plan->ctx;
+    SDPA__CHECK_ARG(ctx, fwd, "sdpa_plan_backward", "fwd");
+    SDPA__CHECK_ARG(ctx, bwd, "sdpa_plan_backward", "bwd");
     SDPA__CHECK(ctx, plan->flags & SDPA_PLAN_BACKWARD, SDPA_ERR_INVALID_ARG,
                 "sdpa_plan_backward: the plan was created without SDPA_PLAN_BACKWARD");
     SDPA__TRY(sdpa__validate_forward_call(ctx, &plan->key, fwd, true));
     SDPA__TRY(sdpa__validate_backward_call(ctx, &plan->key, bwd));
+    SDPA__TRY(sdpa__validate_aliasing(ctx, fwd, bwd));
     sdpa__staging s;
     sdpa__staging_init(&s, ctx, plan->slot, plan->slot->backend->host_memory);
     return run(plan, &s, SDPA_OK, fwd, bwd);

@@ -7,6 +7,34 @@
 
 #include <stdlib.h>
 
+/* Number of elements of t. */
+static int64_t element_count(const sdpa_tensor *t)
+{
+    return t->shape[0] * t->shape[1] * t->shape[2] * t->shape[3];
+}
+
+/* Copies t's own elements, and nothing between them, from src to dst; both
+ * point at element t->offset of a copy of t's span. */
+static void copy_elements(void *dst, const void *src, const sdpa_tensor *t)
+{
+    size_t es = sdpa_dtype_size(t->dtype);
+    int64_t st[4];
+    for (int a = 0; a < 4; a++) st[a] = t->shape[a] == 1 ? 0 : t->stride[a];
+    bool rows = t->shape[3] == 1 || st[3] == 1; /* innermost axis contiguous */
+    size_t row_bytes = (size_t)t->shape[3] * es;
+    for (int64_t i0 = 0; i0 < t->shape[0]; i0++)
+        for (int64_t i1 = 0; i1 < t->shape[1]; i1++)
+            for (int64_t i2 = 0; i2 < t->shape[2]; i2++) {
+                size_t e = (size_t)(i0 * st[0] + i1 * st[1] + i2 * st[2]);
+                if (rows) {
+                    memcpy((char *)dst + e * es, (const char *)src + e * es, row_bytes);
+                    continue;
+                }
+                for (int64_t i3 = 0; i3 < t->shape[3]; i3++, e += (size_t)st[3])
+                    memcpy((char *)dst + e * es, (const char *)src + e * es, es);
+            }
+}
+
 void sdpa__staging_init(sdpa__staging *s, sdpa_context *ctx, sdpa__slot *slot,
                         bool host_target)
 {
@@ -61,21 +89,46 @@ sdpa_status sdpa__stage(sdpa__staging *s, const sdpa_tensor *t, bool output,
     return SDPA_OK;
 }
 
-sdpa_status sdpa__staging_finish(sdpa__staging *s)
+/* Copies staged output `it` back: its span at once when its elements fill
+ * the span, else only its elements (through a host copy of the destination's
+ * span, so that bytes between them — other outputs of the same memory,
+ * written back before or after, or the caller's data — keep their values). */
+static sdpa_status write_back(sdpa__staging *s, const sdpa__staged *it)
 {
     sdpa_context *ctx = s->ctx;
-    SDPA__TRY(sdpa__call_finish(ctx, s->slot));
-    for (int i = 0; i < s->n; i++) {
-        sdpa__staged *it = &s->items[i];
-        if (!it->output) continue;
-        size_t start = it->t->offset * sdpa_dtype_size(it->t->dtype);
-        if (s->host_target)
-            SDPA__TRY(sdpa__call_buffer_write(ctx, &ctx->primary, sdpa__buffer_handle(it->t->buf),
-                                              start, it->tmp, it->bytes));
-        else
-            SDPA__TRY(sdpa__call_buffer_read(ctx, s->slot, it->tmp, 0,
-                                             (char *)it->t->host + start, it->bytes));
+    const sdpa_tensor *t = it->t;
+    size_t start = t->offset * sdpa_dtype_size(t->dtype);
+    bool dense = element_count(t) == sdpa__tensor_span(t);
+    if (dense && s->host_target)
+        return sdpa__call_buffer_write(ctx, &ctx->primary, sdpa__buffer_handle(t->buf), start,
+                                       it->tmp, it->bytes);
+    if (dense)
+        return sdpa__call_buffer_read(ctx, s->slot, it->tmp, 0, (char *)t->host + start,
+                                      it->bytes);
+    char *span = sdpa__malloc(it->bytes);
+    SDPA__CHECK(ctx, span, SDPA_ERR_OUT_OF_MEMORY,
+                "staging: out of host memory (%zu bytes)", it->bytes);
+    sdpa_status st;
+    if (s->host_target) { /* results in it->tmp; the device buffer gets its elements */
+        void *h = sdpa__buffer_handle(t->buf);
+        st = sdpa__call_buffer_read(ctx, &ctx->primary, h, start, span, it->bytes);
+        if (st == SDPA_OK) {
+            copy_elements(span, it->tmp, t);
+            st = sdpa__call_buffer_write(ctx, &ctx->primary, h, start, span, it->bytes);
+        }
+    } else { /* results on the device; the host tensor gets its elements */
+        st = sdpa__call_buffer_read(ctx, s->slot, it->tmp, 0, span, it->bytes);
+        if (st == SDPA_OK) copy_elements((char *)t->host + start, span, t);
     }
+    free(span);
+    return st;
+}
+
+sdpa_status sdpa__staging_finish(sdpa__staging *s)
+{
+    SDPA__TRY(sdpa__call_finish(s->ctx, s->slot));
+    for (int i = 0; i < s->n; i++)
+        if (s->items[i].output) SDPA__TRY(write_back(s, &s->items[i]));
     return SDPA_OK;
 }
 

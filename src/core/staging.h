@@ -6,8 +6,10 @@
  * paths, including AUTO's fallback). Staging resolves each tensor to an
  * sdpa__ref: directly when the memory already suits the backend (the hot path:
  * nothing allocated), otherwise through a temporary copy of the tensor's span.
- * Outputs are copied in first too, so elements between strided outputs survive
- * the copy back.
+ * Outputs are copied in too, and only their own elements are copied back:
+ * the bytes between a strided output's elements may belong to another output
+ * of the same call (rows of [out, lse], packed dQKV) or to the caller, and
+ * are left as they are.
  */
 #ifndef SDPA_CORE_STAGING_H
 #define SDPA_CORE_STAGING_H
@@ -36,7 +38,7 @@ sdpa_status sdpa__stage(sdpa__staging *s, const sdpa_tensor *t, bool output,
                         sdpa__ref *ref);
 /* True when some tensor needed a temporary copy. */
 static inline bool sdpa__staging_used(const sdpa__staging *s) { return s->n > 0; }
-/* Waits for the backend and copies staged outputs back. */
+/* Waits for the backend and copies each staged output's elements back. */
 sdpa_status sdpa__staging_finish(sdpa__staging *s);
 /* Frees the temporaries (always call, also after errors). */
 void sdpa__staging_free(sdpa__staging *s);

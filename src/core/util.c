@@ -5,7 +5,41 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <time.h>
+
+bool sdpa__looks_integer(const char *s)
+{
+    if (!s) return false;
+    if (*s == '+' || *s == '-') s++;
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s)) return false;
+    return true;
+}
+
+bool sdpa__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out, const char **why)
+{
+    if (!sdpa__looks_integer(s)) {
+        *why = "not a whole decimal number";
+        return false;
+    }
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || v < lo || v > hi) {
+        *why = "out of range";
+        return false;
+    }
+    if (!end || *end) { /* unreachable after sdpa__looks_integer; kept for safety */
+        *why = "has trailing characters";
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
 
 double sdpa__now(void)
 {

@@ -6,6 +6,7 @@
  * whose element count or byte span does not fit int64/size_t is SDPA_ERR_SHAPE.
  */
 #include "validate.h"
+#include "overlap.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -119,16 +120,34 @@ static void fwd_shape(const sdpa__problem *p, int slot, int64_t s[4])
     memcpy(s, v[slot], sizeof v[slot]);
 }
 
-static sdpa_status check_shape(sdpa_context *ctx, const char *name, const int64_t got[4],
-                               const int64_t want[4], bool broadcast01)
+/* What each axis of a forward slot means (the backward's tensors use the
+ * slot they mirror); "unit" axes have extent 1 by definition. */
+static const char *const k_axes[SDPA__T_COUNT][4] = {
+    [SDPA__T_Q] = {"batch", "query heads", "queries", "head dim D"},
+    [SDPA__T_K] = {"batch", "key/value heads", "keys", "head dim D"},
+    [SDPA__T_V] = {"batch", "key/value heads", "keys", "value dim Dv"},
+    [SDPA__T_OUT] = {"batch", "query heads", "queries", "value dim Dv"},
+    [SDPA__T_MASK] = {"batch", "query heads", "queries", "keys"},
+    [SDPA__T_BIAS] = {"batch", "query heads", "queries", "keys"},
+    [SDPA__T_KV_LEN] = {"batch", "unit axis", "unit axis", "unit axis"},
+    [SDPA__T_Q_GAIN] = {"unit axis", "unit axis", "unit axis", "head dim D"},
+    [SDPA__T_K_GAIN] = {"unit axis", "unit axis", "unit axis", "head dim D"},
+    [SDPA__T_TEMPERATURE] = {"unit axis", "query heads", "unit axis", "unit axis"},
+    [SDPA__T_LSE] = {"batch", "query heads", "queries", "unit axis"},
+    [SDPA__T_STATS] = {"batch", "query heads", "unit axis", "statistics"},
+};
+
+/* Checks got against want for forward slot `slot`; mask and bias
+ * (broadcast01) may have extent 1 on the batch and head axes. */
+static sdpa_status check_shape(sdpa_context *ctx, const char *name, int slot,
+                               const int64_t got[4], const int64_t want[4], bool broadcast01)
 {
-    static const char *const axis[4] = {"batch", "heads", "seq", "head_dim"};
     for (int a = 0; a < 4; a++) {
-        bool ok = got[a] == want[a] || (broadcast01 && a < 2 && got[a] == 1);
+        bool may_be_1 = broadcast01 && a < 2 && want[a] != 1;
+        bool ok = got[a] == want[a] || (may_be_1 && got[a] == 1);
         SDPA__CHECK(ctx, ok, SDPA_ERR_SHAPE,
-                    "%s.shape[%d] (%s) is %lld, expected %lld%s", name, a, axis[a],
-                    (long long)got[a], (long long)want[a],
-                    broadcast01 && a < 2 ? " or 1 (broadcast)" : "");
+                    "%s.shape[%d] (%s) is %lld, expected %lld%s", name, a, k_axes[slot][a],
+                    (long long)got[a], (long long)want[a], may_be_1 ? " or 1 (broadcast)" : "");
     }
     return SDPA_OK;
 }
@@ -265,7 +284,7 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
                     sdpa_dtype_name(x->dtype), sdpa_dtype_name(want));
         int64_t shape[4];
         fwd_shape(p, i, shape);
-        SDPA__TRY(check_shape(ctx, name, x->shape, shape,
+        SDPA__TRY(check_shape(ctx, name, i, x->shape, shape,
                               i == SDPA__T_MASK || i == SDPA__T_BIAS));
     }
     p->has_mask = t->mask.dtype != SDPA_DTYPE_NONE;
@@ -296,19 +315,21 @@ static sdpa_status check_kv_len_values(sdpa_context *ctx, const sdpa__problem *p
     return SDPA_OK;
 }
 
-static sdpa_status check_call_tensor(sdpa_context *ctx, const char *name,
+/* x against the plan's dtype and shape of forward slot `slot`. */
+static sdpa_status check_call_tensor(sdpa_context *ctx, const char *name, int slot,
                                      const sdpa_tensor *x, sdpa_dtype want_dtype,
                                      const int64_t want_shape[4], bool output)
 {
     SDPA__CHECK(ctx, x->dtype == want_dtype, SDPA_ERR_DTYPE, "%s.dtype is %s, the plan has %s",
                 name, sdpa_dtype_name(x->dtype), sdpa_dtype_name(want_dtype));
     if (want_dtype == SDPA_DTYPE_NONE) return SDPA_OK;
-    SDPA__TRY(check_shape(ctx, name, x->shape, want_shape, false));
+    SDPA__TRY(check_shape(ctx, name, slot, x->shape, want_shape, false));
     for (int a = 0; output && a < 4; a++)
         SDPA__CHECK(ctx, x->shape[a] == 1 || x->stride[a] != 0, SDPA_ERR_STRIDE,
                     "%s.stride[%d] is 0 on an axis of extent %lld: an output cannot broadcast",
                     name, a, (long long)x->shape[a]);
-    return sdpa__check_layout(ctx, name, x, true);
+    SDPA__TRY(sdpa__check_layout(ctx, name, x, true));
+    return output ? sdpa__check_no_self_overlap(ctx, name, x) : SDPA_OK;
 }
 
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
@@ -316,7 +337,7 @@ sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key
 {
     if (!t) return SDPA__FAIL(ctx, SDPA_ERR_NULL, "forward tensors are NULL");
     for (int i = 0; i < SDPA__T_COUNT; i++)
-        SDPA__TRY(check_call_tensor(ctx, sdpa__fwd_names[i], sdpa__fwd_slot(t, i),
+        SDPA__TRY(check_call_tensor(ctx, sdpa__fwd_names[i], i, sdpa__fwd_slot(t, i),
                                     key->dtypes[i], key->shapes[i],
                                     !backward && (i == SDPA__T_OUT || i == SDPA__T_LSE ||
                                                   i == SDPA__T_STATS)));
@@ -341,8 +362,34 @@ sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_ke
                     sdpa__fwd_names[src[i]]);
         SDPA__CHECK(ctx, x->dtype != SDPA_DTYPE_NONE, SDPA_ERR_INVALID_ARG,
                     "%s is required but absent", sdpa__bwd_names[i]);
-        SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], x, want, key->shapes[src[i]],
+        SDPA__TRY(check_call_tensor(ctx, sdpa__bwd_names[i], src[i], x, want, key->shapes[src[i]],
                                     i != SDPA__G_DOUT));
     }
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__validate_aliasing(sdpa_context *ctx, const sdpa_forward_tensors *t,
+                                    const sdpa_backward_tensors *g)
+{
+    const sdpa_tensor *x[SDPA__T_COUNT + SDPA__G_COUNT];
+    const char *name[SDPA__T_COUNT + SDPA__G_COUNT];
+    bool output[SDPA__T_COUNT + SDPA__G_COUNT];
+    int n = 0;
+    for (int i = 0; i < SDPA__T_COUNT; i++) {
+        if (g && i == SDPA__T_STATS) continue; /* the backward does not read it */
+        x[n] = sdpa__fwd_slot(t, i);
+        name[n] = sdpa__fwd_names[i];
+        output[n++] = !g && (i == SDPA__T_OUT || i == SDPA__T_LSE || i == SDPA__T_STATS);
+    }
+    for (int i = 0; g && i < SDPA__G_COUNT; i++) {
+        x[n] = sdpa__bwd_slot(g, i);
+        name[n] = sdpa__bwd_names[i];
+        output[n++] = i != SDPA__G_DOUT;
+    }
+    /* every pair with an output in it, once; inputs may share memory */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; output[i] && j < n; j++)
+            if (j != i && (!output[j] || j > i))
+                SDPA__TRY(sdpa__check_disjoint(ctx, name[i], x[i], name[j], x[j]));
     return SDPA_OK;
 }

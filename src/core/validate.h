@@ -31,13 +31,20 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
 
 /* Checks a call's forward tensors against the plan's key (presence, dtype,
  * shape, data pointers, strides, buffer ownership and bounds, kv_len values
- * of host tensors; outputs may not broadcast). In a backward call out, lse
+ * of host tensors; outputs may not broadcast or otherwise overlap themselves). In a backward call out, lse
  * and stats are inputs. */
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
                                         const sdpa_forward_tensors *t, bool backward);
 /* Checks the backward tensors (expected dtypes and shapes follow the key). */
 sdpa_status sdpa__validate_backward_call(sdpa_context *ctx, const sdpa__shape_key *key,
                                          const sdpa_backward_tensors *g);
+
+/* Refuses a call whose outputs overlap one another or any tensor the call
+ * reads (SDPA_ERR_INVALID_ARG, naming both); g = NULL for a forward call, else
+ * out, lse and the other forward tensors are inputs. Outputs overlapping
+ * themselves were refused (SDPA_ERR_STRIDE) by the call checks above. */
+sdpa_status sdpa__validate_aliasing(sdpa_context *ctx, const sdpa_forward_tensors *t,
+                                    const sdpa_backward_tensors *g);
 
 /* Checks one tensor's layout: dtype known, extents positive, strides
  * non-negative, span free of overflow; with need_data, exactly one of

@@ -359,7 +359,9 @@ static sdpa_status run(tuner *t, sdpa_tune_result *res)
 sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
                       const sdpa_tune_options *options, sdpa_tune_result *result)
 {
-    if (!ctx || !desc || !result) return SDPA_ERR_NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, desc, "sdpa_tune", "desc");
+    SDPA__CHECK_ARG(ctx, result, "sdpa_tune", "result");
     sdpa_tune_options defaults;
     if (!options) {
         sdpa_tune_options_init(&defaults);

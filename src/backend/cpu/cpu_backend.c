@@ -57,11 +57,15 @@ static sdpa_status cpu_supports(sdpa_context *ctx, const sdpa__problem *p, unsig
     return SDPA_OK;
 }
 
-static int round16(int v, int lo, int hi)
-{
-    v = (v + 15) / 16 * 16;
-    return v < lo ? lo : v > hi ? hi : v;
-}
+/* Forced tile values the cpu backend takes (checked by the front end,
+ * src/core/tile_check.c): the query and key tiles are multiples of the
+ * 16-wide kernels' blocks; unfused 0 is the only path there is. */
+static const sdpa__tile_range cpu_tile_ranges[SDPA__TILE_FIELDS] = {
+    [SDPA__TILE_Q] = {true, 16, 256, 16, false},
+    [SDPA__TILE_K] = {true, 16, 512, 16, false},
+    [SDPA__TILE_SPLIT] = {true, 1, 256, 0, false},
+    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+};
 
 static void cpu_plan_free(sdpa_context *ctx, void *plan_state)
 {
@@ -90,10 +94,10 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     int forced_split = 0;
     const sdpa_tile_config *tc = options ? options->tile : NULL;
     if (tc) {
-        if (tc->q_tile != SDPA_AUTO) pl->bq = round16(tc->q_tile, 16, 256);
-        if (tc->k_tile != SDPA_AUTO) pl->bk = round16(tc->k_tile, 16, 512);
-        if (tc->split_kv != SDPA_AUTO && tc->split_kv >= 1)
-            forced_split = tc->split_kv > 256 ? 256 : tc->split_kv;
+        /* in cpu_tile_ranges: checked by the front end */
+        if (tc->q_tile != SDPA_AUTO) pl->bq = tc->q_tile;
+        if (tc->k_tile != SDPA_AUTO) pl->bk = tc->k_tile;
+        if (tc->split_kv != SDPA_AUTO) forced_split = tc->split_kv;
     }
     pl->G = p->Hq / p->Hkv;
     pl->rows = pl->G * p->Sq;
@@ -267,6 +271,7 @@ const sdpa__backend sdpa__backend_cpu = {
     .backward = cpu_backward,
     .finish = sdpa__host_finish,
     .default_tile = cpu_default_tile,
+    .tile_ranges = cpu_tile_ranges,
     .tile_candidates = cpu_tile_candidates,
     .source_hash = cpu_source_hash,
     .measure_peak = sdpa__cpu_measure_peak,

@@ -59,6 +59,12 @@ static void ref_plan_describe(const void *plan_state, sdpa_plan_info *info)
     sdpa__strlcpy(info->config, "float64, materialised score rows", sizeof info->config);
 }
 
+/* One fixed algorithm: no tile parameter; unfused 0 (what it computes
+ * anyway) is accepted. */
+static const sdpa__tile_range ref_tile_ranges[SDPA__TILE_FIELDS] = {
+    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+};
+
 const sdpa__backend sdpa__backend_reference = {
     .api_version = SDPA__BACKEND_API_VERSION,
     .kind = SDPA_BACKEND_REFERENCE,
@@ -80,5 +86,6 @@ const sdpa__backend sdpa__backend_reference = {
     .forward = sdpa__ref_forward,
     .backward = sdpa__ref_backward,
     .finish = sdpa__host_finish,
+    .tile_ranges = ref_tile_ranges,
     .measure_peak = sdpa__cpu_measure_peak,
 };

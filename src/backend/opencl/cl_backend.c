@@ -29,6 +29,7 @@ const sdpa__backend sdpa__backend_opencl = {
     .backward = sdpa__cl_backward,
     .finish = sdpa__cl_finish,
     .default_tile = sdpa__cl_default_tile,
+    .tile_ranges = sdpa__cl_tile_ranges,
     .tile_candidates = sdpa__cl_tile_candidates,
     .source_hash = sdpa__cl_source_hash,
     .measure_peak = sdpa__cl_measure_peak,

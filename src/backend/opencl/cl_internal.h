@@ -156,6 +156,8 @@ typedef struct sdpa__cl_plan {
 
 sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
                               unsigned plan_flags);
+/* Forced tile ranges of the backend table (cl_plan.c). */
+extern const sdpa__tile_range sdpa__cl_tile_ranges[SDPA__TILE_FIELDS];
 /* Tuning slots of the backend table (cl_plan.c, cl_program.c). */
 void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
                            sdpa_tile_config *tile);

@@ -52,9 +52,11 @@ sdpa_status sdpa_opencl_context_create(const sdpa_context_options *options,
 
 sdpa_status sdpa_opencl_buffer_wrap(sdpa_context *ctx, cl_mem mem, sdpa_buffer **out)
 {
-    if (!out) return SDPA_ERR_NULL;
+    if (out) *out = NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, out, "sdpa_opencl_buffer_wrap", "out");
     *out = NULL;
-    if (!ctx || !mem) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, mem, "sdpa_opencl_buffer_wrap", "mem");
     if (sdpa_context_backend(ctx) != SDPA_BACKEND_OPENCL)
         return SDPA__FAIL(ctx, SDPA_ERR_MISMATCHED_CONTEXT,
                           "sdpa_opencl_buffer_wrap: context is not an OpenCL context");

@@ -57,10 +57,20 @@ static int pow2_divisor(int64_t n, int cap)
     return v;
 }
 
-static bool is_pow2_in(int v, int lo, int hi)
-{
-    return v >= lo && v <= hi && (v & (v - 1)) == 0;
-}
+/* Forced tile values the OpenCL backend takes (checked by the front end,
+ * src/core/tile_check.c). Device limits (tile.wg_size against the device's
+ * work-group size, q_tile as 1, 2 or 4 rows per work-item, local memory, the
+ * number of CLBlast parameter sets) are checked by choose_config below. */
+const sdpa__tile_range sdpa__cl_tile_ranges[SDPA__TILE_FIELDS] = {
+    [SDPA__TILE_Q] = {true, 1, 4 * 8192, 0, false},
+    [SDPA__TILE_K] = {true, 2, 64, 0, true},
+    [SDPA__TILE_WG] = {true, 1, 8192, 0, false},
+    [SDPA__TILE_VEC] = {true, 1, 16, 0, true},
+    [SDPA__TILE_STAGE] = {true, 0, 1, 0, false},
+    [SDPA__TILE_SPLIT] = {true, 1, 256, 0, false},
+    [SDPA__TILE_UNFUSED] = {true, 0, 1, 0, false},
+    [SDPA__TILE_GEMM] = {true, 0, 64, 0, false},
+};
 
 sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                               cl_mem *m, int64_t floats, const char *what)
@@ -190,8 +200,6 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
             t->gemm_params != SDPA_AUTO)
             gemm = t->gemm_params, *forced = true;
     }
-    if (unfused != 0 && unfused != 1)
-        return REFUSE(quiet, ctx, "opencl: tile.unfused %d (must be 0 or 1)", unfused);
     if (unfused == 1 && (flags & SDPA_PLAN_BACKWARD))
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
                       "(create the backward plan without unfused = 1)");
@@ -201,9 +209,9 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
     if (gemm != SDPA_AUTO && unfused != 1)
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d applies to the unfused path "
                       "only (set tile.unfused = 1)", gemm);
-    if (gemm != SDPA_AUTO && (gemm < 0 || gemm > sdpa__cl_gemm_count()))
-        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d outside 0..%d", gemm,
-                      sdpa__cl_gemm_count());
+    if (gemm != SDPA_AUTO && gemm > sdpa__cl_gemm_count())
+        return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d is out of range: must be "
+                      "SDPA_AUTO or 0..%d (the sets of this build)", gemm, sdpa__cl_gemm_count());
     if (gemm > 0 && !sdpa__cl_gemm_fits(gemm, d, gpu))
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d (%s) does not suit this "
                       "device", gemm, sdpa__cl_gemm_label(gemm));
@@ -215,14 +223,6 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
                       "CLBlast cannot go back to its own", sdpa__cl_gemm_current(st->device));
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
-    if (!is_pow2_in(kt, 2, 64))
-        return REFUSE(quiet, ctx, "opencl: tile.k_tile %d (must be 2, 4, 8, 16, 32 or 64)", kt);
-    if (!is_pow2_in(vec, 1, 16))
-        return REFUSE(quiet, ctx, "opencl: tile.vec_width %d (must be 1, 2, 4, 8 or 16)", vec);
-    if (stage != 0 && stage != 1)
-        return REFUSE(quiet, ctx, "opencl: tile.stage_kv %d", stage);
-    if (split != SDPA_AUTO && (split < 1 || split > 256))
-        return REFUSE(quiet, ctx, "opencl: tile.split_kv %d outside 1..256", split);
     if (stage) {
         uint64_t need = (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
         if (need > d->local_mem)

@@ -32,6 +32,7 @@ const sdpa__backend sdpa__backend_vulkan = {
     .backward = sdpa__vk_backward,
     .finish = sdpa__vk_finish,
     .default_tile = sdpa__vk_default_tile,
+    .tile_ranges = sdpa__vk_tile_ranges,
     .tile_candidates = sdpa__vk_tile_candidates,
     .source_hash = sdpa__vk_source_hash,
     .measure_peak = sdpa__vk_measure_peak,
@@ -89,10 +90,13 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
 SDPA_API sdpa_status sdpa_vulkan_buffer_wrap(sdpa_context *ctx, VkBuffer buffer, size_t bytes,
                                              sdpa_buffer **out)
 {
-    if (!out) return SDPA_ERR_NULL;
+    if (out) *out = NULL;
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, out, "sdpa_vulkan_buffer_wrap", "out");
     *out = NULL;
-    if (!ctx || buffer == VK_NULL_HANDLE) return SDPA_ERR_NULL;
-    if (bytes == 0) return SDPA_ERR_EMPTY;
+    SDPA__CHECK(ctx, buffer != VK_NULL_HANDLE, SDPA_ERR_NULL,
+                "sdpa_vulkan_buffer_wrap: buffer is VK_NULL_HANDLE");
+    SDPA__CHECK(ctx, bytes > 0, SDPA_ERR_EMPTY, "sdpa_vulkan_buffer_wrap: bytes is 0");
     if (sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN)
         return SDPA__FAIL(ctx, SDPA_ERR_MISMATCHED_CONTEXT,
                           "sdpa_vulkan_buffer_wrap: context is not a Vulkan context");

@@ -221,6 +221,8 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
 void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state);
 size_t sdpa__vk_plan_workspace(const void *plan_state);
 void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info);
+/* Forced tile ranges of the backend table (vk_plan.c). */
+extern const sdpa__tile_range sdpa__vk_tile_ranges[SDPA__TILE_FIELDS];
 /* Tuning slots: default configuration, candidate space, shader hash. */
 void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
                            sdpa_tile_config *tile);

@@ -141,10 +141,22 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     return worst;
 }
 
-static int pick(int forced, int def, int lo, int hi)
+/* Forced tile values the Vulkan backend takes (checked by the front end,
+ * src/core/tile_check.c); the device's work-group limit and the q_tile
+ * register and shared-memory limits are checked by sdpa__vk_plan_create. */
+const sdpa__tile_range sdpa__vk_tile_ranges[SDPA__TILE_FIELDS] = {
+    [SDPA__TILE_Q] = {true, 1, MAX_ROWS, 0, false},
+    [SDPA__TILE_K] = {true, 1, MAX_K_TILE, 0, false},
+    [SDPA__TILE_WG] = {true, 1, 1024, 0, false},
+    [SDPA__TILE_STAGE] = {true, 0, 1, 0, false},
+    [SDPA__TILE_SPLIT] = {true, 1, MAX_SPLIT, 0, false},
+    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+};
+
+/* A forced field (in range: tile_check.c) or the default. */
+static int pick(const sdpa_tile_config *t, int forced, int def)
 {
-    int v = forced == SDPA_AUTO || forced <= 0 ? def : forced;
-    return v < lo ? lo : v > hi ? hi : v;
+    return t && forced != SDPA_AUTO ? forced : def;
 }
 
 /* Fills the workspace layout (f32 elements) and returns its size in bytes. */
@@ -273,9 +285,8 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     const sdpa_tile_config *t = options ? options->tile : NULL;
     if (t && t->struct_size < sizeof(sdpa_tile_config)) t = NULL;
     int max_wg = (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024);
-    pl->wg_size = pick(t ? t->wg_size : SDPA_AUTO, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg,
-                       1, max_wg);
-    pl->k_tile = pick(t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE, 1, MAX_K_TILE);
+    pl->wg_size = pick(t, t ? t->wg_size : SDPA_AUTO, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
+    pl->k_tile = pick(t, t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE);
     sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
 
     /* K/V staging: SDPA_AUTO = 0 on every device for now (docs/vulkan.md). */
@@ -283,9 +294,10 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     int stage = t && t->stage_kv != SDPA_AUTO ? t->stage_kv : 0;
     int forced_split = t && t->split_kv != SDPA_AUTO && t->split_kv > 0 ? t->split_kv : 0;
     int64_t shared_need = staged_shared_bytes(pl->k_tile, p->D, p->Dv);
-    if (stage != 0 && stage != 1)
-        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "vulkan: tile.stage_kv %d (must be 0 or 1)",
-                        stage);
+    if (pl->wg_size > max_wg)
+        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                        "vulkan: tile.wg_size %d exceeds the device's %d invocations per "
+                        "work-group", pl->wg_size, max_wg);
     else if (stage && shared_need > (int64_t)s->caps.max_shared)
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.stage_kv = 1 with k_tile %d needs %lld bytes of shared "
