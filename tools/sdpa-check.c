@@ -7,9 +7,9 @@
  * PATH is a case folder (holding case.json) or a folder of case folders
  * (searched a few levels deep, in name order). Exit status: 0 when nothing
  * failed, 1 when a case failed (a malformed case, an unreadable PATH or a
- * library error counts as a failure), 2 for usage errors or when no context
- * can be created on the requested backend. UNSUPPORTED cases (the backend
- * answered SDPA_ERR_UNSUPPORTED) are counted as skipped.
+ * library error counts as a failure) or no context can be created on the
+ * requested backend (e.g. no such device), 2 for usage errors. UNSUPPORTED
+ * cases (the backend answered SDPA_ERR_UNSUPPORTED) are counted as skipped.
  * Thin program over sdpa.h and tools/common (case.c, case_run.c, args.c).
  */
 #include <stdio.h>
@@ -41,8 +41,8 @@ static void usage(FILE *f)
             "\n"
             "Output: one line per case, `PASS|FAIL|UNSUPPORTED name  out max_abs=..\n"
             "rel_l2=..  lse ...`, then `N passed, N failed, N skipped`.\n"
-            "Exit status: 0 all passed or skipped, 1 a case failed, 2 usage error or\n"
-            "no usable backend.\n");
+            "Exit status: 0 all passed or skipped, 1 a case failed or no context (e.g. no\n"
+            "such device), 2 usage error.\n");
 }
 
 static const char *verdict_name(sc_verdict v)
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sdpa-check: cannot create a context on backend %s: %s (%s)\n",
                 backend ? backend : "default", sdpa_status_name(st), sdpa_status_string(st));
         free(paths);
-        return TA_EXIT_USAGE;
+        return TA_EXIT_FAIL;
     }
     if (verbose)
         printf("# backend %s, device %s, libsdpa %s\n",
