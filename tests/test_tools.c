@@ -707,6 +707,20 @@ START_TEST(bench_runs_what_tune_tuned)
 }
 END_TEST
 
+/* sdpa-tune's progress goes to stderr in text mode too: stdout holds the
+ * header and table only. */
+START_TEST(tune_progress_on_stderr)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "--backend reference --shape 1,1,1,4,4,8 --budget 1 "
+                                "--profile-dir '%s/p'", g_tmp);
+    ck_assert_msg(run("sdpa-tune", args) == 0, "sdpa-tune %s:\n%s%s", args, g_out, g_err);
+    ck_assert_ptr_nonnull(strstr(g_out, "default ms"));
+    ck_assert_msg(strstr(g_out, " s left") == NULL, "progress on stdout:\n%s", g_out);
+    ck_assert_msg(strstr(g_err, "B1 H1 S4 D8 f32: 1/"), "no progress on stderr:\n%s", g_err);
+}
+END_TEST
+
 /* A peak cached far too low makes rows read above 100 %: the tool measures
  * the peak again (and replaces the cache) instead of printing them. */
 START_TEST(bench_peak_above_100_remeasured)
@@ -874,6 +888,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, presets_same_in_both_tools);
     tcase_add_test(t, bench_runs_what_tune_tuned);
+    tcase_add_test(t, tune_progress_on_stderr);
     tcase_add_test(t, tools_refuse_shapes_beyond_memory);
     tcase_add_test(t, no_such_device_exit_1);
     suite_add_tcase(s, t);
