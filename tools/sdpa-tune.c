@@ -91,11 +91,10 @@ static int add_shape(options *o, const shape *s)
 /* 1 ok, 0 too many, -1 unknown. */
 static int add_preset(options *o, const char *name)
 {
-    const tps_preset *p[16];
-    int n = tps_select(name, p, 16);
+    shape rows[MAX_SHAPES];
+    int n = tps_rows(name, rows, MAX_SHAPES);
     for (int i = 0; i < n; i++)
-        for (int r = 0; r < p[i]->n; r++)
-            if (!add_shape(o, &p[i]->rows[r])) return 0;
+        if (i == MAX_SHAPES || !add_shape(o, &rows[i])) return 0;
     return n < 0 ? -1 : 1;
 }
 

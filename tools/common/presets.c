@@ -35,16 +35,18 @@ const tps_preset tps_presets[] = {
 };
 const int tps_npresets = (int)(sizeof tps_presets / sizeof tps_presets[0]);
 
-int tps_select(const char *name, const tps_preset **out, int max)
+int tps_rows(const char *name, tps_shape *out, int max)
 {
-    int all = strcmp(name, "all") == 0, n = 0;
-    for (int i = 0; i < tps_npresets; i++)
-        if (all || strcmp(name, tps_presets[i].name) == 0) {
+    int all = strcmp(name, "all") == 0, known = all, n = 0;
+    for (int i = 0; i < tps_npresets; i++) {
+        if (!all && strcmp(name, tps_presets[i].name) != 0)
+            continue;
+        known = 1;
+        for (int r = 0; r < tps_presets[i].n; r++, n++)
             if (n < max)
-                out[n] = &tps_presets[i];
-            n++;
-        }
-    return n ? (n < max ? n : max) : -1;
+                out[n] = tps_presets[i].rows[r];
+    }
+    return known ? n : -1;
 }
 
 void tps_describe(const tps_shape *s, char *buf, size_t cap)

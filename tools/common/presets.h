@@ -37,9 +37,11 @@ typedef struct tps_preset {
 extern const tps_preset tps_presets[];
 extern const int tps_npresets;
 
-/* The presets `name` stands for: one preset, or every one for "all".
- * Returns how many were stored in out[0..max), or -1 for an unknown name. */
-int tps_select(const char *name, const tps_preset **out, int max);
+/* The rows `name` stands for: one preset's, or every preset's for "all",
+ * in --help order. Stores up to max of them in out and returns how many
+ * there are (more than max when they did not all fit), -1 for an unknown
+ * name. */
+int tps_rows(const char *name, tps_shape *out, int max);
 
 /* "B1 H8/2 S1024 D128 causal f32": heads as Hq/Hkv when they differ, Sq and
  * Skv apart when they differ, Dv when it differs from D; dtype unless NONE. */
