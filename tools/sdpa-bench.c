@@ -322,7 +322,7 @@ static int parse_args(options *o, int argc, char **argv, int *help)
                 break;
             int r = add_preset(o, val);
             if (r < 0)
-                ta_fail(&a, "--preset: unknown preset \"%s\" (see --help)", val);
+                ta_fail(&a, "--preset: unknown preset \"%s\" (%s)", val, tps_names());
             else if (r == 0)
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_flag(&a, "--causal")) {

@@ -125,7 +125,7 @@ static int parse(options *o, int argc, char **argv)
             if (!val) break;
             int r = add_preset(o, val);
             if (r < 0)
-                ta_fail(&a, "--preset: unknown preset \"%s\" (see --help)", val);
+                ta_fail(&a, "--preset: unknown preset \"%s\" (%s)", val, tps_names());
             else if (r == 0)
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_value(&a, "--shape", &val)) {

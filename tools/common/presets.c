@@ -49,6 +49,17 @@ int tps_rows(const char *name, tps_shape *out, int max)
     return known ? n : -1;
 }
 
+const char *tps_names(void)
+{
+    static char names[256];
+    size_t n = 0;
+    for (int i = 0; i < tps_npresets && n < sizeof names; i++)
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", tps_presets[i].name);
+    if (n < sizeof names)
+        snprintf(names + n, sizeof names - n, "all");
+    return names;
+}
+
 void tps_describe(const tps_shape *s, char *buf, size_t cap)
 {
     char h[48], q[64], d[48];

@@ -43,6 +43,9 @@ extern const int tps_npresets;
  * name. */
 int tps_rows(const char *name, tps_shape *out, int max);
 
+/* "llm-prefill, llm-decode, vit, mobile, all": the names, for messages. */
+const char *tps_names(void);
+
 /* "B1 H8/2 S1024 D128 causal f32": heads as Hq/Hkv when they differ, Sq and
  * Skv apart when they differ, Dv when it differs from D; dtype unless NONE. */
 void tps_describe(const tps_shape *s, char *buf, size_t cap);
