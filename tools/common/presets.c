@@ -21,7 +21,15 @@
 #define F32 SDPA_DTYPE_F32
 #define F16 SDPA_DTYPE_F16
 
-const tps_preset tps_presets[] = {
+typedef struct tps_preset {
+    const char *name;
+    const char *about; /* what the rows stand for, one line */
+    int n;
+    tps_shape rows[4];
+} tps_preset;
+
+/* The presets, in --help order. */
+static const tps_preset tps_presets[] = {
     {"llm-prefill", "LLM prompt prefill, causal, GQA in the second", 2,
      {{1, 8, 8, 512, 512, 64, 64, 1, F32}, {1, 8, 2, 1024, 1024, 128, 128, 1, F32}}},
     {"llm-decode", "one new token against a 1k/4k/16k KV cache, GQA 4:1", 3,
@@ -33,7 +41,7 @@ const tps_preset tps_presets[] = {
     {"mobile", "small on-device model in f16: a short prompt, then decode", 2,
      {{1, 4, 4, 256, 256, 64, 64, 0, F16}, {1, 8, 2, 1, 2048, 64, 64, 0, F16}}},
 };
-const int tps_npresets = (int)(sizeof tps_presets / sizeof tps_presets[0]);
+static const int tps_npresets = (int)(sizeof tps_presets / sizeof tps_presets[0]);
 
 int tps_rows(const char *name, tps_shape *out, int max)
 {

@@ -15,8 +15,6 @@
 
 #include "sdpa.h"
 
-#define TPS_MAX_ROWS 4
-
 /* One problem. Preset rows that are causal have Sq == Skv, so the causal
  * diagonal (top-left in sdpa-tune, bottom-right by default in sdpa-bench)
  * does not change what they compute. */
@@ -25,17 +23,6 @@ typedef struct tps_shape {
     int causal;       /* 1 = causal (window -1, 0), 0 = no mask */
     sdpa_dtype dtype; /* storage of q, k, v, out; SDPA_DTYPE_NONE = the tool's --dtype */
 } tps_shape;
-
-typedef struct tps_preset {
-    const char *name;
-    const char *about; /* what the rows stand for, one line */
-    int n;
-    tps_shape rows[TPS_MAX_ROWS];
-} tps_preset;
-
-/* The presets, in --help order. */
-extern const tps_preset tps_presets[];
-extern const int tps_npresets;
 
 /* The rows `name` stands for: one preset's, or every preset's for "all",
  * in --help order. Stores up to max of them in out and returns how many
