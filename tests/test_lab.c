@@ -19,7 +19,9 @@
  *  - inspect: per-head spreads, saturation/collapse flags and warnings;
  *    the corpus case tests/conformance/basic (and basic of an extra corpus,
  *    tests/common/corpus.h) is read and matches its expected stats;
- *  - --plot writes a well-formed SVG; bad flags exit 2 with a message;
+ *  - --plot writes a well-formed SVG, refuses a file name not ending in
+ *    .svg (nothing written) and is refused by inspect, which draws no chart;
+ *    bad flags exit 2 with a message; no such device exits 1 like every tool;
  *    --help exits 0 for the tool and every subcommand.
  * Run time: about 5 s on the cpu backend (under 15 s on reference).
  */
@@ -325,6 +327,49 @@ START_TEST(test_plots)
 }
 END_TEST
 
+/* A chart is SVG, so --plot x.png (which used to get SVG data under a PNG
+ * name) is refused before anything runs, whatever the case of the suffix
+ * or where the flag stands; inspect draws no chart and refuses --plot
+ * instead of ignoring it. */
+START_TEST(test_plot_refusals)
+{
+    const char *cases[][2] = {
+        {"--plot %s/x.png variance --dims 8", ".svg"},
+        {"variance --dims 8 --plot %s/x.PNG", ".svg"},
+        {"--plot %s/.svg saturation", ".svg"},
+        {"inspect --random --plot %s/x.svg", "inspect draws no chart"},
+        {"--plot %s/x.svg inspect --random", "inspect draws no chart"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[1024], cmd[600];
+        snprintf(args, sizeof args, cases[i][0], g_tmp);
+        int rc = lab(1, args);
+        ck_assert_msg(rc == 2, "'sdpa-lab %s' exited %d, want 2", args, rc);
+        ck_assert_msg(strstr(g_err, cases[i][1]) && strstr(g_err, "--plot"),
+                      "'sdpa-lab %s': stderr lacks \"%s\": %s", args, cases[i][1], g_err);
+        ck_assert_str_eq(g_out, "");
+        /* nothing was written */
+        snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -qv -e out.txt -e err.txt", g_tmp);
+        ck_assert_msg(system(cmd) != 0, "'sdpa-lab %s' left a file in %s", args, g_tmp);
+    }
+    /* an upper-case .SVG is an SVG file name */
+    char args[1024];
+    snprintf(args, sizeof args, "--plot '%s/x.SVG' variance --dims 8", g_tmp);
+    ck_assert_int_eq(lab(1, args), 0);
+}
+END_TEST
+
+/* No such device: exit 1, the code every tool uses for "no context". */
+START_TEST(test_no_device_exit_1)
+{
+    setenv("SDPA_DEVICE", "no-such-device-anywhere", 1);
+    ck_assert_int_eq(lab(1, "variance --dims 8"), 1);
+    ck_assert_ptr_nonnull(strstr(g_err, "cannot open backend"));
+    ck_assert_str_eq(g_out, "");
+    unsetenv("SDPA_DEVICE");
+}
+END_TEST
+
 START_TEST(test_bad_flags_exit_2)
 {
     const char *bad[] = {
@@ -386,6 +431,8 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_inspect_random_flags_heads);
     tcase_add_test(tc, test_inspect_case_dir);
     tcase_add_test(tc, test_plots);
+    tcase_add_test(tc, test_plot_refusals);
+    tcase_add_test(tc, test_no_device_exit_1);
     tcase_add_test(tc, test_bad_flags_exit_2);
     tcase_add_test(tc, test_help_exit_0);
     suite_add_tcase(s, tc);

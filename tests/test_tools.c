@@ -15,7 +15,14 @@
  * version and the reference backend; sdpa-bench prints a row per backend and
  * op, its JSON's GFLOP/s times milliseconds reproduces the exact kept-pair
  * flop count for full, causal and window bands, and bad shapes exit 2.
- * Runs in a few seconds (tiny shapes, reference backend).
+ * Presets: sdpa-tune and sdpa-bench list the same ones, and a bench of a
+ * tuned preset runs the tuned configuration on every row (source column:
+ * profile, shipped profile, default). A row above 100 % of a (bad) cached
+ * peak makes sdpa-bench measure the peak again; shapes beyond the machine's
+ * memory are refused (exit 2) before allocating; --plot takes .svg only; no
+ * such device exits 1 in every tool.
+ * Runs in about half a minute (tiny shapes on reference; the presets on cpu
+ * with a 3 s tuning budget).
  */
 #include "testutil.h"
 #include "corpus.h"
@@ -28,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char g_tmp[256];
@@ -170,7 +178,7 @@ END_TEST
 START_TEST(check_cpu_when_compiled)
 {
     if (!sdpa_backend_compiled(SDPA_BACKEND_CPU)) {
-        ck_assert_int_eq(run("sdpa-check", "--backend cpu /nonexistent"), 2);
+        ck_assert_int_eq(run("sdpa-check", "--backend cpu /nonexistent"), 1);
         ck_assert_ptr_nonnull(strstr(g_err, "cannot create a context"));
         return;
     }
@@ -691,6 +699,264 @@ START_TEST(bench_usage_errors)
 }
 END_TEST
 
+/* ---- presets shared by sdpa-tune and sdpa-bench ------------------------------------------ */
+
+/* The --preset block of a tool's --help: the lines after "--preset" up to
+ * the next flag. */
+static char *preset_help(const char *tool)
+{
+    ck_assert_int_eq(run(tool, "--help"), 0);
+    const char *p = strstr(g_out, "--preset");
+    ck_assert_ptr_nonnull(p);
+    p = strchr(p, '\n');
+    ck_assert_ptr_nonnull(p);
+    const char *end = strstr(p, "\n  --");
+    ck_assert_ptr_nonnull(end);
+    return strndup(p + 1, (size_t)(end - p));
+}
+
+/* One table: both tools list the same presets with the same rows. */
+START_TEST(presets_same_in_both_tools)
+{
+    char *bench = preset_help("sdpa-bench");
+    char *tune = preset_help("sdpa-tune");
+    ck_assert_msg(strstr(tune, bench) == tune, "sdpa-tune's presets:\n%s\nsdpa-bench's:\n%s",
+                  tune, bench);
+    const char *names[] = {"llm-prefill", "llm-decode", "vit", "mobile", "all"};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(strstr(bench, names[i]), "--help lacks preset %s:\n%s", names[i], bench);
+    ck_assert_ptr_nonnull(strstr(bench, "B1 H4 S256 D64 f16"));
+    free(bench);
+    free(tune);
+}
+END_TEST
+
+/* `sdpa-tune --preset all` then `sdpa-bench --preset all` on the same profile
+ * dir: every bench row runs a configuration from that profile (the tuned
+ * one), so each preset row fell in a bucket the tuner wrote. The same dir
+ * given as the shipped dir instead says `shipped profile`; an empty one
+ * `default`. */
+START_TEST(bench_runs_what_tune_tuned)
+{
+    if (!sdpa_backend_compiled(SDPA_BACKEND_CPU)) {
+        fprintf(stderr, "test_tools: no cpu backend; tuned presets not checked\n");
+        return;
+    }
+    char args[1400], prof[600], empty[600];
+    snprintf(prof, sizeof prof, "%s/tuned", g_tmp);
+    snprintf(empty, sizeof empty, "%s/empty", g_tmp);
+    snprintf(args, sizeof args, "--backend cpu --preset all --budget 3 --json --profile-dir '%s'",
+             prof);
+    ck_assert_msg(run("sdpa-tune", args) == 0, "sdpa-tune %s:\n%s%s", args, g_out, g_err);
+    cJSON *t = cJSON_Parse(g_out);
+    ck_assert_msg(t != NULL, "sdpa-tune --json is not clean JSON:\n%s", g_out);
+    int nbuckets = cJSON_GetArraySize(cJSON_GetObjectItem(t, "buckets"));
+    ck_assert_int_ge(nbuckets, 8);
+    /* progress went to stderr, one plain line per candidate */
+    ck_assert_ptr_nonnull(strstr(g_err, " s left\n"));
+    ck_assert_ptr_null(strstr(g_out, " s left"));
+
+    const char *src[][2] = {{"profile", prof}, {"shipped profile", empty}, {"default", empty}};
+    for (int k = 0; k < 3; k++) {
+        if (k == 1)
+            setenv("SDPA_SHIPPED_PROFILE_DIR", prof, 1);
+        if (k == 2)
+            setenv("SDPA_SHIPPED_PROFILE_DIR", empty, 1);
+        snprintf(args, sizeof args, "--backend cpu --preset all --repeat 1 --warmup 0 --json "
+                                    "--no-peak --profile-dir '%s'", src[k][1]);
+        ck_assert_msg(run("sdpa-bench", args) == 0, "sdpa-bench %s:\n%s%s", args, g_out, g_err);
+        cJSON *b = cJSON_Parse(g_out);
+        ck_assert_ptr_nonnull(b);
+        cJSON *r;
+        int n = 0;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItem(b, "results"))
+        {
+            const char *shape = cJSON_GetObjectItem(r, "shape")->valuestring;
+            const char *source = cJSON_GetObjectItem(r, "source")->valuestring;
+            const char *config = cJSON_GetObjectItem(r, "config")->valuestring;
+            ck_assert_msg(strcmp(source, src[k][0]) == 0, "row %s: source \"%s\", want \"%s\"",
+                          shape, source, src[k][0]);
+            ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "ok");
+            if (k < 2) {
+                /* the tuned parameters (one bucket per row, in order) are in
+                 * the row's configuration */
+                cJSON *tb = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "buckets"), n);
+                ck_assert_ptr_nonnull(tb);
+                char tuned[256];
+                snprintf(tuned, sizeof tuned, "%s", cJSON_GetObjectItem(tb, "tuned")->valuestring);
+                for (char *sv = NULL, *tok = strtok_r(tuned, " ", &sv); tok;
+                     tok = strtok_r(NULL, " ", &sv))
+                    ck_assert_msg(strstr(config, tok), "row %s: config \"%s\" lacks tuned %s",
+                                  shape, config, tok);
+            }
+            n++;
+        }
+        ck_assert_int_eq(n, nbuckets);
+        cJSON_Delete(b);
+    }
+    cJSON_Delete(t);
+    /* the table and CSV carry the source too */
+    snprintf(args, sizeof args, "--backend cpu --preset mobile --repeat 1 --warmup 0 --no-peak "
+                                "--profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, " source "));
+    ck_assert_ptr_nonnull(strstr(g_out, "  profile  "));
+    snprintf(args, sizeof args, "--backend cpu --preset mobile --repeat 1 --warmup 0 --no-peak "
+                                "--csv --profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, ",peak_frac,peak_suspect,vs_first,mem_mib,kernel,config,"
+                                        "source,status\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",profile,ok\n"));
+}
+END_TEST
+
+/* sdpa-tune's progress goes to stderr in text mode too: stdout holds the
+ * header and table only. */
+START_TEST(tune_progress_on_stderr)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "--backend reference --shape 1,1,1,4,4,8 --budget 1 "
+                                "--profile-dir '%s/p'", g_tmp);
+    ck_assert_msg(run("sdpa-tune", args) == 0, "sdpa-tune %s:\n%s%s", args, g_out, g_err);
+    ck_assert_ptr_nonnull(strstr(g_out, "default ms"));
+    ck_assert_msg(strstr(g_out, " s left") == NULL, "progress on stdout:\n%s", g_out);
+    ck_assert_msg(strstr(g_err, "B1 H1 S4 D8 f32: 1/"), "no progress on stderr:\n%s", g_err);
+}
+END_TEST
+
+/* A peak cached far too low makes rows read above 100 %: the tool measures
+ * the peak again (and replaces the cache) instead of printing them. */
+START_TEST(bench_peak_above_100_remeasured)
+{
+    char args[1024], prof[600], path[700];
+    snprintf(prof, sizeof prof, "%s/profiles", g_tmp);
+    snprintf(path, sizeof path, "%s/peak.jsonl", prof);
+    snprintf(args, sizeof args, "--backend reference --shape 1,2,2,16,16,16 --repeat 1 "
+                                "--warmup 0 --json --profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    /* the cached record, with an absurdly low peak */
+    char *line = slurp(path);
+    cJSON *rec = cJSON_Parse(line);
+    ck_assert_msg(rec != NULL, "peak.jsonl: %s", line);
+    free(line);
+    double measured = cJSON_GetObjectItem(rec, "gflops")->valuedouble;
+    cJSON_SetNumberValue(cJSON_GetObjectItem(rec, "gflops"), 1e-6);
+    char *text = cJSON_PrintUnformatted(rec);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    free(text);
+    cJSON_Delete(rec);
+
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    cJSON *pk = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "peaks"), 0);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(pk, "remeasured")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(pk, "cached")));
+    double peak = cJSON_GetObjectItem(pk, "gflops")->valuedouble;
+    ck_assert_msg(peak > 1e3 * 1e-6, "peak %g not re-measured (was %g)", peak, measured);
+    cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0);
+    ck_assert_double_le(cJSON_GetObjectItem(r, "peak_frac")->valuedouble, 1.0);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "peak_suspect")));
+    ck_assert_double_eq(cJSON_GetObjectItem(r, "peak_gflops")->valuedouble, peak);
+    ck_assert_ptr_nonnull(strstr(g_err, "measuring the peak again"));
+    cJSON_Delete(j);
+    /* the cache holds the new peak: the next run reads it */
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    j = cJSON_Parse(g_out);
+    pk = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "peaks"), 0);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(pk, "cached")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(pk, "remeasured")));
+    ck_assert_double_eq(cJSON_GetObjectItem(pk, "gflops")->valuedouble, peak);
+    cJSON_Delete(j);
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Shapes whose buffers exceed the machine's memory are refused with exit 2
+ * before anything is allocated (quickly, nothing on stdout), by both tools
+ * that allocate a shape's tensors. */
+START_TEST(tools_refuse_shapes_beyond_memory)
+{
+    /* 2^31 x 64 x 4 bytes = 512 GiB per tensor: beyond any test machine */
+    const char *huge = "--shape 2147483648,64,64,1,1,1";
+    char args[512];
+    snprintf(args, sizeof args, "--backend reference %s --no-peak", huge);
+    double t0 = now_s();
+    ck_assert_int_eq(run("sdpa-bench", args), 2);
+    ck_assert_msg(strstr(g_err, "refused before allocating") && strstr(g_err, "GiB"), "%s", g_err);
+    ck_assert_str_eq(g_out, "");
+    snprintf(args, sizeof args, "--backend reference %s --budget 1", huge);
+    ck_assert_int_eq(run("sdpa-tune", args), 2);
+    ck_assert_msg(strstr(g_err, "refused before allocating"), "%s", g_err);
+    ck_assert_str_eq(g_out, "");
+    ck_assert_msg(now_s() - t0 < 30, "refusing took %.1f s", now_s() - t0);
+    /* the 56 GiB case of the report, where the machine has less */
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && (double)pages * (double)psize < 56.0 * 1073741824.0) {
+        ck_assert_int_eq(run("sdpa-bench", "--shape 2147483648,1,1,1,1,1 --no-peak"), 2);
+        ck_assert_ptr_nonnull(strstr(g_err, "needs 56.0 GiB"));
+    }
+    /* a dry run allocates nothing, so it is not refused */
+    snprintf(args, sizeof args, "--backend reference %s --dry-run", huge);
+    ck_assert_int_ne(run("sdpa-tune", args), 2);
+}
+END_TEST
+
+/* --plot writes SVG, so any other suffix is a usage error (nothing run,
+ * nothing written). */
+START_TEST(bench_plot_svg_only)
+{
+    const char *bad[] = {"x.png", "x.svg.png", "plot", ".svg", "dir/.svg"};
+    for (int i = 0; i < 5; i++) {
+        char args[1024], path[700];
+        snprintf(path, sizeof path, "%s/%s", g_tmp, bad[i]);
+        snprintf(args, sizeof args, "--backend reference --shape 1,1,1,4,4,8 --no-peak "
+                                    "--plot '%s'", path);
+        ck_assert_msg(run("sdpa-bench", args) == 2, "--plot %s should exit 2", bad[i]);
+        ck_assert_msg(strstr(g_err, "must end in .svg"), "--plot %s: %s", bad[i], g_err);
+        ck_assert_str_eq(g_out, "");
+        ck_assert_int_ne(access(path, F_OK), 0);
+    }
+    char args[1024], path[700];
+    snprintf(path, sizeof path, "%s/x.SVG", g_tmp);
+    snprintf(args, sizeof args, "--backend reference --shape 1,1,1,4,4,8 --no-peak --repeat 1 "
+                                "--warmup 0 --plot '%s'", path);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_int_eq(access(path, F_OK), 0);
+}
+END_TEST
+
+/* No such device is exit 1 in every tool that opens a device (docs/tools.md):
+ * the flag where there is one, SDPA_DEVICE otherwise. */
+START_TEST(no_such_device_exit_1)
+{
+    char args[1024];
+    const char *dev = "--device no-such-device-anywhere";
+    snprintf(args, sizeof args, "--backend reference %s '%s'", dev, conf_dir());
+    ck_assert_int_eq(run("sdpa-check", args), 1);
+    ck_assert_ptr_nonnull(strstr(g_err, "cannot create a context"));
+    snprintf(args, sizeof args, "--backend reference %s --shape 1,1,1,4,4,8 --no-peak", dev);
+    ck_assert_int_eq(run("sdpa-bench", args), 1);
+    ck_assert_ptr_nonnull(strstr(g_err, "SDPA_ERR_NO_DEVICE"));
+    snprintf(args, sizeof args, "--backend reference %s --shape 1,1,1,4,4,8 --budget 1 "
+                                "--profile-dir '%s/p'", dev, g_tmp);
+    ck_assert_int_eq(run("sdpa-tune", args), 1);
+    ck_assert_ptr_nonnull(strstr(g_err, "cannot create a context"));
+    setenv("SDPA_DEVICE", "no-such-device-anywhere", 1);
+    ck_assert_int_eq(run("sdpa-lab", "--backend reference variance --dims 8"), 1);
+    unsetenv("SDPA_DEVICE");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tools");
@@ -718,6 +984,17 @@ static Suite *suite(void)
     tcase_add_test(t, bench_peak_and_plot);
     tcase_add_test(t, bench_usage_errors);
     tcase_add_test(t, bench_opencl_unfused_rows);
+    tcase_add_test(t, bench_peak_above_100_remeasured);
+    tcase_add_test(t, bench_plot_svg_only);
+    suite_add_tcase(s, t);
+    t = tcase_create("presets, limits, exit codes");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, presets_same_in_both_tools);
+    tcase_add_test(t, bench_runs_what_tune_tuned);
+    tcase_add_test(t, tune_progress_on_stderr);
+    tcase_add_test(t, tools_refuse_shapes_beyond_memory);
+    tcase_add_test(t, no_such_device_exit_1);
     suite_add_tcase(s, t);
     return s;
 }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plot.h"
+
 int lab_global_flag(lab_env *env, ta_args *a)
 {
     const char *val;
@@ -39,8 +41,11 @@ int lab_global_flag(lab_env *env, ta_args *a)
         return LAB_FLAG_DONE;
     }
     if (ta_value(a, "--plot", &val)) {
+        char err[300];
         if (val && !*val)
             ta_fail(a, "--plot wants a file name");
+        else if (val && !tp_svg_path_check(val, err, sizeof err))
+            ta_fail(a, "--plot: %s", err);
         env->plot = val;
         return LAB_FLAG_DONE;
     }

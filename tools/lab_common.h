@@ -5,8 +5,9 @@
  * reporting for library statuses, and small JSON-writing helpers.
  *
  * sdpa-lab uses the public API only (sdpa.h); flag walking, random numbers and
- * tables come from tools/common. Exit codes: 0 success, 1 a library or I/O
- * failure, 2 a usage error (message on stderr).
+ * tables come from tools/common. Exit codes are every tool's (args.h): 0
+ * success, 1 a library or I/O failure (no context included), 2 a usage error
+ * (message on stderr).
  */
 #ifndef SDPA_LAB_COMMON_H
 #define SDPA_LAB_COMMON_H
@@ -18,9 +19,9 @@
 #include "sdpa.h"
 #include "util.h"
 
-#define LAB_EXIT_OK 0
-#define LAB_EXIT_FAIL 1
-#define LAB_EXIT_USAGE 2
+#define LAB_EXIT_OK TA_EXIT_OK
+#define LAB_EXIT_FAIL TA_EXIT_FAIL
+#define LAB_EXIT_USAGE TA_EXIT_USAGE
 
 /* Status returned by lab_global_flag / the option loops: the flag was not a
  * global one, was handled, or asked for help. */

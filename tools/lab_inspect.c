@@ -10,6 +10,7 @@
  * sdpa-case/1 folder read by tools/common/case.c: its inputs and attributes
  * (masks, bias, kv_len, window, softcap, QK-norm, gains, temperature) are
  * run forward with a stats output; its expected outputs are not used.
+ * It draws no chart: --plot is refused (exit 2) rather than ignored.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -84,6 +85,9 @@ int lab_cmd_inspect(lab_env *env, int argc, char **argv)
         return lab_usage_error(env, "give either CASE_DIR or --random, not both");
     if (!random && !case_dir)
         return lab_usage_error(env, "missing input: CASE_DIR or --random");
+    if (env->plot)
+        return lab_usage_error(env, "inspect draws no chart, so --plot does not apply "
+                                    "(variance, saturation, train and qknorm take it)");
 
     sdpa_attention_desc d;
     sdpa_attention_desc_init(&d);

@@ -7,11 +7,12 @@
  * PATH is a case folder (holding case.json) or a folder of case folders
  * (searched a few levels deep, in name order, symlinks below PATH not
  * followed). Exit status: 0 when nothing failed, 1 when a case failed (a
- * malformed case, an unreadable PATH or a library error counts as a failure),
- * 2 for usage errors or when no context can be created on the requested
- * backend. UNSUPPORTED cases (the backend answered SDPA_ERR_UNSUPPORTED) and
- * SKIPPED ones (an sdpa-case/1 input, dtype or output this runner does not
- * support yet, named in the line) are counted as skipped.
+ * malformed case, an unreadable PATH or a library error counts as a failure)
+ * or no context can be created on the requested backend (e.g. no such
+ * device), 2 for usage errors. UNSUPPORTED cases (the backend answered
+ * SDPA_ERR_UNSUPPORTED) and SKIPPED ones (an sdpa-case/1 input, dtype or
+ * output this runner does not support yet, named in the line) are counted
+ * as skipped.
  * Thin program over sdpa.h and tools/common (case.c, case_run.c, args.c).
  */
 #include <stdio.h>
@@ -49,8 +50,8 @@ static void usage(FILE *f)
             "(SDPA_ERR_UNSUPPORTED); SKIPPED: the case uses an sdpa-case/1 input this\n"
             "runner does not support yet (alibi_slopes, sinks, paged K/V, q8_0/q4_0,\n"
             "mixed K/V dtypes). Both count as skipped.\n"
-            "Exit status: 0 all passed or skipped, 1 a case failed, 2 usage error or\n"
-            "no usable backend.\n");
+            "Exit status: 0 all passed or skipped, 1 a case failed or no context (e.g. no\n"
+            "such device), 2 usage error.\n");
 }
 
 static const char *verdict_name(sc_verdict v)
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sdpa-check: cannot create a context on backend %s: %s (%s)\n",
                 backend ? backend : "default", sdpa_status_name(st), sdpa_status_string(st));
         free(paths);
-        return TA_EXIT_USAGE;
+        return TA_EXIT_FAIL;
     }
     if (verbose)
         printf("# backend %s, device %s, libsdpa %s\n",

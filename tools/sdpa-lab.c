@@ -24,7 +24,8 @@ const char lab_global_help[] =
     "  --backend NAME   reference | cpu | opencl | vulkan | auto (default: the\n"
     "                   SDPA_BACKEND variable if set, else cpu, else reference)\n"
     "  --seed N         random seed; runs are deterministic per seed (default 1)\n"
-    "  --plot FILE.svg  also write an SVG chart (variance, saturation, train, qknorm)\n"
+    "  --plot FILE.svg  also write an SVG chart (variance, saturation, train, qknorm;\n"
+    "                   FILE must end in .svg; inspect refuses it)\n"
     "  --json           print one JSON document instead of tables\n"
     "  --help           help for the tool or the subcommand\n";
 

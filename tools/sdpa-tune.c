@@ -8,11 +8,16 @@
  *             [--profile-dir DIR] [--json] [--dry-run] [--help]
  *
  * Each shape (and, with --backward, its backward too) is one bucket; the
- * budget is split across the buckets still to run. Progress goes to the
- * terminal as one updating line (plain lines when stdout is not a terminal;
- * stderr with --json); then a table (or JSON) per bucket: default ms, tuned
- * ms, speedup, parameters. Exit status: 0 ok, 1 a bucket failed, 2 usage.
- * Thin program over sdpa.h (SDPA_EXPERIMENTAL) and tools/common.
+ * budget is split across the buckets still to run. The presets are
+ * tools/common/presets.c's, shared with sdpa-bench, so `sdpa-bench --preset
+ * X` runs what `sdpa-tune --preset X` tuned. Progress always goes to stderr
+ * (stdout holds only the results, so --json stays one clean document): one
+ * updating line on a terminal, else plain lines; then a table (or JSON) per
+ * bucket: default ms, tuned ms, speedup, parameters. Shapes larger than the
+ * machine's memory are refused before anything is allocated. Exit status: 0
+ * ok, 1 a bucket failed or no context (e.g. no such device), 2 usage or a
+ * shape too large. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and
+ * tools/common.
  */
 #include <cJSON.h>
 #include <math.h>
@@ -22,16 +27,13 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "presets.h"
 #include "sdpa.h"
 #include "util.h"
 
 #define MAX_SHAPES 32
 
-typedef struct shape {
-    int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    int causal;
-    sdpa_dtype dtype; /* NONE = the --dtype (default f32) */
-} shape;
+typedef tps_shape shape; /* dtype NONE = the --dtype (default f32) */
 
 typedef struct options {
     sdpa_backend_kind backend;
@@ -55,57 +57,45 @@ static void usage(FILE *f)
             "\n"
             "  --backend B      auto|cpu|opencl|vulkan|reference (default: SDPA_BACKEND, else auto)\n"
             "  --device SEL     device index or name substring (default: SDPA_DEVICE, else the first)\n"
-            "  --preset P       llm-prefill  B1 H8 Hkv8 S512 D64 causal; B1 H8 Hkv2 S1024 D128 causal\n"
-            "                   llm-decode   B1 H32 Hkv8 Sq1 Skv4096 D128\n"
-            "                   vit          B1 H12 S197 D64\n"
-            "                   mobile       B1 H4 S256 D64 f16\n"
-            "                   all          all of the above (default when no --shape is given)\n"
+            "  --preset P       a named set of shapes, the same as sdpa-bench's (repeatable):\n");
+    tps_print_help(f, 19, 1);
+    fprintf(f,
+            "                   (all is the default when no --shape is given)\n"
             "  --shape S        B,Hq,Hkv,Sq,Skv,D[,Dv] (repeatable)\n"
-            "  --causal         make --shape shapes causal\n"
-            "  --dtype T        f32|f16|bf16 for every shape (default f32; mobile is f16)\n"
+            "  --causal         make every shape causal (presets included)\n"
+            "  --dtype T        f32|f16|bf16 for every shape (default: f32 for --shape, a\n"
+            "                   preset's own dtype for its rows)\n"
             "  --backward       also tune the backward of every shape\n"
             "  --budget S       total seconds, split across buckets (default 60)\n"
             "  --repeats N      timed runs per candidate (default 5)\n"
             "  --seed N         sampling seed for large candidate spaces (default 1)\n"
             "  --profile-dir D  where the profile is written (default: SDPA_PROFILE_DIR,\n"
             "                   else $XDG_DATA_HOME/sdpa/profiles, else ~/.local/share/sdpa/profiles)\n"
-            "  --json           print the results as JSON (progress goes to stderr)\n"
+            "  --json           print the results as JSON\n"
             "  --dry-run        list the candidates of each bucket; measure and write nothing\n"
             "  --help           this text\n"
             "\n"
-            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed, 2 usage error.\n");
+            "Progress goes to stderr: one updating line on a terminal, else one line per\n"
+            "candidate. Shapes that do not fit in the machine's memory are refused.\n"
+            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed or no context\n"
+            "(e.g. no such device), 2 usage error or a shape too large for the machine.\n");
 }
 
-static int add_shape(options *o, int64_t B, int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Skv,
-                     int64_t D, int64_t Dv, int causal, sdpa_dtype dt)
+static int add_shape(options *o, const shape *s)
 {
     if (o->nshapes >= MAX_SHAPES) return 0;
-    o->shapes[o->nshapes++] = (shape){B, Hq, Hkv, Sq, Skv, D, Dv, causal, dt};
+    o->shapes[o->nshapes++] = *s;
     return 1;
 }
 
 /* 1 ok, 0 too many, -1 unknown. */
 static int add_preset(options *o, const char *name)
 {
-    int all = strcmp(name, "all") == 0, known = all, ok = 1;
-    if (all || strcmp(name, "llm-prefill") == 0) {
-        known = 1;
-        ok &= add_shape(o, 1, 8, 8, 512, 512, 64, 64, 1, SDPA_DTYPE_NONE);
-        ok &= add_shape(o, 1, 8, 2, 1024, 1024, 128, 128, 1, SDPA_DTYPE_NONE);
-    }
-    if (all || strcmp(name, "llm-decode") == 0) {
-        known = 1;
-        ok &= add_shape(o, 1, 32, 8, 1, 4096, 128, 128, 0, SDPA_DTYPE_NONE);
-    }
-    if (all || strcmp(name, "vit") == 0) {
-        known = 1;
-        ok &= add_shape(o, 1, 12, 12, 197, 197, 64, 64, 0, SDPA_DTYPE_NONE);
-    }
-    if (all || strcmp(name, "mobile") == 0) {
-        known = 1;
-        ok &= add_shape(o, 1, 4, 4, 256, 256, 64, 64, 0, SDPA_DTYPE_F16);
-    }
-    return known ? ok : -1;
+    shape rows[MAX_SHAPES];
+    int n = tps_rows(name, rows, MAX_SHAPES);
+    for (int i = 0; i < n; i++)
+        if (i == MAX_SHAPES || !add_shape(o, &rows[i])) return 0;
+    return n < 0 ? -1 : 1;
 }
 
 /* 1 run, 0 exit with usage status, -1 exit 0 (help). */
@@ -120,8 +110,6 @@ static int parse(options *o, int argc, char **argv)
     int help = 0;
     ta_args a;
     ta_init(&a, argc, argv);
-    int64_t v[8];
-    int n;
     while (!a.error && ta_next(&a)) {
         const char *val;
         if (a.positional) {
@@ -137,20 +125,16 @@ static int parse(options *o, int argc, char **argv)
             if (!val) break;
             int r = add_preset(o, val);
             if (r < 0)
-                ta_fail(&a, "--preset: unknown preset \"%s\" (llm-decode, llm-prefill, vit, "
-                            "mobile, all)", val);
+                ta_fail(&a, "--preset: unknown preset \"%s\" (%s)", val, tps_names());
             else if (r == 0)
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_value(&a, "--shape", &val)) {
             if (!val) break;
-            if (!ta_parse_i64_list(val, 1, (int64_t)1 << 31, 6, 7, v, &n))
-                ta_fail(&a, "--shape: expected B,Hq,Hkv,Sq,Skv,D[,Dv] with positive integers, "
-                            "got \"%s\"", val);
-            else if (v[1] % v[2] != 0)
-                ta_fail(&a, "--shape: Hq (%lld) must be a multiple of Hkv (%lld)",
-                        (long long)v[1], (long long)v[2]);
-            else if (!add_shape(o, v[0], v[1], v[2], v[3], v[4], v[5], n == 7 ? v[6] : v[5],
-                                -1, SDPA_DTYPE_NONE))
+            shape t;
+            char err[200];
+            if (!tps_parse_shape(val, &t, err, sizeof err))
+                ta_fail(&a, "%s", err);
+            else if (!add_shape(o, &t))
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_flag(&a, "--causal")) {
             o->causal = 1;
@@ -194,7 +178,7 @@ static int parse(options *o, int argc, char **argv)
     if (o->nshapes == 0) add_preset(o, "all");
     for (int i = 0; i < o->nshapes; i++) {
         shape *s = &o->shapes[i];
-        if (s->causal < 0) s->causal = o->causal;
+        if (o->causal) s->causal = 1;
         if (o->has_dtype || s->dtype == SDPA_DTYPE_NONE) s->dtype = o->dtype;
     }
     return 1;
@@ -252,7 +236,7 @@ static void progress_end(progress_state *s)
 /* ---- one bucket ----------------------------------------------------------------- */
 
 typedef struct row {
-    char shape[96], bucket[160], best[256], def[256], error[256];
+    char shape[128], bucket[160], best[256], def[256], error[256];
     double best_ms, default_ms;
     int candidates, measured, rejected, exhausted, backward;
     sdpa_status status;
@@ -277,14 +261,7 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
 {
     memset(r, 0, sizeof *r);
     r->backward = backward;
-    snprintf(r->shape, sizeof r->shape, "B%lld H%lld/%lld S%lld/%lld D%lld %s",
-             (long long)s->B, (long long)s->Hq, (long long)s->Hkv, (long long)s->Sq,
-             (long long)s->Skv, (long long)s->D, sdpa_dtype_name(s->dtype));
-    if (s->Dv != s->D) {
-        size_t n = strlen(r->shape);
-        snprintf(r->shape + n, sizeof r->shape - n, " Dv%lld", (long long)s->Dv);
-    }
-    if (s->causal) strncat(r->shape, " causal", sizeof r->shape - strlen(r->shape) - 1);
+    tps_describe(s, r->shape, sizeof r->shape);
     float lse_dummy[1];
     sdpa_attention_desc d;
     make_desc(s, &d);
@@ -417,6 +394,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "sdpa-tune: cannot create a context: %s\n", sdpa_status_string(st));
         return TA_EXIT_FAIL;
     }
+    /* The tuner keeps a host copy of every tensor of the full shape and a
+     * device buffer of each: refuse what cannot fit before it allocates. */
+    for (int i = 0; i < o.nshapes && !o.dry_run; i++) {
+        const shape *s = &o.shapes[i];
+        double need = tps_bytes(s, s->dtype, o.backward, 0, 0);
+        char msg[512];
+        if (!tps_check_memory(s, need, need, &ctx, 1, msg, sizeof msg)) {
+            fprintf(stderr, "sdpa-tune: shape %d: %s; refused before allocating\n", i + 1, msg);
+            sdpa_context_destroy(ctx);
+            return TA_EXIT_USAGE;
+        }
+    }
     int nb = o.nshapes * (o.backward ? 2 : 1);
     row *rows = calloc((size_t)nb, sizeof *rows);
     if (!rows) {
@@ -429,8 +418,8 @@ int main(int argc, char **argv)
                o.budget, o.dry_run ? " (dry run)" : "", sdpa_context_profile_path(ctx));
     progress_state ps = {0};
     ps.dry = o.dry_run;
-    ps.f = o.json ? (isatty(fileno(stderr)) ? stderr : NULL) : stdout;
-    ps.tty = ps.f ? isatty(fileno(ps.f)) : 0;
+    ps.f = stderr; /* stdout holds the results only */
+    ps.tty = isatty(fileno(stderr));
     double t0 = tu_now();
     int failed = 0, k = 0;
     for (int i = 0; i < o.nshapes; i++) {

@@ -11,9 +11,12 @@
 
 #include "sdpa.h"
 
-#define TA_EXIT_OK 0
-#define TA_EXIT_FAIL 1
-#define TA_EXIT_USAGE 2
+/* Exit statuses of every tool (docs/tools.md): the one definition. */
+#define TA_EXIT_OK 0    /* success */
+#define TA_EXIT_FAIL 1  /* the work failed: a case or run failed, no context (no such
+                           device or backend), I/O */
+#define TA_EXIT_USAGE 2 /* usage error, or a request the machine cannot hold (a shape
+                           larger than its memory); nothing on stdout */
 
 /* Walks argv. Typical use:
  *   ta_args a; ta_init(&a, argc, argv);

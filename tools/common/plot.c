@@ -3,7 +3,8 @@
  * 720x440 canvas, plot area inside margins, y from 0 to a rounded maximum,
  * x linear or log2 over the data range, colours from a fixed palette.
  * Text is XML-escaped. Invariant: non-finite points (and x <= 0 on a log
- * axis) are skipped, never drawn. Called by sdpa-bench.
+ * axis) are skipped, never drawn. Called by sdpa-bench; tp_svg_path_check
+ * also by sdpa-lab's --plot.
  */
 #include "plot.h"
 
@@ -11,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define W 720.0
 #define H 440.0
@@ -149,6 +151,25 @@ int tp_plot_svg(const char *path, const char *title, const char *xlabel, const c
     fprintf(f, "</svg>\n");
     if (fclose(f) != 0) {
         snprintf(err, errcap, "cannot write %s", path);
+        return 0;
+    }
+    return 1;
+}
+
+int tp_svg_path_check(const char *path, char *err, size_t errcap)
+{
+    size_t n = path ? strlen(path) : 0;
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (n == 0) {
+        snprintf(err, errcap, "empty file name");
+        return 0;
+    }
+    if (n < 4 || strcasecmp(path + n - 4, ".svg") != 0 || strlen(base) <= 4) {
+        const char *dot = strrchr(base, '.');
+        snprintf(err, errcap, "%s: charts are written as SVG only, so the file name must end "
+                              "in .svg%s%s%s", path, dot && dot[1] ? " (not " : "",
+                 dot && dot[1] ? dot : "", dot && dot[1] ? ")" : "");
         return 0;
     }
     return 1;
