@@ -123,6 +123,14 @@ tcompare tparity_forward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
 tcompare tparity_backward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
                           const sdpa_plan_options *plan_opts);
 
+/* The two halves of the parity check, for callers that change a problem
+ * after tproblem_make: runs p forward (and backward) on ctx with poisoned
+ * outputs, asserting every call succeeds; then asserts that got's outputs
+ * agree with want's (the reference's) within the bounds above. */
+void trun_problem(sdpa_context *ctx, tproblem *p, bool backward,
+                  const sdpa_plan_options *plan_opts);
+void texpect_parity(const tproblem *got, const tproblem *want, bool backward);
+
 /* Runs a Check suite and returns the process exit status. */
 int trun_suite(Suite *s);
 

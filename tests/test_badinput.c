@@ -1,0 +1,289 @@
+/*
+ * test_badinput.c — inputs at and past the edges of what the API accepts, on
+ * every backend that starts here (reference, cpu, and opencl / vulkan when
+ * compiled in with a device), each against the float64 reference
+ * (docs/reliability.md, "Bad-input classes"):
+ *   - kv_len values -5, 0, Skv, Skv + 1 and 10^6, forward and backward, given
+ *     in host memory (out-of-range values refused with SDPA_ERR_INVALID_ARG
+ *     naming tensors.kv_len) and in a device buffer (never checked on the
+ *     host: the kernels clamp to [0, Skv], so the result is the reference's
+ *     with the clamped value; an unclamped kernel reads past K/V);
+ *   - softcap from 1e-3 to FLT_MAX, forward and backward;
+ *   - scalar attributes at the ends of their accepted range (scale, softcap
+ *     and qk_norm_eps at FLT_MIN and FLT_MAX, window and diagonal offset
+ *     near 2^62): accepted, and equal to the reference;
+ *   - |v| near FLT_MAX / Skv: the documented bound (docs/semantics.md) below
+ *     which out is finite and accurate; past it only the overflowing column
+ *     may be non-finite.
+ * Values past the f32 range are refused by validation (tests/test_validate.c,
+ * bad_scalars). Run time: ~1 s on the host backends, a few minutes with
+ * OpenCL (PoCL) and Vulkan (lavapipe).
+ */
+#include "testutil.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+                                            SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
+#define N_KINDS 4
+
+static sdpa_context *g_ref;
+
+static void setup(void)
+{
+    g_ref = tcontext(SDPA_BACKEND_REFERENCE, NULL);
+    ck_assert_ptr_nonnull(g_ref);
+}
+
+static void teardown(void)
+{
+    sdpa_context_destroy(g_ref);
+    g_ref = NULL;
+}
+
+/* The context for loop index i, or NULL (with a note) when unavailable. */
+static sdpa_context *backend_ctx(int i, const char *test)
+{
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(k_kinds[i], &st);
+    if (!ctx) {
+        printf("%s on %s: skipped (%s)\n", test, sdpa_backend_name(k_kinds[i]),
+               sdpa_status_name(st));
+        ck_assert(k_kinds[i] == SDPA_BACKEND_OPENCL || k_kinds[i] == SDPA_BACKEND_VULKAN);
+    }
+    return ctx;
+}
+
+/* ---- kv_len outside [0, Skv] ---------------------------------------------- */
+
+enum { KB = 2, KSQ = 5, KSKV = 6 };
+
+START_TEST(kv_len_clamped)
+{
+    sdpa_context *ctx = backend_ctx(_i, "kv_len_clamped");
+    if (!ctx) return;
+    const int32_t values[] = {-5, 0, KSKV, KSKV + 1, 1000000};
+    for (size_t n = 0; n < sizeof values / sizeof values[0]; n++) {
+        const int32_t v = values[n], vc = v < 0 ? 0 : v > KSKV ? KSKV : v;
+        char name[64];
+        snprintf(name, sizeof name, "kv_len %d on %s", (int)v, sdpa_backend_name(k_kinds[_i]));
+        tcase c;
+        /* bottom-right causal: the clamped kv_len also sets the diagonal */
+        tcase_init(&c, name, KB, 2, 1, KSQ, KSKV, 16, 8);
+        c.kv_len = true;
+        c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+        c.window_right = 0;
+        c.lse = true;
+        c.seed = 31;
+        tproblem got, want;
+        tproblem_make(&got, &c);
+        tproblem_make(&want, &c);
+        for (int b = 0; b < KB; b++) {
+            got.kv_len[b] = v;
+            want.kv_len[b] = vc;
+        }
+        trun_problem(g_ref, &want, true, NULL);
+
+        /* host memory: checked on every call */
+        if (v == vc) {
+            trun_problem(ctx, &got, true, NULL);
+            texpect_parity(&got, &want, true);
+        } else {
+            sdpa_plan_options o;
+            sdpa_plan_options_init(&o);
+            o.flags = SDPA_PLAN_BACKWARD;
+            sdpa_plan *plan = NULL;
+            ck_assert_int_eq(sdpa_plan_create(ctx, &got.desc, &o, &plan), SDPA_OK);
+            ck_assert_int_eq(sdpa_plan_forward(plan, &got.desc.tensors), SDPA_ERR_INVALID_ARG);
+            sdpa_error_info info;
+            sdpa_context_last_error(ctx, &info);
+            ck_assert_msg(info.message && strstr(info.message, "tensors.kv_len"),
+                          "%s: message '%s'", name, info.message ? info.message : "");
+            sdpa_plan_destroy(plan);
+        }
+
+        /* a device buffer: not checked on the host, clamped by the kernels */
+        sdpa_buffer *buf = NULL;
+        ck_assert_int_eq(sdpa_buffer_create(ctx, KB * sizeof(int32_t), &buf), SDPA_OK);
+        ck_assert_int_eq(sdpa_buffer_write(buf, 0, got.kv_len, KB * sizeof(int32_t)), SDPA_OK);
+        got.desc.tensors.kv_len = sdpa_tensor_buffer(buf, 0, SDPA_DTYPE_I32, KB, 1, 1, 1);
+        tproblem_poison(&got);
+        trun_problem(ctx, &got, true, NULL);
+        texpect_parity(&got, &want, true);
+        sdpa_buffer_destroy(buf);
+        tproblem_free(&got);
+        tproblem_free(&want);
+    }
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+/* ---- softcap over the whole accepted range -------------------------------- */
+
+START_TEST(softcap_range)
+{
+    sdpa_context *ctx = backend_ctx(_i, "softcap_range");
+    if (!ctx) return;
+    const double caps[] = {1e-3, 0.1, 0.7, 3, 20, 1e3, 1e6, 1e12, 1e20, 1e30, 3e38, FLT_MAX};
+    for (size_t n = 0; n < sizeof caps / sizeof caps[0]; n++) {
+        char name[64];
+        snprintf(name, sizeof name, "softcap %g on %s", caps[n], sdpa_backend_name(k_kinds[_i]));
+        tcase c;
+        tcase_init(&c, name, 1, 2, 2, 7, 37, 16, 16);
+        c.softcap = caps[n];
+        c.input_scale = 2.5; /* scores ~ +-10: every branch of tanh(s / c) */
+        c.window_right = 0;
+        c.seed = 5;
+        tparity_backward(ctx, g_ref, &c, NULL);
+    }
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+/* ---- scalar attributes at the ends of their range ------------------------- */
+
+typedef struct attr_case {
+    const char *name;
+    double scale, softcap, eps;
+    sdpa_diagonal diagonal;
+    int64_t off, left, right;
+    /* |q|, |k| entries in [1.1e-19, 1.65e-19]: every product q_d k_d is a
+     * normal f32 and scale FLT_MAX makes scores of a few tens. Forward only:
+     * the backward forms dS * scale, which overflows f32 here (the
+     * intermediate bound of docs/semantics.md). */
+    bool tiny_qk;
+} attr_case;
+
+START_TEST(scalar_attr_limits)
+{
+    sdpa_context *ctx = backend_ctx(_i, "scalar_attr_limits");
+    if (!ctx) return;
+    const int64_t big = ((int64_t)1 << 62) - 1;
+    const attr_case cases[] = {
+        {"scale FLT_MIN", FLT_MIN, 0, 1e-6, SDPA_DIAGONAL_TOP_LEFT, 0, -1, -1, false},
+        {"scale FLT_MAX", FLT_MAX, 0, 1e-6, SDPA_DIAGONAL_TOP_LEFT, 0, -1, -1, true},
+        {"softcap FLT_MIN", SDPA_SCALE_DEFAULT, FLT_MIN, 1e-6, SDPA_DIAGONAL_TOP_LEFT, 0, -1,
+         -1, false},
+        {"eps FLT_MIN", SDPA_SCALE_DEFAULT, 0, FLT_MIN, SDPA_DIAGONAL_TOP_LEFT, 0, -1, -1,
+         false},
+        {"eps FLT_MAX", SDPA_SCALE_DEFAULT, 0, FLT_MAX, SDPA_DIAGONAL_TOP_LEFT, 0, -1, -1,
+         false},
+        {"offset 2^62-1", SDPA_SCALE_DEFAULT, 0, 1e-6, SDPA_DIAGONAL_EXPLICIT, big, big, 0,
+         false},
+        {"offset -(2^62-1)", SDPA_SCALE_DEFAULT, 0, 1e-6, SDPA_DIAGONAL_EXPLICIT, -big, 0,
+         big, false},
+        {"windows 2^62-1", SDPA_SCALE_DEFAULT, 0, 1e-6, SDPA_DIAGONAL_BOTTOM_RIGHT, 0, big,
+         big, false},
+    };
+    for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
+        const attr_case *a = &cases[n];
+        char name[96];
+        snprintf(name, sizeof name, "%s on %s", a->name, sdpa_backend_name(k_kinds[_i]));
+        tcase c;
+        tcase_init(&c, name, 1, 2, 1, 6, 9, 16, 8);
+        c.lse = true;
+        c.seed = 17;
+        c.diagonal = a->diagonal;
+        c.diagonal_offset = a->off;
+        c.window_left = a->left;
+        c.window_right = a->right;
+        /* the norm is where eps matters; a zero q row divides by sqrt(eps) */
+        c.qk_norm = a->eps != 1e-6 ? SDPA_QK_NORM_RMS : SDPA_QK_NORM_NONE;
+        tproblem got, want;
+        tproblem_make(&got, &c);
+        tproblem_make(&want, &c);
+        for (tproblem *p = &got; p; p = p == &got ? &want : NULL) {
+            p->desc.scale = a->scale;
+            p->desc.softcap = a->softcap;
+            p->desc.qk_norm_eps = a->eps;
+            float *q = p->q, *k = p->k;
+            if (c.qk_norm != SDPA_QK_NORM_NONE) memset(q, 0, (size_t)c.D * sizeof *q);
+            for (size_t e = 0; a->tiny_qk && e < p->n_q; e++)
+                q[e] = copysignf(1.1e-19f * (1.0f + 0.25f * fminf(fabsf(q[e]), 2.0f)), q[e]);
+            for (size_t e = 0; a->tiny_qk && e < p->n_k; e++)
+                k[e] = copysignf(1.1e-19f * (1.0f + 0.25f * fminf(fabsf(k[e]), 2.0f)), k[e]);
+        }
+        trun_problem(ctx, &got, !a->tiny_qk, NULL);
+        trun_problem(g_ref, &want, !a->tiny_qk, NULL);
+        texpect_parity(&got, &want, !a->tiny_qk);
+        tproblem_free(&got);
+        tproblem_free(&want);
+    }
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+/* ---- |v| near FLT_MAX / Skv ----------------------------------------------- */
+
+enum { VSQ = 4, VSKV = 8, VD = 16, VDV = 8 };
+
+/* Runs q = 0 (uniform p = 1 / Skv) with v column 0 = top * (1 + j) / Skv
+ * and checks out / lse against the reference. Below the documented bound
+ * (Skv max|v| <= FLT_MAX / 2) everything must match; past it column 0 may be
+ * non-finite, every other output must still match. Returns how many outputs
+ * of column 0 were non-finite. */
+static int v_overflow_run(sdpa_context *ctx, int kind, float top, bool within)
+{
+    tcase c;
+    tcase_init(&c, "v_overflow", 1, 1, 1, VSQ, VSKV, VD, VDV);
+    c.lse = true;
+    c.seed = 3;
+    tproblem got, want;
+    tproblem_make(&got, &c);
+    tproblem_make(&want, &c);
+    for (tproblem *p = &got; p; p = p == &got ? &want : NULL) {
+        memset(p->q, 0, p->n_q * sizeof(float));
+        for (int j = 0; j < VSKV; j++)
+            ((float *)p->v)[j * VDV] = top * ((float)(1 + j) / (float)VSKV);
+    }
+    trun_problem(ctx, &got, false, NULL);
+    trun_problem(g_ref, &want, false, NULL);
+    int nonfinite = 0;
+    for (size_t e = 0; e < got.n_out; e++) {
+        double g = ((float *)got.out)[e], w = ((float *)want.out)[e];
+        ck_assert_msg(isfinite(w), "reference out[%zu] = %g", e, w);
+        if (!within && e % VDV == 0 && !isfinite(g)) {
+            nonfinite++;
+            continue;
+        }
+        ck_assert_msg(fabs(g - w) <= 1e-5 * fabs(w) + 1e-4,
+                      "v top %g on %s: out[%zu] = %.9g, reference %.9g", (double)top,
+                      sdpa_backend_name(k_kinds[kind]), e, g, w);
+    }
+    for (int i = 0; i < VSQ; i++)
+        ck_assert_msg(fabs(got.lse[i] - log((double)VSKV)) <= 1e-6, "lse[%d] = %g", i,
+                      got.lse[i]);
+    tproblem_free(&got);
+    tproblem_free(&want);
+    return nonfinite;
+}
+
+START_TEST(v_magnitude_bound)
+{
+    sdpa_context *ctx = backend_ctx(_i, "v_magnitude_bound");
+    if (!ctx) return;
+    v_overflow_run(ctx, _i, FLT_MAX / (2.0f * VSKV), true);
+    int n = v_overflow_run(ctx, _i, FLT_MAX / 2.0f, false);
+    if (k_kinds[_i] == SDPA_BACKEND_REFERENCE) ck_assert_int_eq(n, 0);
+    printf("v_magnitude_bound on %s: past the bound, %d of %d outputs of the column "
+           "non-finite\n", sdpa_backend_name(k_kinds[_i]), n, VSQ);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("badinput");
+    TCase *t = tcase_create("badinput");
+    tcase_set_timeout(t, 600);
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_loop_test(t, kv_len_clamped, 0, N_KINDS);
+    tcase_add_loop_test(t, softcap_range, 0, N_KINDS);
+    tcase_add_loop_test(t, scalar_attr_limits, 0, N_KINDS);
+    tcase_add_loop_test(t, v_magnitude_bound, 0, N_KINDS);
+    suite_add_tcase(s, t);
+    return trun_suite(s);
+}
