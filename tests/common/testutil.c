@@ -320,6 +320,21 @@ sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status)
     return st == SDPA_OK ? ctx : NULL;
 }
 
+const sdpa_backend_kind tkinds[TKINDS] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+                                          SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
+
+sdpa_context *tbackend_ctx(int i, const char *test)
+{
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(tkinds[i], &st);
+    if (!ctx) {
+        printf("%s on %s: skipped (%s)\n", test, sdpa_backend_name(tkinds[i]),
+               sdpa_status_name(st));
+        ck_assert(tkinds[i] == SDPA_BACKEND_OPENCL || tkinds[i] == SDPA_BACKEND_VULKAN);
+    }
+    return ctx;
+}
+
 static void expect_close(const tcase *c, const char *what, const void *got, const void *want,
                          sdpa_dtype dt, size_t n, double bound)
 {
