@@ -286,8 +286,8 @@ typedef enum sdpa_stat {
 /* Column name ("logit_mean", ...) or NULL when out of range. */
 SDPA_API const char *sdpa_stat_name(int stat);
 
-/* Scale sentinel: 1/sqrt(D) (never Dv). Any other finite value > 0 is used
- * as is; SDPA_SCALE_MUP is the muP preset 1/D. */
+/* Scale sentinel: 1/sqrt(D) (never Dv). Any other value in [FLT_MIN, FLT_MAX]
+ * is used as is; SDPA_SCALE_MUP is the muP preset 1/D. */
 #define SDPA_SCALE_DEFAULT (-1.0)
 #define SDPA_SCALE_MUP (-2.0)
 
@@ -318,14 +318,15 @@ typedef struct sdpa_backward_tensors {
 typedef struct sdpa_attention_desc {
     size_t struct_size;          /* set by _init */
     double scale;                /* SDPA_SCALE_DEFAULT (default), SDPA_SCALE_MUP,
-                                    or a finite value > 0 */
+                                    or a value in [FLT_MIN, FLT_MAX] */
     sdpa_diagonal diagonal;      /* default TOP_LEFT; matters only with a window */
     int64_t diagonal_offset;     /* used with SDPA_DIAGONAL_EXPLICIT; default 0 */
     int64_t window_left;         /* -1 (default) = unbounded */
     int64_t window_right;        /* -1 (default) = unbounded; causal = (-1, 0) */
-    double softcap;              /* 0 (default) = none, else c > 0 */
+    double softcap;              /* 0 (default) = none, else c in
+                                    [FLT_MIN, FLT_MAX] */
     sdpa_qk_norm qk_norm;        /* default NONE */
-    double qk_norm_eps;          /* default 1e-6 */
+    double qk_norm_eps;          /* default 1e-6; in [FLT_MIN, FLT_MAX] */
     double stats_saturation;     /* p_max threshold for saturated rows, 0.99 */
     sdpa_forward_tensors tensors;
 } sdpa_attention_desc;
@@ -383,6 +384,11 @@ SDPA_API size_t sdpa_plan_workspace_size(const sdpa_plan *plan);
  * elements are disjoint are fine: rows of [out, lse], packed QKV / dQKV. The
  * test is exact (docs/semantics.md, "Aliasing"); only a layout it cannot
  * settle within its step budget is refused as if it overlapped.
+ * kv_len values in host memory outside [0, Skv] are SDPA_ERR_INVALID_ARG; in
+ * a device buffer they are clamped to [0, Skv]. The f32 backends accumulate
+ * unnormalised sums of v: `out` is finite and accurate when
+ * Skv * max|v| <= FLT_MAX / 2; past that bound a column may overflow to
+ * +-inf or NaN (other columns and rows are unaffected).
  * Allocates nothing for device-buffer tensors. */
 SDPA_API sdpa_status sdpa_plan_forward(sdpa_plan *plan,
                                        const sdpa_forward_tensors *t);

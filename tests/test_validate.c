@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,6 +560,17 @@ START_TEST(bad_scalars)
     EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "qk_norm_eps");
     base(&d); d.qk_norm_eps = NAN;
     EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "qk_norm_eps");
+    /* past the f32 range the kernels compute in (huge: inf in f32, then NaN
+     * outputs; subnormal: may be flushed to 0 and divided by) */
+    const double off_f32[] = {1e39, DBL_MAX, 1e-39, 1e-300, 4.9e-324};
+    for (size_t i = 0; i < sizeof off_f32 / sizeof off_f32[0]; i++) {
+        base(&d); d.scale = off_f32[i];
+        EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "scale");
+        base(&d); d.softcap = off_f32[i];
+        EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "softcap");
+        base(&d); d.qk_norm = SDPA_QK_NORM_RMS; d.qk_norm_eps = off_f32[i];
+        EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "qk_norm_eps");
+    }
     base(&d); d.diagonal = (sdpa_diagonal)3;
     EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "diagonal");
     base(&d); d.stats_saturation = 0.0;

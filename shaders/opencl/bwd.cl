@@ -99,7 +99,7 @@ __kernel void sdpa_bwd_prep(global const STYPE *dout, long d_off, long4 ds,
 #define BWD_CAP(x, dcap)                  \
     {                                     \
         float th_ = tanh(x / softcap);    \
-        x = softcap * th_;                \
+        x = SDPA_SOFTCAP_TH(float, x, softcap, th_); \
         dcap = 1.0f - th_ * th_;          \
     }
 #else
@@ -170,7 +170,7 @@ inline void sdpa_norm_back(float *g, global const STYPE *x, long base, long st,
 #define BWD_CAP_V(x, dcap)                       \
     {                                            \
         TVEC th_ = tanh(x / (TVEC)(softcap));    \
-        x = (TVEC)(softcap) * th_;               \
+        x = SDPA_SOFTCAP_TH(TVEC, x, softcap, th_); \
         dcap = (TVEC)(1.0f) - th_ * th_;         \
     }
 #else

@@ -212,7 +212,7 @@ void sdpa_decode(global const float *Qs,
         for (int r = 0; r < DRB; r++) {
             float16 x = vload16(0, s[r]);
 #if HAS_SOFTCAP
-            x = (float16)(softcap) * tanh(x / (float16)(softcap));
+            x = SDPA_SOFTCAP(float16, x, softcap);
 #endif
             int a0 = (int)clamp(lo[r] - j0, (long)-1, (long)DKT);
             int a1 = (int)clamp(min(hi[r], j0 + nt) - j0, (long)-1, (long)DKT);

@@ -85,7 +85,7 @@
 #define FWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_STATS)
 
 #if HAS_SOFTCAP
-#define FWD_SOFTCAP_V(v) v = (KVEC)(softcap) * tanh(v / (KVEC)(softcap))
+#define FWD_SOFTCAP_V(v) v = SDPA_SOFTCAP(KVEC, v, softcap)
 #else
 #define FWD_SOFTCAP_V(v)
 #endif

@@ -124,6 +124,15 @@ inline void sdpa_fold_row(long rho, long NR, int hk, int G, int Sq, long off, lo
     }
 }
 
+/* Softcap c tanh(x / c) of scores x of type T (float or floatN), accurate
+ * for every c in [FLT_MIN, FLT_MAX]: where |x / c| < 2^-12, tanh(x / c) is
+ * (x / c)(1 - ~2^-25), so x itself is kept (x / c may be subnormal, or
+ * flushed to 0, when c is huge). SDPA_SOFTCAP_TH takes tanh(x / c) made by
+ * the caller (the backward keeps it for the derivative). */
+#define SDPA_CAP_SMALL(T, x, c) (fabs((x) / (T)(c)) < (T)(0x1p-12f))
+#define SDPA_SOFTCAP_TH(T, x, c, th) select((T)(c) * (th), (x), SDPA_CAP_SMALL(T, x, c))
+#define SDPA_SOFTCAP(T, x, c) SDPA_SOFTCAP_TH(T, x, c, tanh((x) / (T)(c)))
+
 /* Valid keys of batch b (kv_len clamped into [0, Skv]; Skv without kv_len). */
 inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
                         int has, long b, long Skv)

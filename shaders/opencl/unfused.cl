@@ -60,7 +60,7 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
         if (keep) keep = mask[m_off + b * ms.s0 + h * ms.s1 + i * ms.s2 + j * ms.s3] != 0;
 #endif
 #if HAS_SOFTCAP
-        x = softcap * tanh(x / softcap);
+        x = SDPA_SOFTCAP(float, x, softcap);
 #endif
 #if HAS_BIAS
         if (keep) { /* a -inf bias drops the key, even where the score is NaN */

@@ -184,9 +184,11 @@ uint flat_id()
            gl_LocalInvocationID.x;
 }
 
+/* Valid keys of batch b: kv_len clamped into [0, Skv] (device values are not
+ * checked on the host; docs/semantics.md), Skv without kv_len. */
 int kv_len_of(int b)
 {
-    if (HAS_KVLEN) return kvlen_buf[tidx(T_KVLEN, uint(b), 0u, 0u, 0u)];
+    if (HAS_KVLEN) return clamp(kvlen_buf[tidx(T_KVLEN, uint(b), 0u, 0u, 0u)], 0, P.shape1.x);
     return P.shape1.x;
 }
 
@@ -214,12 +216,32 @@ float head_scale(int h)
     return P.fpar.x;
 }
 
-/* tanh that stays finite for large |x| (some drivers compute inf/inf). */
+/* x^-3 (tanh(x) - x) for |x| <= 0.625: Cephes' tanhf polynomial in x^2. */
+float tanh_poly(float x2)
+{
+    return (((-5.70498872745e-3 * x2 + 2.06390887954e-2) * x2 - 5.37397155531e-2) * x2 +
+            1.33314422036e-1) * x2 - 3.33332819422e-1;
+}
+
+/* tanh to a few ulp for every x: the polynomial for small |x|, where the
+ * exp form 1 - 2 / (e^2|x| + 1) cancels, and that form (never inf / inf)
+ * above. The built-in tanh is neither on every driver. */
 float safe_tanh(float x)
 {
-    float t = exp(-2.0 * abs(x));
-    float r = (1.0 - t) / (1.0 + t);
+    float a = abs(x);
+    if (a <= 0.625) return x + x * (x * x) * tanh_poly(x * x);
+    float r = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
     return x < 0.0 ? -r : r;
+}
+
+/* Softcap c tanh(z / c) of a scaled dot product z, accurate for every c in
+ * [FLT_MIN, FLT_MAX]: for small |z / c| as z + z x^2 P(x^2), so that z
+ * survives a z / c that is subnormal (or flushed to 0) when c is huge. */
+float softcap_score(float z, float c)
+{
+    float x = z / c;
+    if (abs(x) <= 0.625) return z + z * (x * x) * tanh_poly(x * x);
+    return c * safe_tanh(x);
 }
 
 /* Score after softcap, bias and mask from the scaled dot product z; -inf when
@@ -227,7 +249,7 @@ float safe_tanh(float x)
 float finish_score(float z, uint b, uint h, uint i, uint j)
 {
     float s = z;
-    if (HAS_SOFTCAP) s = P.fpar.y * safe_tanh(z / P.fpar.y);
+    if (HAS_SOFTCAP) s = softcap_score(z, P.fpar.y);
     if (HAS_BIAS) s += bias_buf[tidx(T_BIAS, b, h, i, j)];
     if (HAS_MASK) {
         uint e = tidx(T_MASK, b, h, i, j);

@@ -8,6 +8,7 @@
 #include "validate.h"
 #include "overlap.h"
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -197,6 +198,26 @@ static void canonical_band(sdpa__problem *p, int64_t off, int64_t left, int64_t 
     }
 }
 
+/* The f32 backends compute with scale, softcap and qk_norm_eps in f32: each
+ * must be a normal f32 value (in [FLT_MIN, FLT_MAX]), or the f32 result would
+ * differ from the float64 reference (1e39 becomes inf and every output NaN; a
+ * subnormal cap or eps may be flushed to 0 and divide by it). Runs after the
+ * sign / NaN checks of validate_scalars, so a value reaching here is > 0. */
+static sdpa_status check_f32_attrs(sdpa_context *ctx, const sdpa_attention_desc *d,
+                                   const sdpa__problem *p)
+{
+    const struct { const char *name; double v; bool check; } a[] = {
+        {"scale", p->scale, true}, /* the sentinels resolve to 1/sqrt(D), 1/D: in range */
+        {"softcap", d->softcap, d->softcap != 0},
+        {"qk_norm_eps", d->qk_norm_eps, true}};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        SDPA__CHECK(ctx, !a[i].check || (a[i].v >= FLT_MIN && a[i].v <= FLT_MAX),
+                    SDPA_ERR_INVALID_ARG,
+                    "%s is %g: outside the f32 range [%g, %g] the kernels compute in",
+                    a[i].name, a[i].v, (double)FLT_MIN, (double)FLT_MAX);
+    return SDPA_OK;
+}
+
 static sdpa_status validate_scalars(sdpa_context *ctx, const sdpa_attention_desc *d,
                                     sdpa__problem *p)
 {
@@ -232,6 +253,7 @@ static sdpa_status validate_scalars(sdpa_context *ctx, const sdpa_attention_desc
                          d->stats_saturation <= 1,
                 SDPA_ERR_INVALID_ARG, "stats_saturation is %g: must lie in (0, 1]",
                 d->stats_saturation);
+    SDPA__TRY(check_f32_attrs(ctx, d, p));
     p->diagonal = d->diagonal;
     canonical_band(p, d->diagonal_offset, d->window_left, d->window_right);
     p->softcap = d->softcap;

@@ -320,6 +320,21 @@ sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status)
     return st == SDPA_OK ? ctx : NULL;
 }
 
+const sdpa_backend_kind tkinds[TKINDS] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+                                          SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
+
+sdpa_context *tbackend_ctx(int i, const char *test)
+{
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(tkinds[i], &st);
+    if (!ctx) {
+        printf("%s on %s: skipped (%s)\n", test, sdpa_backend_name(tkinds[i]),
+               sdpa_status_name(st));
+        ck_assert(tkinds[i] == SDPA_BACKEND_OPENCL || tkinds[i] == SDPA_BACKEND_VULKAN);
+    }
+    return ctx;
+}
+
 static void expect_close(const tcase *c, const char *what, const void *got, const void *want,
                          sdpa_dtype dt, size_t n, double bound)
 {
@@ -336,8 +351,8 @@ static void expect_close(const tcase *c, const char *what, const void *got, cons
                   tload(got, dt, r.worst), tload(want, dt, r.worst));
 }
 
-static void run_case(sdpa_context *ctx, tproblem *p, bool backward,
-                     const sdpa_plan_options *plan_opts)
+void trun_problem(sdpa_context *ctx, tproblem *p, bool backward,
+                  const sdpa_plan_options *plan_opts)
 {
     sdpa_plan_options o;
     if (plan_opts) {
@@ -373,31 +388,39 @@ static tcompare parity(sdpa_context *ctx, sdpa_context *ref, const tcase *c0,
     tproblem got, want;
     tproblem_make(&got, &c);
     tproblem_make(&want, &c);
-    run_case(ctx, &got, backward, plan_opts);
-    run_case(ref, &want, backward, NULL);
-    double b = tbound(c.dtype);
-    expect_close(&c, "out", got.out, want.out, c.dtype, got.n_out, b);
-    if (c.lse) expect_close(&c, "lse", got.lse, want.lse, SDPA_DTYPE_F32,
-                            (size_t)(c.B * c.Hq * c.Sq), b < 1e-3 ? 1e-4 : b);
-    if (c.stats) expect_close(&c, "stats", got.stats, want.stats, SDPA_DTYPE_F32,
-                              (size_t)(c.B * c.Hq * SDPA_STAT_COUNT), b < 2e-3 ? 2e-3 : b);
-    if (backward) {
-        double gb = c.dtype == SDPA_DTYPE_F32 ? 1e-3 : 4 * b;
-        expect_close(&c, "dq", got.dq, want.dq, c.dtype, got.n_q, gb);
-        expect_close(&c, "dk", got.dk, want.dk, c.dtype, got.n_k, gb);
-        expect_close(&c, "dv", got.dv, want.dv, c.dtype, got.n_v, gb);
-        if (c.gains) {
-            expect_close(&c, "dq_gain", got.dq_gain, want.dq_gain, SDPA_DTYPE_F32, (size_t)c.D, gb);
-            expect_close(&c, "dk_gain", got.dk_gain, want.dk_gain, SDPA_DTYPE_F32, (size_t)c.D, gb);
-        }
-        if (c.temperature)
-            expect_close(&c, "dtemperature", got.dtemperature, want.dtemperature, SDPA_DTYPE_F32,
-                         (size_t)c.Hq, gb);
-    }
+    trun_problem(ctx, &got, backward, plan_opts);
+    trun_problem(ref, &want, backward, NULL);
+    texpect_parity(&got, &want, backward);
     tcompare r = tcompare_arrays(got.out, c.dtype, want.out, c.dtype, got.n_out);
     tproblem_free(&got);
     tproblem_free(&want);
     return r;
+}
+
+void texpect_parity(const tproblem *got, const tproblem *want, bool backward)
+{
+    const tcase c = got->c;
+    double b = tbound(c.dtype);
+    expect_close(&c, "out", got->out, want->out, c.dtype, got->n_out, b);
+    if (c.lse) expect_close(&c, "lse", got->lse, want->lse, SDPA_DTYPE_F32,
+                            (size_t)(c.B * c.Hq * c.Sq), b < 1e-3 ? 1e-4 : b);
+    if (c.stats) expect_close(&c, "stats", got->stats, want->stats, SDPA_DTYPE_F32,
+                              (size_t)(c.B * c.Hq * SDPA_STAT_COUNT), b < 2e-3 ? 2e-3 : b);
+    if (backward) {
+        double gb = c.dtype == SDPA_DTYPE_F32 ? 1e-3 : 4 * b;
+        expect_close(&c, "dq", got->dq, want->dq, c.dtype, got->n_q, gb);
+        expect_close(&c, "dk", got->dk, want->dk, c.dtype, got->n_k, gb);
+        expect_close(&c, "dv", got->dv, want->dv, c.dtype, got->n_v, gb);
+        if (c.gains) {
+            expect_close(&c, "dq_gain", got->dq_gain, want->dq_gain, SDPA_DTYPE_F32,
+                         (size_t)c.D, gb);
+            expect_close(&c, "dk_gain", got->dk_gain, want->dk_gain, SDPA_DTYPE_F32,
+                         (size_t)c.D, gb);
+        }
+        if (c.temperature)
+            expect_close(&c, "dtemperature", got->dtemperature, want->dtemperature,
+                         SDPA_DTYPE_F32, (size_t)c.Hq, gb);
+    }
 }
 
 tcompare tparity_forward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,

@@ -114,6 +114,14 @@ char *tmkdtemp(const char *prefix);
  * status in *status) when the backend is not available. */
 sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status);
 
+/* The backends a suite loops over (tcase_add_loop_test(t, fn, 0, TKINDS)):
+ * reference, cpu, opencl, vulkan. tbackend_ctx(i, test) is a context on
+ * tkinds[i], or NULL with a "skipped" note when that backend does not start
+ * (only opencl / vulkan may be missing; anything else fails the test). */
+#define TKINDS 4
+extern const sdpa_backend_kind tkinds[TKINDS];
+sdpa_context *tbackend_ctx(int i, const char *test);
+
 /* Runs case c forward on ctx and on a reference context, with poisoned
  * outputs, and asserts (ck_assert) out, lse and stats agree within bounds.
  * `plan_opts` may be NULL. Returns the comparison of `out`. */
@@ -122,6 +130,14 @@ tcompare tparity_forward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
 /* Same for forward + backward (dq, dk, dv and the gain/temperature grads). */
 tcompare tparity_backward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
                           const sdpa_plan_options *plan_opts);
+
+/* The two halves of the parity check, for callers that change a problem
+ * after tproblem_make: runs p forward (and backward) on ctx with poisoned
+ * outputs, asserting every call succeeds; then asserts that got's outputs
+ * agree with want's (the reference's) within the bounds above. */
+void trun_problem(sdpa_context *ctx, tproblem *p, bool backward,
+                  const sdpa_plan_options *plan_opts);
+void texpect_parity(const tproblem *got, const tproblem *want, bool backward);
 
 /* Runs a Check suite and returns the process exit status. */
 int trun_suite(Suite *s);

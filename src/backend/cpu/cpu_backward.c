@@ -161,13 +161,10 @@ static void bwd_tile(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         k->dots(n, nq, Dv, w->vv, w->vld, w->dout, Dv, dpt, ld);
     }
     if (p->softcap > 0) {
-        const float c = (float)p->softcap, ic = 1.0f / c;
+        const float c = (float)p->softcap;
         for (int j = 0; j < n; j++)
-            for (int r = 0; r < nq; r++) {
-                const float t = tanhf(st[j * ld + r] * ic);
-                w->th[j * ld + r] = t;
-                st[j * ld + r] = c * t;
-            }
+            for (int r = 0; r < nq; r++)
+                st[j * ld + r] = sdpa__cpu_softcap(st[j * ld + r], c, &w->th[j * ld + r]);
     }
     bool full = true;
     for (int r = 0; r < nq; r++) {

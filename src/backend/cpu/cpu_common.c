@@ -40,6 +40,16 @@ int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
     return n;
 }
 
+float sdpa__cpu_softcap(float z, float c, float *t)
+{
+    /* z / c, not z * (1 / c): 1 / c is subnormal (few bits) for c > 2^126;
+     * where |z / c| < 2^-12, tanh(z / c) = (z / c)(1 - ~2^-25) and z itself
+     * is exact even when z / c has lost bits to underflow. */
+    const float x = z / c;
+    *t = tanhf(x);
+    return fabsf(x) < 0x1p-12f ? z : c * *t;
+}
+
 float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D)
 {
     const float eps = (float)p->qk_norm_eps;

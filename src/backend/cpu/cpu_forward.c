@@ -104,9 +104,11 @@ static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
     float *st = w->st;
     const int ld = pl->bq, nq = s->nq;
     if (p->softcap > 0) {
-        const float c = (float)p->softcap, ic = 1.0f / c;
+        const float c = (float)p->softcap;
+        float t;
         for (int j = 0; j < n; j++)
-            for (int r = 0; r < nq; r++) st[j * ld + r] = c * tanhf(st[j * ld + r] * ic);
+            for (int r = 0; r < nq; r++)
+                st[j * ld + r] = sdpa__cpu_softcap(st[j * ld + r], c, &t);
     }
     if (p->has_bias || p->has_mask) {
         for (int r = 0; r < nq; r++) {

@@ -146,6 +146,9 @@ void sdpa__cpu_load_params(const sdpa__cpu_plan *pl, const sdpa__problem *p,
 /* Valid key count of batch b (clamped to [0, Skv]). */
 int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a,
                          int64_t b);
+/* Softcap c tanh(z / c), with tanh(z / c) in *t; accurate for every c in
+ * [FLT_MIN, FLT_MAX] (z itself where |z / c| < 2^-12). */
+float sdpa__cpu_softcap(float z, float c, float *t);
 /* Normalises x (length D) in place per p->qk_norm (no gain); returns the
  * inverse norm r (1 when no norm). */
 float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D);
