@@ -144,8 +144,7 @@ void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *in
              p->local_mem_is_local ? "dedicated" : "emulated in global memory",
              p->max_wg, p->pref_vec_float, p->subgroups ? "yes" : "no",
              p->fp16 ? "yes" : "no",
-             p->is_pocl ? "skipped (PoCL caches compiled kernels itself)"
-                        : "on disk (SDPA_CACHE_DIR)");
+             sdpa__cl_disk_describe(p));
 }
 
 /* Device quirk table: each define carries its one-line reason, and ends up at

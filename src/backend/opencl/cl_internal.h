@@ -62,6 +62,7 @@ typedef struct sdpa__cl_state {
     sdpa__cl_props props;
     sdpa__cl_prog *programs;
     cl_mem dummy;        /* bound to absent optional pointer arguments */
+    bool disk_refused;   /* the cache folder is not private: disk cache off (logged once) */
 } sdpa__cl_state;
 
 extern const sdpa__backend sdpa__backend_opencl;
@@ -123,8 +124,10 @@ bool sdpa__cl_disk_load(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
 void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
                          cl_program program);
 /* Whether the disk cache is used on this device (not on PoCL, which caches
- * on its own, unless SDPA_CL_DISK_CACHE=1 forces it for testing). */
-bool sdpa__cl_disk_enabled(const sdpa__cl_state *st);
+ * on its own; SDPA_CL_DISK_CACHE=1 forces it on, =0 off), and the same as
+ * words for log lines and sdpa_device_info ("on disk (SDPA_CACHE_DIR)", ...). */
+bool sdpa__cl_disk_enabled(const sdpa__cl_props *p);
+const char *sdpa__cl_disk_describe(const sdpa__cl_props *p);
 
 /* ---- cl_plan.c ---- */
 typedef struct sdpa__cl_plan {

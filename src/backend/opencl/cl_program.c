@@ -166,7 +166,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
 
     double t0 = sdpa__now();
     cl_program prog = NULL;
-    bool from_disk = sdpa__cl_disk_enabled(st) &&
+    bool from_disk = sdpa__cl_disk_enabled(&st->props) &&
                      sdpa__cl_disk_load(ctx, st, key, options, &prog);
     if (!from_disk) {
         cl_int err;
@@ -185,7 +185,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
             free(src.s);
             return s;
         }
-        if (sdpa__cl_disk_enabled(st)) sdpa__cl_disk_store(ctx, st, key, prog);
+        if (sdpa__cl_disk_enabled(&st->props)) sdpa__cl_disk_store(ctx, st, key, prog);
     }
     free(src.s);
     sdpa__log(ctx, SDPA_LOG_INFO, "opencl: program %s in %.3f s (%s)",
