@@ -16,6 +16,8 @@
  */
 #include "tune.h"
 
+#include "../core/bytes.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +35,7 @@ static int warn_count;
 
 static uint64_t fnv1a(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h | 1; /* never 0 (empty slot) */
+    return sdpa__fnv1a64(SDPA__HASH_SEED, s, strlen(s)) | 1; /* never 0 (empty slot) */
 }
 
 void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)

@@ -21,7 +21,7 @@
 uint64_t sdpa__cl_entry_checksum(const void *ident, size_t ident_len, const void *bin,
                                  size_t bin_len)
 {
-    return sdpa__fnv1a64(sdpa__fnv1a64(SDPA__FNV_INIT, ident, ident_len), bin, bin_len);
+    return sdpa__fnv1a64(sdpa__fnv1a64(SDPA__HASH_SEED, ident, ident_len), bin, bin_len);
 }
 
 sdpa__cl_entry_status sdpa__cl_entry_parse(const unsigned char *data, size_t len,

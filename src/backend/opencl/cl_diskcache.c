@@ -22,6 +22,7 @@
  */
 #include "cl_internal.h"
 #include "cl_cache_entry.h"
+#include "../../core/bytes.h"
 #include "../../core/fileio.h"
 
 #include <errno.h>
@@ -84,7 +85,7 @@ static bool identity(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
     if (!*ident) return false;
     snprintf(*ident, n, "%s\n%s\n%s\n%s", st->props.platform_name, st->props.device_name,
              st->props.driver, key);
-    uint64_t h = sdpa__cl_hash(SDPA__CL_HASH_INIT, *ident, strlen(*ident));
+    uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, *ident, strlen(*ident));
     snprintf(path, path_size, "%s/cl-%016" PRIx64 ".bin", dir, h);
     return true;
 }

@@ -114,7 +114,6 @@ void sdpa__cl_programs_free(sdpa__cl_state *st);
 sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
                                   cl_program prog, cl_int err, const char *what);
 uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n);
-#define SDPA__CL_HASH_INIT 1469598103934665603ull
 
 /* ---- cl_diskcache.c ---- */
 /* Loads a program binary for `key` from the disk cache into *out (built),

@@ -37,7 +37,7 @@ uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n)
 const char *sdpa__cl_source_hash(void)
 {
     static _Thread_local char hex[17];
-    uint64_t h = SDPA__CL_HASH_INIT;
+    uint64_t h = SDPA__HASH_SEED;
     for (const sdpa__cl_src_entry *e = sdpa__cl_src_table; e->name; e++) {
         h = sdpa__cl_hash(h, e->name, strlen(e->name) + 1);
         h = sdpa__cl_hash(h, e->data, e->size);
@@ -147,7 +147,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
         free(src.s);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "OpenCL: kernel source");
     }
-    uint64_t h = sdpa__cl_hash(SDPA__CL_HASH_INIT, src.s, src.n);
+    uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, src.s, src.n);
     size_t klen = strlen(options) + 32;
     char *key = malloc(klen);
     if (!key) {

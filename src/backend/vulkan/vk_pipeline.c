@@ -19,6 +19,7 @@
 #include "vk_spirv.h"
 #include "bytes.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -181,16 +182,23 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
     return SDPA_OK;
 }
 
-/* FNV-1a over the embedded SPIR-V: profiles tuned with other shaders are
- * recognised as stale (src/core/backend.h source_hash). */
+/* Hash of the embedded SPIR-V (bytes.h): profiles tuned with other shaders
+ * are recognised as stale (src/core/backend.h source_hash). Computed once per
+ * process under pthread_once: contexts on several threads may ask at the same
+ * time (an unguarded lazy fill was a data race under TSan). */
+static char source_hex[17];
+
+static void source_hash_init(void)
+{
+    uint64_t h = SDPA__HASH_SEED;
+    for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
+        h = sdpa__fnv1a64(h, e->data, e->size);
+    snprintf(source_hex, sizeof source_hex, "%016llx", (unsigned long long)h);
+}
+
 const char *sdpa__vk_source_hash(void)
 {
-    static char hex[17];
-    if (!hex[0]) {
-        uint64_t h = SDPA__FNV_INIT;
-        for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
-            h = sdpa__fnv1a64(h, e->data, e->size);
-        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-    }
-    return hex;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, source_hash_init);
+    return source_hex;
 }
