@@ -11,7 +11,9 @@
  * budget is split across the buckets still to run. Progress goes to the
  * terminal as one updating line (plain lines when stdout is not a terminal;
  * stderr with --json); then a table (or JSON) per bucket: default ms, tuned
- * ms, speedup, parameters. Exit status: 0 ok, 1 a bucket failed, 2 usage.
+ * ms, speedup, parameters. An unwritable profile folder is refused before
+ * tuning. Exit status: 0 ok, 1 a bucket failed (or the profile cannot be
+ * written), 2 usage.
  * Thin program over sdpa.h (SDPA_EXPERIMENTAL) and tools/common.
  */
 #include <cJSON.h>
@@ -73,7 +75,9 @@ static void usage(FILE *f)
             "  --dry-run        list the candidates of each bucket; measure and write nothing\n"
             "  --help           this text\n"
             "\n"
-            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed, 2 usage error.\n");
+            "The profile folder is checked for writing first (not with --dry-run).\n"
+            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed or the profile\n"
+            "folder is not writable, 2 usage error.\n");
 }
 
 static int add_shape(options *o, int64_t B, int64_t Hq, int64_t Hkv, int64_t Sq, int64_t Skv,
@@ -415,6 +419,16 @@ int main(int argc, char **argv)
     sdpa_status st = sdpa_context_create(&co, &ctx);
     if (st != SDPA_OK) {
         fprintf(stderr, "sdpa-tune: cannot create a context: %s\n", sdpa_status_string(st));
+        return TA_EXIT_FAIL;
+    }
+    /* Before any budget is spent: a read-only profile folder would only
+     * show after tuning every bucket. */
+    if (!o.dry_run && sdpa_context_profile_writable(ctx) != SDPA_OK) {
+        sdpa_error_info e;
+        sdpa_context_last_error(ctx, &e);
+        fprintf(stderr, "sdpa-tune: %s; nothing tuned (use --profile-dir or SDPA_PROFILE_DIR)\n",
+                e.message);
+        sdpa_context_destroy(ctx);
         return TA_EXIT_FAIL;
     }
     int nb = o.nshapes * (o.backward ? 2 : 1);

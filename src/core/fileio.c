@@ -261,3 +261,19 @@ sdpa__file_result sdpa__dir_check_private(const char *path, sdpa__file_why *why)
         return fail(why, SDPA__FILE_REFUSED, ENOTDIR, "%s, not a directory", type_name(sb.st_mode));
     return check_private(&sb, why);
 }
+
+sdpa__file_result sdpa__dir_writable(const char *path, mode_t mode, sdpa__file_why *why)
+{
+    sdpa__file_result r = sdpa__dir_make(path, mode, why);
+    if (r != SDPA__FILE_OK) return r;
+    char probe[PATH_MAX + 48];
+    snprintf(probe, sizeof probe, "%s/.sdpa-write-probe.%ld", path, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        int e = errno;
+        return fail(why, SDPA__FILE_IO, e, "cannot create files in %s: %s", path, strerror(e));
+    }
+    close(fd);
+    unlink(probe);
+    return SDPA__FILE_OK;
+}

@@ -71,6 +71,11 @@ sdpa__file_result sdpa__dir_make(const char *path, mode_t mode, sdpa__file_why *
  * writable by group or others (what a cache folder must be to be trusted). */
 sdpa__file_result sdpa__dir_check_private(const char *path, sdpa__file_why *why);
 
+/* Creates path (mkdir -p, `mode`) and proves a file can be created in it
+ * (a probe file, removed at once): read-only mounts and folders refuse here,
+ * also for root, for whom permission bits do not. */
+sdpa__file_result sdpa__dir_writable(const char *path, mode_t mode, sdpa__file_why *why);
+
 /* The folder part of path ("." when there is none) into out. */
 bool sdpa__path_dir(const char *path, char *out, size_t size);
 

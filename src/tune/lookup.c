@@ -17,6 +17,7 @@
 #include "tune.h"
 
 #include "../core/bytes.h"
+#include "../core/fileio.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -97,6 +98,19 @@ const char *sdpa_context_profile_path(const sdpa_context *cctx)
     const sdpa__backend *be = sdpa__backend_get(sdpa_context_backend(ctx));
     if (!be || !sdpa__profile_path_for(ctx, be, path, sizeof path)) return "";
     return path;
+}
+
+sdpa_status sdpa_context_profile_writable(sdpa_context *ctx)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    const char *dir = sdpa__context_profile_dir(ctx);
+    SDPA__CHECK(ctx, dir && *dir, SDPA_ERR_IO,
+                "no profile directory (set SDPA_PROFILE_DIR or HOME)");
+    sdpa__file_why why;
+    if (sdpa__dir_writable(dir, 0755, &why) != SDPA__FILE_OK)
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err,
+                                 "profile directory %s is not writable (%s)", dir, why.text);
+    return SDPA_OK;
 }
 
 /* ---- lookup ---------------------------------------------------------------------- */
