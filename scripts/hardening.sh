@@ -49,7 +49,11 @@ build() { local dir=$1; shift; ninja -C "$dir" -j"$JOBS" "$@" >"$dir.build.log" 
 step_tsan() {
   local d=$ROOT/tsan t0=$SECONDS
   note "ThreadSanitizer: test_threads"
-  if setup "$d" "${NODEV[@]}" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized &&
+  # HARDEN_DEVICES=1: OpenCL and Vulkan too, so two contexts per backend make
+  # their first plans at once on every backend (threads_first_plans_at_once).
+  local dev=("${NODEV[@]}")
+  [ "${HARDEN_DEVICES:-0}" = 1 ] && dev=() && d=$ROOT/tsan-devices
+  if setup "$d" "${dev[@]}" -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized &&
      build "$d" tests/test_threads &&
      CK_FORK=no TSAN_OPTIONS="halt_on_error=1:exitcode=66" "$d/tests/test_threads"; then
     result tsan ok $((SECONDS - t0)) "test_threads clean under TSan"

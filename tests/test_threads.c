@@ -257,6 +257,65 @@ static void *free_fn_worker(void *arg)
     return NULL;
 }
 
+/* ---- two contexts of one backend, first plans at the same moment -----------
+ * Lazily filled process-wide state (a kernel-source hash, the parsed-profile
+ * cache, driver set-up) is first touched by a context's first plan; two
+ * contexts created on two threads make theirs at once, on every backend that
+ * starts. The Vulkan source hash used to be filled without a lock (a data
+ * race under TSan). Runs first so that, with CK_FORK=no, nothing earlier has
+ * filled that state already. */
+
+typedef struct first_plan {
+    sdpa_backend_kind kind;
+    pthread_barrier_t *go;
+    tproblem p;
+    int bad, started;
+} first_plan;
+
+static void *first_plan_worker(void *arg)
+{
+    first_plan *f = arg;
+    sdpa_context *ctx = make_ctx(f->kind);
+    f->started = ctx != NULL;
+    pthread_barrier_wait(f->go);
+    if (ctx) f->bad = run_job(ctx, &f->p);
+    sdpa_context_destroy(ctx);
+    return NULL;
+}
+
+START_TEST(threads_first_plans_at_once)
+{
+    int ran = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!sdpa_backend_compiled(k_kinds[i])) continue;
+        pthread_barrier_t go;
+        ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+        first_plan f[2];
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++) {
+            memset(&f[t], 0, sizeof f[t]);
+            f[t].kind = k_kinds[i];
+            f[t].go = &go;
+            tcase c;
+            job_case(&c, 1);
+            tproblem_make(&f[t].p, &c);
+            ck_assert_int_eq(pthread_create(&th[t], NULL, first_plan_worker, &f[t]), 0);
+        }
+        for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&go);
+        if (f[0].started && f[1].started) {
+            ck_assert_msg(!f[0].bad && !f[1].bad, "%s: a job failed",
+                          sdpa_backend_name(k_kinds[i]));
+            ck_assert_msg(same_bytes(&f[0].p, &f[1].p), "%s: results differ",
+                          sdpa_backend_name(k_kinds[i]));
+            ran++;
+        }
+        for (int t = 0; t < 2; t++) tproblem_free(&f[t].p);
+    }
+    ck_assert_int_ge(ran, 2); /* reference and cpu at least */
+}
+END_TEST
+
 START_TEST(threads_free_functions)
 {
     pthread_t th[N_THREADS];
@@ -273,6 +332,7 @@ int main(void)
     Suite *s = suite_create("threads");
     TCase *t = tcase_create("threads");
     tcase_set_timeout(t, 300);
+    tcase_add_test(t, threads_first_plans_at_once);
     tcase_add_test(t, threads_free_functions);
     tcase_add_test(t, threads_own_contexts);
     tcase_add_loop_test(t, threads_shared_context, 0, 2);
