@@ -149,10 +149,14 @@ bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int thread
         return false;
     find_state s = {.key = &key, .threads = threads};
     if (sdpa__jsonl_read(ctx, path, find_line, &s) != SDPA_OK) {
-        /* a FIFO, a directory, an oversized file, ...: never blocks (fileio.c) */
+        /* A file that is there but refused (a FIFO, a directory, oversized:
+         * never blocks, fileio.c) is a WARN; a failing system call (no such
+         * folder, no permission) only INFO: the store fails the same way
+         * and warns. */
         sdpa_error_info e;
         sdpa_context_last_error(ctx, &e);
-        sdpa__log(ctx, SDPA_LOG_WARN, "peak cache ignored (%s); measuring", e.message);
+        sdpa__log(ctx, e.native_code ? SDPA_LOG_INFO : SDPA_LOG_WARN,
+                  "peak cache ignored (%s); measuring", e.message);
         return false;
     }
     if (s.bad) {
