@@ -303,6 +303,9 @@ START_TEST(threads_first_plans_at_once)
         }
         for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
         pthread_barrier_destroy(&go);
+        ck_assert_msg(f[0].started == f[1].started,
+                      "%s: one of two contexts created at once found no device",
+                      sdpa_backend_name(k_kinds[i]));
         if (f[0].started && f[1].started) {
             ck_assert_msg(!f[0].bad && !f[1].bad, "%s: a job failed",
                           sdpa_backend_name(k_kinds[i]));
