@@ -1240,24 +1240,10 @@ END_TEST
  * from source; the results stay correct. Then a real PoCL binary cut in half
  * with its lengths and checksum recomputed (it crashed PoCL) is refused
  * before the driver sees it. */
-static sdpa_context *cache_ctx(const char *dir, tlogcap *cap)
-{
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_OPENCL;
-    o.cache_dir = dir;
-    o.log_level = SDPA_LOG_WARN;
-    o.log_fn = tlog_capture;
-    o.log_user = cap;
-    sdpa_context *ctx = NULL;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    return ctx;
-}
-
 static void cache_round(const char *dir, const tcase *c, tlogcap *cap)
 {
     memset(cap, 0, sizeof *cap);
-    sdpa_context *ctx = cache_ctx(dir, cap);
+    sdpa_context *ctx = tcontext_cache(SDPA_BACKEND_OPENCL, dir, cap);
     tparity_forward(ctx, g_ref, c, NULL);
     sdpa_context_destroy(ctx);
 }

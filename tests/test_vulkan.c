@@ -968,24 +968,10 @@ END_TEST
  * nobody: the tests run as root), a symlink, a FIFO (it used to block the
  * context forever) and a folder writable by others are each refused with a
  * WARN; the context starts with an empty cache and computes correct results. */
-static sdpa_context *ctx_with_cache_log(const char *dir, tlogcap *cap)
-{
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_VULKAN;
-    o.log_level = SDPA_LOG_WARN;
-    o.log_fn = tlog_capture;
-    o.log_user = cap;
-    o.cache_dir = dir;
-    sdpa_context *ctx = NULL;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    return ctx;
-}
-
 static void pcache_round(const char *dir, const tcase *c, tlogcap *cap)
 {
     memset(cap, 0, sizeof *cap);
-    sdpa_context *ctx = ctx_with_cache_log(dir, cap);
+    sdpa_context *ctx = tcontext_cache(SDPA_BACKEND_VULKAN, dir, cap);
     tparity_forward(ctx, ref, c, NULL);
     assert_clean(ctx);
     sdpa_context_destroy(ctx);
