@@ -18,6 +18,7 @@
  */
 #include "tune.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -139,7 +140,12 @@ bool sdpa__profile_find(sdpa_context *ctx, const char *path, const sdpa__device_
                         const sdpa__bucket *b, sdpa__profile_hit *out, bool *stale)
 {
     struct stat sb;
-    if (stat(path, &sb) != 0) return false; /* no file: no record (nothing to report) */
+    if (stat(path, &sb) != 0) {
+        entry *e = NULL;
+        size_t n;
+        if (errno != ENOENT && parse(ctx, path, key, &e, &n)) free(e); /* reports why, once */
+        return false; /* no file: no record (nothing to report) */
+    }
     file_id id = {sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim, sb.st_ctim};
     bool found = false, hit = false;
     pthread_mutex_lock(&lock);
