@@ -18,6 +18,7 @@
 
 #include "cl_gemm.h"
 #include "bytes.h"
+#include "fileio.h"
 #include "cl_sources.h"
 
 #include <inttypes.h>
@@ -75,17 +76,16 @@ static void sb_add(sbuf *b, const char *text, size_t n)
 
 static void sb_str(sbuf *b, const char *text) { sb_add(b, text, strlen(text)); }
 
-/* Reads <dir>/<name> into *b; false if missing or unreadable. */
+/* Reads <dir>/<name> into *b; false if missing or unreadable (a FIFO or an
+ * oversized file too: src/core/fileio.c). */
 static bool add_from_dir(sbuf *b, const char *dir, const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char chunk[8192];
+    char path[4096], *text;
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sb_add(b, chunk, n);
-    fclose(f);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (sdpa__file_read(path, 16u << 20, 0, &text, &n, NULL) != SDPA__FILE_OK) return false;
+    sb_add(b, text, n);
+    free(text);
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include "vk_internal.h"
 #include "vk_spirv.h"
 #include "bytes.h"
+#include "fileio.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -70,26 +71,21 @@ static bool single_variant(const char *name)
     return strcmp(name, "stats_reduce") == 0 || strcmp(name, "bwd_reduce") == 0;
 }
 
-/* Reads a .spv from the developer directory; malloc'd, NULL if absent. */
+/* Reads a .spv from the developer directory; malloc'd, NULL if absent,
+ * not a regular file (a FIFO cannot block: src/core/fileio.c), over 64 MiB
+ * or not whole 32-bit words. */
 static uint32_t *load_dev_spirv(const char *dir, const char *file, size_t *size)
 {
-    char path[1024];
+    char path[1024], *data;
+    size_t n;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint32_t *data = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n > 0 && n % 4 == 0 && n < (64l << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-            (data = malloc((size_t)n)) && fread(data, 1, (size_t)n, f) == (size_t)n) {
-            *size = (size_t)n;
-        } else {
-            free(data);
-            data = NULL;
-        }
+    if (sdpa__file_read(path, 64u << 20, 0, &data, &n, NULL) != SDPA__FILE_OK) return NULL;
+    if (n == 0 || n % 4 != 0) {
+        free(data);
+        return NULL;
     }
-    fclose(f);
-    return data;
+    *size = n;
+    return (uint32_t *)(void *)data; /* malloc'd: aligned for uint32_t */
 }
 
 sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s,
