@@ -308,8 +308,8 @@ END_TEST
  * cache, driver set-up) is first touched by a context's first plan; two
  * contexts created on two threads make theirs at once, on every backend that
  * starts. The Vulkan source hash used to be filled without a lock (a data
- * race under TSan). Runs first so that, with CK_FORK=no, nothing earlier has
- * filled that state already. */
+ * race under TSan; threads_source_hashes_at_once checks it without drivers).
+ * Runs early so that, with CK_FORK=no, little has filled that state yet. */
 
 typedef struct first_plan {
     sdpa_backend_kind kind;
