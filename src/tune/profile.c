@@ -11,7 +11,10 @@
  * the current file under the lock, replaces or appends the record, writes a
  * temp file in the same directory, fsyncs it and renames it over the profile,
  * so readers see the old or the new file, never a torn one, and concurrent
- * writers never lose each other's records. The file mechanics are generic
+ * writers never lose each other's records. The file mechanics are
+ * src/core/fileio.c's: a FIFO or device at the path (or its lock) is refused
+ * without blocking, a symlinked profile is written through to its target,
+ * and temp files of killed writers are removed. The file mechanics are generic
  * (sdpa__jsonl_read / sdpa__jsonl_store: any JSON-lines file, with a caller's
  * "same key" test) so that peak_cache.c shares them. Called by lookup.c,
  * tune.c and peak_cache.c.

@@ -107,7 +107,9 @@ void sdpa__profile_file_free(sdpa__profile_file *f);
 
 /* Stores r in the file at path, replacing the record with the same device
  * key and bucket: takes an flock on "<path>.lock", re-reads the file, writes
- * "<path>.tmp.<pid>", fsyncs it and renames it over path. Creates the
+ * "<path>.tmp.<pid>", fsyncs it and renames it over path (through a symlink
+ * to its target; a dangling link or a non-regular file is refused with
+ * SDPA_ERR_IO; stale temp files of dead writers are removed). Creates the
  * directory. Safe with several processes. Lines of other format versions
  * that are valid JSON objects are kept; junk lines are dropped. */
 sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path,
