@@ -66,8 +66,8 @@ static const char *cache_dir(sdpa_context *ctx, sdpa__cl_state *st)
     if (sdpa__dir_make(dir, 0700, &why) == SDPA__FILE_OK &&
         sdpa__dir_check_private(dir, &why) == SDPA__FILE_OK)
         return dir;
-    st->disk_refused = true;
-    sdpa__log(ctx, SDPA_LOG_WARN,
+    st->disk_refused = true; /* untrusted: WARN; cannot be made (read-only...): INFO */
+    sdpa__log(ctx, why.err ? SDPA_LOG_INFO : SDPA_LOG_WARN,
               "opencl: binary cache folder %s not used (%s); building from source", dir,
               why.text);
     return NULL;

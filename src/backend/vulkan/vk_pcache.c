@@ -51,8 +51,9 @@ static unsigned char *load_file(sdpa_context *ctx, const sdpa__vk_state *s,
     if (sdpa__path_dir(s->pcache_path, dir, sizeof dir) &&
         sdpa__dir_check_private(dir, &fw) != SDPA__FILE_OK) {
         if (fw.err == ENOENT) return NULL; /* no folder, no cache yet */
-        sdpa__log(ctx, SDPA_LOG_WARN, "vulkan: pipeline cache folder %s not used (%s)", dir,
-                  fw.text);
+        /* untrusted (owner, mode): WARN; a failing stat: INFO */
+        sdpa__log(ctx, fw.err ? SDPA_LOG_INFO : SDPA_LOG_WARN,
+                  "vulkan: pipeline cache folder %s not used (%s)", dir, fw.text);
         return NULL;
     }
     fr = sdpa__file_read(s->pcache_path, SDPA__VK_ENTRY_HEADER + SDPA__VK_ENTRY_MAX,
