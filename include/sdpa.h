@@ -539,6 +539,13 @@ SDPA_API sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *des
 /* Profile file this context reads and writes (may not exist yet). */
 SDPA_API const char *sdpa_context_profile_path(const sdpa_context *ctx);
 
+/* Checks, before any tuning, that the profile can be written: creates the
+ * profile directory if missing and creates and removes a probe file in it
+ * (so a read-only mount is caught, also when running as root). SDPA_OK, or
+ * SDPA_ERR_IO with a message naming the directory and the reason (the
+ * native code is the errno). sdpa-tune calls it before spending its budget. */
+SDPA_API sdpa_status sdpa_context_profile_writable(sdpa_context *ctx);
+
 /* ---- device peak (experimental) ----
  * The fp32 FMA throughput of the context's device, for "fraction of peak"
  * figures (sdpa-bench). Measured once per device by a built-in micro-benchmark

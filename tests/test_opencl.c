@@ -48,6 +48,7 @@
 /* The pure cache-file parser, by relative path (tests/meson.build does not
  * put src/backend/opencl on the include path). */
 #include "../src/backend/opencl/cl_cache_entry.h"
+#include "../src/core/bytes.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1232,6 +1233,96 @@ START_TEST(disk_cache_written_and_corrupt_entries_rebuilt)
 }
 END_TEST
 
+/* The cache folder and its entries are input others may have written
+ * (issue 14): an entry writable by group/others, one owned by another user
+ * (chown to nobody: the tests run as root), a symlinked entry and a folder
+ * writable by others are each refused with a WARN and the program is built
+ * from source; the results stay correct. Then a real PoCL binary cut in half
+ * with its lengths and checksum recomputed (it crashed PoCL) is refused
+ * before the driver sees it. */
+static void cache_round(const char *dir, const tcase *c, tlogcap *cap)
+{
+    memset(cap, 0, sizeof *cap);
+    sdpa_context *ctx = tcontext_cache(SDPA_BACKEND_OPENCL, dir, cap);
+    tparity_forward(ctx, g_ref, c, NULL);
+    sdpa_context_destroy(ctx);
+}
+
+START_TEST(disk_cache_untrusted_entries_refused)
+{
+    char *dir = tmkdtemp("sdpa-cl-trust");
+    setenv("SDPA_CL_DISK_CACHE", "1", 1);
+    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len63x65_d64"), 4321u);
+    tlogcap cap;
+    char file[512] = "";
+    cache_round(dir, &c, &cap);
+    ck_assert_int_eq(cap.warns, 0);
+    ck_assert_int_eq(count_cache_files(dir, file, sizeof file), 1);
+    struct stat sb;
+    ck_assert_int_eq(stat(file, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 077, 0); /* written private */
+
+    ck_assert_int_eq(chmod(file, 0666), 0);
+    cache_round(dir, &c, &cap);
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "writable by group or others"), "%s",
+                  cap.last);
+    ck_assert_int_eq(chmod(file, 0600), 0);
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chown(file, 65534, 65534), 0);
+        cache_round(dir, &c, &cap);
+        ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "owned by uid 65534"), "%s", cap.last);
+        ck_assert_int_eq(chown(file, 0, 0), 0);
+    }
+    char real[600];
+    snprintf(real, sizeof real, "%s.real", file);
+    ck_assert_int_eq(rename(file, real), 0);
+    ck_assert_int_eq(symlink(real, file), 0);
+    cache_round(dir, &c, &cap);
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "symlink"), "%s", cap.last);
+    unlink(file);
+    ck_assert_int_eq(rename(real, file), 0);
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    cache_round(dir, &c, &cap);
+    ck_assert_msg(cap.warns == 1 && strstr(cap.last, "not used"), "%s", cap.last);
+    ck_assert_int_eq(chmod(dir, 0700), 0);
+
+    /* A trusted entry is loaded again without a word. */
+    cache_round(dir, &c, &cap);
+    ck_assert_int_eq(cap.warns, 0);
+
+    /* Cut the binary in half, fix its length and checksum: refused by the
+     * structure check (sdpa__cl_binary_check), never handed to PoCL. */
+    FILE *f = fopen(file, "rb");
+    ck_assert_ptr_nonnull(f);
+    static unsigned char buf[64 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint32_t klen = sdpa__get_u32le(buf + 12);
+    const unsigned char *bin = buf + SDPA__CL_ENTRY_HEADER + klen;
+    size_t blen = n - SDPA__CL_ENTRY_HEADER - klen;
+    if (blen > 7 && memcmp(bin, "poclbin", 7) == 0) {
+        ck_assert_int_eq(sdpa__cl_binary_check(bin, blen), SDPA__CL_ENTRY_OK);
+        size_t cut = blen / 2, m = sdpa__cl_entry_encode(NULL, 0, buf + 32, klen, bin, cut);
+        unsigned char *e = malloc(m);
+        ck_assert_ptr_nonnull(e);
+        sdpa__cl_entry_encode(e, m, buf + 32, klen, bin, cut);
+        f = fopen(file, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(e, 1, m, f), m);
+        fclose(f);
+        free(e);
+        cache_round(dir, &c, &cap); /* crashed here before */
+    } else {
+        fprintf(stderr, "disk_cache_untrusted_entries_refused: not a PoCL binary; "
+                        "truncation check skipped\n");
+    }
+    unsetenv("SDPA_CL_DISK_CACHE");
+    remove(file);
+    rmdir(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(interop_app_context_and_wrapped_buffers)
 {
     cl_platform_id plat;
@@ -1387,6 +1478,96 @@ START_TEST(cache_entry_valid_accepted)
         free(d);
     }
     ck_assert_str_eq(sdpa__cl_entry_reason(SDPA__CL_ENTRY_OK), "ok");
+}
+END_TEST
+
+/* A minimal PoCL binary (format 9): header, one root entry holding
+ * /program.bc, one kernel "k" with one file. Returns its length. */
+static size_t pocl_make(unsigned char *b, const char *kfile)
+{
+    size_t p = 0;
+    memcpy(b, "poclbin", 8);
+    p = 8;
+    put_le(b + p, 0x1234, 8), p += 8;
+    put_le(b + p, 9, 4), p += 4;        /* version */
+    put_le(b + p, 1, 4), p += 4;        /* kernels */
+    put_le(b + p, 0, 8), p += 8;        /* flags */
+    put_le(b + p, 1, 4), p += 4;        /* root entries */
+    memset(b + p, 'H', 41), p += 41;    /* build hash */
+    const char *bc = "/program.bc";
+    size_t root = 4 + strlen(bc) + 4 + 100;
+    put_le(b + p, root, 8), p += 8;
+    put_le(b + p, strlen(bc), 4), p += 4;
+    memcpy(b + p, bc, strlen(bc)), p += strlen(bc);
+    put_le(b + p, 100, 4), p += 4;
+    memset(b + p, 'B', 100), p += 100;
+    size_t files = 4 + strlen(kfile) + 4 + 50, meta = 4 + 1 + 4 + 4 + 24;
+    put_le(b + p, 20 + meta + files, 8), p += 8;
+    put_le(b + p, files, 8), p += 8;
+    put_le(b + p, 0, 4), p += 4;
+    put_le(b + p, 1, 4), p += 4;
+    b[p++] = 'k';
+    put_le(b + p, 0, 4), p += 4;        /* args */
+    put_le(b + p, 0, 4), p += 4;        /* locals */
+    memset(b + p, 0, 24), p += 24;      /* reqd_wg_size */
+    put_le(b + p, strlen(kfile), 4), p += 4;
+    memcpy(b + p, kfile, strlen(kfile)), p += strlen(kfile);
+    put_le(b + p, 50, 4), p += 4;
+    memset(b + p, 'S', 50), p += 50;
+    return p;
+}
+
+static sdpa__cl_entry_status pocl_entry(const unsigned char *bin, size_t blen)
+{
+    size_t klen = strlen(ENTRY_IDENT), n = sdpa__cl_entry_encode(NULL, 0, ENTRY_IDENT, klen, bin, blen);
+    unsigned char *e = malloc(n);
+    ck_assert_ptr_nonnull(e);
+    sdpa__cl_entry_encode(e, n, ENTRY_IDENT, klen, bin, blen); /* checksum recomputed */
+    sdpa__cl_entry_status s = entry_parse(e, n);
+    free(e);
+    return s;
+}
+
+/* The checksum only catches accidents; a PoCL binary cut short or with a
+ * length inside it changed, re-wrapped with a valid checksum, must still be
+ * refused before a driver sees it (it crashed PoCL in the driver). */
+START_TEST(cache_entry_pocl_structure_checked)
+{
+    unsigned char b[512], t[512];
+    size_t n = pocl_make(b, "/k/x.so");
+    ck_assert_int_eq(pocl_entry(b, n), SDPA__CL_ENTRY_OK);
+    for (size_t len = 7; len < n; len++) /* from "poclbin" on: it claims to be one */
+        ck_assert_msg(pocl_entry(b, len) == SDPA__CL_ENTRY_BAD_BINARY, "cut at %zu accepted", len);
+    /* Each length field off by one (the bytes stay as they are). */
+    static const size_t fields[][2] = {
+        {77, 8},  /* root entry size */
+        {85, 4},  /* /program.bc path length */
+        {100, 4}, /* program.bc content length */
+        {204, 8}, /* kernel record size */
+        {212, 8}, /* kernel files size */
+        {229, 4}, /* argument count */
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        memcpy(t, b, n);
+        uint64_t v = fields[i][1] == 8 ? sdpa__get_u64le(t + fields[i][0])
+                                       : sdpa__get_u32le(t + fields[i][0]);
+        put_le(t + fields[i][0], v + (i == 5 ? 1000 : 1), (int)fields[i][1]);
+        ck_assert_msg(pocl_entry(t, n) == SDPA__CL_ENTRY_BAD_BINARY, "field at %zu", fields[i][0]);
+    }
+    memcpy(t, b, n);
+    put_le(t + 20, 1000000, 4); /* kernel count */
+    ck_assert_int_eq(pocl_entry(t, n), SDPA__CL_ENTRY_BAD_BINARY);
+    memcpy(t, b, n);
+    put_le(t + 16, 99, 4); /* unknown version */
+    ck_assert_int_eq(pocl_entry(t, n), SDPA__CL_ENTRY_BAD_BINARY);
+    /* A file path climbing out of PoCL's cache folder. */
+    n = pocl_make(b, "/../../../tmp/evil");
+    ck_assert_int_eq(pocl_entry(b, n), SDPA__CL_ENTRY_BAD_BINARY);
+    /* Other drivers' binaries are opaque: passed through. */
+    ck_assert_int_eq(sdpa__cl_binary_check((const unsigned char *)"\x7f" "ELF....", 8),
+                     SDPA__CL_ENTRY_OK);
+    ck_assert_str_eq(sdpa__cl_entry_reason(SDPA__CL_ENTRY_BAD_BINARY),
+                     "malformed PoCL binary (a length inside it is wrong)");
 }
 END_TEST
 
@@ -1552,6 +1733,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, device_info);
     tcase_add_test(tc, disk_cache_written_and_corrupt_entries_rebuilt);
+    tcase_add_test(tc, disk_cache_untrusted_entries_refused);
     tcase_add_test(tc, interop_app_context_and_wrapped_buffers);
     suite_add_tcase(s, tc);
 
@@ -1559,6 +1741,7 @@ int main(void)
     tc = tcase_create("cache_entry");
     tcase_add_test(tc, cache_entry_valid_accepted);
     tcase_add_test(tc, cache_entry_corruptions_rejected);
+    tcase_add_test(tc, cache_entry_pocl_structure_checked);
     suite_add_tcase(s, tc);
     return trun_suite(s);
 }

@@ -293,6 +293,30 @@ START_TEST(unwritable_profile_dir_still_measures)
 }
 END_TEST
 
+/* A FIFO at <profile dir>/peak.jsonl used to block sdpa_context_peak forever
+ * in open(); now it is refused at once (one WARN naming the FIFO), the peak
+ * is measured, and the failed store leaves the FIFO alone. */
+START_TEST(fifo_peak_file_refused)
+{
+    char *dir = tmkdtemp("sdpa-test-peak"), path[600];
+    snprintf(path, sizeof path, "%s/peak.jsonl", dir);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    tlogcap cap = {0};
+    sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
+    sdpa_peak_info a = peak_ok(ctx, 0);
+    ck_assert_int_eq(a.cached, 0);
+    ck_assert_int_ge(cap.warns, 1);
+    ck_assert_ptr_nonnull(strstr(cap.last, "FIFO"));
+    struct stat sb;
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert(S_ISFIFO(sb.st_mode));
+    sdpa_context_destroy(ctx);
+    unlink(path);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(null_arguments)
 {
     sdpa_peak_info info;
@@ -401,6 +425,7 @@ static Suite *peak_suite(void)
     tcase_add_test(cache, corrupt_peak_file_tolerated_and_replaced);
     tcase_add_test(cache, other_driver_record_not_used);
     tcase_add_test(cache, unwritable_profile_dir_still_measures);
+    tcase_add_test(cache, fifo_peak_file_refused);
     tcase_add_test(cache, null_arguments);
     tcase_add_test(cache, fault_walk);
     tcase_set_timeout(cache, 60);

@@ -14,6 +14,7 @@
  * Run time: ~1 s (host backends), ~4 s with PoCL and lavapipe; ~10 s under TSan.
  */
 #include "testutil.h"
+#include "backend.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -257,6 +258,113 @@ static void *free_fn_worker(void *arg)
     return NULL;
 }
 
+/* ---- process-wide lazy state from two threads, no driver needed ------------
+ * Every compiled backend's kernel-source hash (profiles and caches key on it)
+ * asked by two threads at the same moment, then the profile lookup of two
+ * fresh contexts. Needs no device, so the TSan step runs it with every
+ * backend compiled and no driver loaded. The Vulkan hash used to be filled
+ * into a static buffer without a lock: a TSan data race here. First in the
+ * suite: with CK_FORK=no nothing earlier may have filled that state. */
+
+typedef struct hash_job {
+    const sdpa__backend *be;
+    pthread_barrier_t *go;
+    char hash[80];
+} hash_job;
+
+static void *hash_worker(void *arg)
+{
+    hash_job *j = arg;
+    pthread_barrier_wait(j->go);
+    const char *h = j->be->source_hash();
+    snprintf(j->hash, sizeof j->hash, "%s", h ? h : "");
+    return NULL;
+}
+
+START_TEST(threads_source_hashes_at_once)
+{
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        const sdpa__backend *be = sdpa__backend_get(k_kinds[i]);
+        if (!sdpa_backend_compiled(k_kinds[i]) || !be || !be->source_hash) continue;
+        pthread_barrier_t go;
+        ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+        hash_job j[2] = {{be, &go, ""}, {be, &go, ""}};
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++)
+            ck_assert_int_eq(pthread_create(&th[t], NULL, hash_worker, &j[t]), 0);
+        for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&go);
+        ck_assert_msg(j[0].hash[0] && strcmp(j[0].hash, j[1].hash) == 0, "%s: '%s' vs '%s'",
+                      be->name, j[0].hash, j[1].hash);
+        n++;
+    }
+    ck_assert_int_ge(n, 1);
+}
+END_TEST
+
+/* ---- two contexts of one backend, first plans at the same moment -----------
+ * Lazily filled process-wide state (a kernel-source hash, the parsed-profile
+ * cache, driver set-up) is first touched by a context's first plan; two
+ * contexts created on two threads make theirs at once, on every backend that
+ * starts. The Vulkan source hash used to be filled without a lock (a data
+ * race under TSan; threads_source_hashes_at_once checks it without drivers).
+ * Runs early so that, with CK_FORK=no, little has filled that state yet. */
+
+typedef struct first_plan {
+    sdpa_backend_kind kind;
+    pthread_barrier_t *go;
+    tproblem p;
+    int bad, started;
+} first_plan;
+
+static void *first_plan_worker(void *arg)
+{
+    first_plan *f = arg;
+    sdpa_context *ctx = make_ctx(f->kind);
+    f->started = ctx != NULL;
+    pthread_barrier_wait(f->go);
+    if (ctx) f->bad = run_job(ctx, &f->p);
+    sdpa_context_destroy(ctx);
+    return NULL;
+}
+
+START_TEST(threads_first_plans_at_once)
+{
+    int ran = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!sdpa_backend_compiled(k_kinds[i])) continue;
+        pthread_barrier_t go;
+        ck_assert_int_eq(pthread_barrier_init(&go, NULL, 2), 0);
+        first_plan f[2];
+        pthread_t th[2];
+        for (int t = 0; t < 2; t++) {
+            memset(&f[t], 0, sizeof f[t]);
+            f[t].kind = k_kinds[i];
+            f[t].go = &go;
+            tcase c;
+            job_case(&c, 1);
+            tproblem_make(&f[t].p, &c);
+            ck_assert_int_eq(pthread_create(&th[t], NULL, first_plan_worker, &f[t]), 0);
+        }
+        for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&go);
+        ck_assert_msg(f[0].started == f[1].started,
+                      "%s: one of two contexts created at once found no device",
+                      sdpa_backend_name(k_kinds[i]));
+        if (f[0].started && f[1].started) {
+            ck_assert_msg(!f[0].bad && !f[1].bad, "%s: a job failed",
+                          sdpa_backend_name(k_kinds[i]));
+            ck_assert_msg(same_bytes(&f[0].p, &f[1].p), "%s: results differ",
+                          sdpa_backend_name(k_kinds[i]));
+            ran++;
+        }
+        for (int t = 0; t < 2; t++) tproblem_free(&f[t].p);
+    }
+    ck_assert_int_ge(ran, 2); /* reference and cpu at least */
+}
+END_TEST
+
 START_TEST(threads_free_functions)
 {
     pthread_t th[N_THREADS];
@@ -273,6 +381,8 @@ int main(void)
     Suite *s = suite_create("threads");
     TCase *t = tcase_create("threads");
     tcase_set_timeout(t, 300);
+    tcase_add_test(t, threads_source_hashes_at_once);
+    tcase_add_test(t, threads_first_plans_at_once);
     tcase_add_test(t, threads_free_functions);
     tcase_add_test(t, threads_own_contexts);
     tcase_add_loop_test(t, threads_shared_context, 0, 2);

@@ -24,6 +24,9 @@
 #include "../src/tune/search.h"
 
 #include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1118,6 +1121,195 @@ START_TEST(tune_unwritable_profile)
 }
 END_TEST
 
+/* ---- profile files as untrusted input (issue 14) --------------------------------------- */
+
+static void assert_message_has(sdpa_context *ctx, const char *needle)
+{
+    sdpa_error_info e;
+    sdpa_context_last_error(ctx, &e);
+    ck_assert_msg(e.message && strstr(e.message, needle), "message '%s' lacks '%s'",
+                  e.message ? e.message : "", needle);
+}
+
+/* A FIFO at the profile path (or its lock) used to block the reader forever
+ * in open(); now it is refused at once with a message. The case timeout
+ * (20 s) fails the old code. */
+START_TEST(fifo_profile_refused)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096], lock[4200];
+    user_path(ctx, path, sizeof path);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_ERR_IO);
+    assert_message_has(ctx, "FIFO");
+    ck_assert_str_eq(plan_info(ctx).source, "default");
+    sdpa__profile_record r = make_record(ctx, 32, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_ERR_IO);
+    assert_message_has(ctx, "FIFO");
+    unlink(path);
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    unlink(lock);
+    ck_assert_int_eq(mkfifo(lock, 0644), 0);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_ERR_IO);
+    assert_message_has(ctx, "FIFO");
+    unlink(lock);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+static void age_file(const char *path)
+{
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= 60;
+    t[1] = t[0];
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* Plan creation parses a profile once, not once per plan (a 13 MB profile
+ * made every sdpa_plan_create take 210 ms); a changed file is read again. */
+START_TEST(profile_parsed_once)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    sdpa__profile_record r = make_record(ctx, 32, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    age_file(path); /* older than the racy-timestamp window */
+    unsigned long before = sdpa__profile_parse_count();
+    char first[256];
+    snprintf(first, sizeof first, "%s", plan_info(ctx).config);
+    for (int i = 0; i < 40; i++) ck_assert_str_eq(plan_info(ctx).source, "profile");
+    ck_assert_uint_eq(sdpa__profile_parse_count() - before, 1);
+    /* Another context of the process shares the parse. */
+    sdpa_context *ctx2 = cpu_ctx(dir, &cap);
+    ck_assert_str_eq(plan_info(ctx2).source, "profile");
+    ck_assert_uint_eq(sdpa__profile_parse_count() - before, 1);
+    /* Rewritten (another tile): read again, the new record used. */
+    sdpa__profile_record r2 = make_record(ctx, 16, 32);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r2), SDPA_OK);
+    age_file(path);
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_str_ne(info.config, first);
+    ck_assert_uint_eq(sdpa__profile_parse_count() - before, 2);
+    /* Rewritten in place by someone else, same size: mtime tells. */
+    FILE *f = fopen(path, "r+");
+    ck_assert_ptr_nonnull(f);
+    fputc(' ', f); /* a leading blank: same records, same size, new mtime */
+    fclose(f);
+    plan_info(ctx);
+    ck_assert_uint_eq(sdpa__profile_parse_count() - before, 3);
+    sdpa_context_destroy(ctx2);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* A symlinked profile is written through to its target (the link stays); a
+ * dangling link is refused with a message. */
+START_TEST(symlinked_profile_written_through)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096], target[4200];
+    user_path(ctx, path, sizeof path);
+    snprintf(target, sizeof target, "%s/elsewhere.jsonl", dir);
+    write_file(target, "", 0);
+    ck_assert_int_eq(symlink(target, path), 0);
+    sdpa__profile_record r = make_record(ctx, 32, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    struct stat ls;
+    ck_assert_int_eq(lstat(path, &ls), 0);
+    ck_assert(S_ISLNK(ls.st_mode));
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, target, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 1);
+    sdpa__profile_file_free(&pf);
+    ck_assert_str_eq(plan_info(ctx).source, "profile");
+    unlink(target); /* now dangling */
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_ERR_IO);
+    assert_message_has(ctx, "symlink");
+    ck_assert_int_eq(lstat(path, &ls), 0);
+    ck_assert(S_ISLNK(ls.st_mode));
+    unlink(path);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* A writer killed between creating its temp file and renaming it left
+ * "<profile>.tmp.<pid>" behind forever; the next write removes those of dead
+ * processes and keeps those of live ones. */
+START_TEST(stale_temp_files_removed)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char path[4096], dead[4200], alive[4200];
+    user_path(ctx, path, sizeof path);
+    sdpa__profile_record r = make_record(ctx, 32, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) _exit(0);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)child);
+    snprintf(alive, sizeof alive, "%s.tmp.%ld", path, (long)getppid());
+    write_file(dead, "{\"torn", 6);
+    write_file(alive, "{\"busy", 6);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
+    ck_assert_int_ne(access(dead, F_OK), 0);
+    ck_assert_int_eq(access(alive, F_OK), 0);
+    unlink(alive);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* sdpa_context_profile_writable refuses an unwritable profile folder at once
+ * (sdpa-tune calls it before spending its budget). */
+START_TEST(profile_writable_check)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx("/proc/sdpa-no-such-dir/profiles", &cap);
+    ck_assert_int_eq(sdpa_context_profile_writable(ctx), SDPA_ERR_IO);
+    assert_message_has(ctx, "/proc/sdpa-no-such-dir/profiles");
+    sdpa_context_destroy(ctx);
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/new/profiles", dir);
+    ctx = cpu_ctx(sub, &cap);
+    ck_assert_int_eq(sdpa_context_profile_writable(ctx), SDPA_OK);
+    ck_assert_int_eq(access(sub, W_OK), 0); /* created */
+    sdpa_context_destroy(ctx);
+
+    char args[4400], *out = NULL;
+    double t0 = sdpa__now();
+    int rc = run_tool(dir, "--backend cpu --preset vit --budget 20 "
+                           "--profile-dir /proc/sdpa-no-such-dir/profiles", &out);
+    if (rc >= 0) {
+        ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+        ck_assert_msg(sdpa__now() - t0 < 5.0, "sdpa-tune spent its budget before the check");
+        free(out);
+        snprintf(args, sizeof args, "%s/stderr.txt", dir);
+        out = read_all(args);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_ptr_nonnull(strstr(out, "not writable"));
+        free(out);
+    }
+    free(dir);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -1145,6 +1337,14 @@ static Suite *tune_suite(void)
     tcase_add_test(tune, tool_runs_and_writes_profile);
     tcase_set_timeout(tune, 60);
     suite_add_tcase(s, tune);
+    TCase *files = tcase_create("files");
+    tcase_add_test(files, fifo_profile_refused);
+    tcase_add_test(files, profile_parsed_once);
+    tcase_add_test(files, symlinked_profile_written_through);
+    tcase_add_test(files, stale_temp_files_removed);
+    tcase_add_test(files, profile_writable_check);
+    tcase_set_timeout(files, 20);
+    suite_add_tcase(s, files);
     return s;
 }
 

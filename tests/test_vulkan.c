@@ -963,6 +963,73 @@ START_TEST(test_pipeline_cache)
 }
 END_TEST
 
+/* The pipeline cache folder and file are input others may have written
+ * (issue 14): a file writable by others, owned by another user (chown to
+ * nobody: the tests run as root), a symlink, a FIFO (it used to block the
+ * context forever) and a folder writable by others are each refused with a
+ * WARN; the context starts with an empty cache and computes correct results. */
+static void pcache_round(const char *dir, const tcase *c, tlogcap *cap)
+{
+    memset(cap, 0, sizeof *cap);
+    sdpa_context *ctx = tcontext_cache(SDPA_BACKEND_VULKAN, dir, cap);
+    tparity_forward(ctx, ref, c, NULL);
+    assert_clean(ctx);
+    sdpa_context_destroy(ctx);
+}
+
+START_TEST(test_pipeline_cache_untrusted)
+{
+    char *dir = tmkdtemp("sdpa-vk-trust");
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/c", dir);
+    tcase c = mk("pcache", 1, 2, 2, 7, 65, 64, 64);
+    tlogcap cap;
+    pcache_round(sub, &c, &cap);
+    ck_assert_int_eq(cap.warns, 0);
+    struct stat sb;
+    ck_assert_int_eq(stat(sub, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 077, 0); /* folder created private */
+    char *found = find_pcache(sub);
+    ck_assert_ptr_nonnull(found);
+    char path[1024], other[1100];
+    snprintf(path, sizeof path, "%s", found);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 077, 0);
+
+    ck_assert_int_eq(chmod(path, 0666), 0);
+    pcache_round(sub, &c, &cap);
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "writable by group or others"), "%s",
+                  cap.last);
+    ck_assert_int_eq(chmod(path, 0600), 0);
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chown(path, 65534, 65534), 0);
+        pcache_round(sub, &c, &cap);
+        ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "owned by uid 65534"), "%s", cap.last);
+        ck_assert_int_eq(chown(path, 0, 0), 0);
+    }
+    snprintf(other, sizeof other, "%s.real", path);
+    ck_assert_int_eq(rename(path, other), 0);
+    ck_assert_int_eq(symlink(other, path), 0);
+    pcache_round(sub, &c, &cap);
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "symlink"), "%s", cap.last);
+    unlink(path);
+    unlink(other);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    pcache_round(sub, &c, &cap); /* blocked here before */
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "FIFO"), "%s", cap.last);
+    unlink(path);
+    ck_assert_int_eq(chmod(sub, 0777), 0);
+    pcache_round(sub, &c, &cap);
+    ck_assert_msg(cap.warns >= 1 && strstr(cap.last, "not used"), "%s", cap.last);
+    ck_assert_ptr_null(find_pcache(sub)); /* and nothing written there */
+    ck_assert_int_eq(chmod(sub, 0700), 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(dir);
+}
+END_TEST
+
 /* ---- pipeline cache file parser (src/backend/vulkan/vk_cache_entry.c) -------
  * Pure byte-level tests, no device: a valid file is accepted with the payload
  * inside it, each corruption is refused with its own reason. The same parser
@@ -1368,6 +1435,7 @@ static Suite *vulkan_suite(void)
         {"device_buffers", test_device_buffers},
         {"missing_storage16", test_missing_storage16},
         {"pipeline_cache", test_pipeline_cache},
+        {"pipeline_cache_untrusted", test_pipeline_cache_untrusted},
         {"interop", test_interop},
         {"suballocator", test_suballocator},
     };

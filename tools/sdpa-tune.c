@@ -14,9 +14,10 @@
  * (stdout holds only the results, so --json stays one clean document): one
  * updating line on a terminal, else plain lines; then a table (or JSON) per
  * bucket: default ms, tuned ms, speedup, parameters. Shapes larger than the
- * machine's memory are refused before anything is allocated. Exit status: 0
- * ok, 1 a bucket failed or no context (e.g. no such device), 2 usage or a
- * shape too large. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and
+ * machine's memory are refused before anything is allocated, and an
+ * unwritable profile folder before tuning. Exit status: 0 ok, 1 a bucket
+ * failed, the profile cannot be written or no context (e.g. no such device),
+ * 2 usage or a shape too large. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and
  * tools/common.
  */
 #include <cJSON.h>
@@ -76,9 +77,11 @@ static void usage(FILE *f)
             "  --help           this text\n"
             "\n"
             "Progress goes to stderr: one updating line on a terminal, else one line per\n"
-            "candidate. Shapes that do not fit in the machine's memory are refused.\n"
-            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed or no context\n"
-            "(e.g. no such device), 2 usage error or a shape too large for the machine.\n");
+            "candidate. Shapes that do not fit in the machine's memory are refused; the\n"
+            "profile folder is checked for writing first (not with --dry-run).\n"
+            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed, the profile\n"
+            "folder is not writable or no context (e.g. no such device), 2 usage error or\n"
+            "a shape too large for the machine.\n");
 }
 
 static int add_shape(options *o, const shape *s)
@@ -405,6 +408,16 @@ int main(int argc, char **argv)
             sdpa_context_destroy(ctx);
             return TA_EXIT_USAGE;
         }
+    }
+    /* Before any budget is spent: a read-only profile folder would only
+     * show after tuning every bucket. */
+    if (!o.dry_run && sdpa_context_profile_writable(ctx) != SDPA_OK) {
+        sdpa_error_info e;
+        sdpa_context_last_error(ctx, &e);
+        fprintf(stderr, "sdpa-tune: %s; nothing tuned (use --profile-dir or SDPA_PROFILE_DIR)\n",
+                e.message);
+        sdpa_context_destroy(ctx);
+        return TA_EXIT_FAIL;
     }
     int nb = o.nshapes * (o.backward ? 2 : 1);
     row *rows = calloc((size_t)nb, sizeof *rows);

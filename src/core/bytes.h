@@ -11,9 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SDPA__FNV_INIT 1469598103934665603ull
+/* Start value of every libsdpa hash. NOT the standard FNV-1a-64 offset basis
+ * (0xcbf29ce484222325 = 14695981039346656037): it is that number's decimal
+ * digits less the last one (0x14650fb0739d0383), a slip kept on purpose. The
+ * step below is FNV-1a's, so the hash is as good, but its values differ from
+ * textbook FNV-1a. Changing the seed would change every kernel-source hash
+ * (all shipped profiles in data/profiles would turn stale) and every cache
+ * checksum and file name; the name says what it is instead. */
+#define SDPA__HASH_SEED 1469598103934665603ull
 
-/* FNV-1a-64 of data[0..n) continuing from h (start with SDPA__FNV_INIT). */
+/* FNV-1a-64 step over data[0..n) continuing from h (start with
+ * SDPA__HASH_SEED). */
 static inline uint64_t sdpa__fnv1a64(uint64_t h, const void *data, size_t n)
 {
     const unsigned char *p = data;

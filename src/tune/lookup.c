@@ -10,10 +10,14 @@
  * default). Within a file a fresh record beats a stale one (other driver or
  * kernel sources); a stale record is still used, with one WARN per process.
  *
- * Never fails: an unreadable profile is reported (once) and skipped. Called
- * by src/core/plan.c (sdpa__profile_lookup) and tune.c.
+ * Files are parsed once per process and re-read when they change
+ * (profile_cache.c). Never fails: an unreadable profile is reported (once)
+ * and skipped. Called by src/core/plan.c (sdpa__profile_lookup) and tune.c.
  */
 #include "tune.h"
+
+#include "../core/bytes.h"
+#include "../core/fileio.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -32,9 +36,7 @@ static int warn_count;
 
 static uint64_t fnv1a(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h | 1; /* never 0 (empty slot) */
+    return sdpa__fnv1a64(SDPA__HASH_SEED, s, strlen(s)) | 1; /* never 0 (empty slot) */
 }
 
 void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
@@ -98,39 +100,20 @@ const char *sdpa_context_profile_path(const sdpa_context *cctx)
     return path;
 }
 
+sdpa_status sdpa_context_profile_writable(sdpa_context *ctx)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    const char *dir = sdpa__context_profile_dir(ctx);
+    SDPA__CHECK(ctx, dir && *dir, SDPA_ERR_IO,
+                "no profile directory (set SDPA_PROFILE_DIR or HOME)");
+    sdpa__file_why why;
+    if (sdpa__dir_writable(dir, 0755, &why) != SDPA__FILE_OK)
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err,
+                                 "profile directory %s is not writable (%s)", dir, why.text);
+    return SDPA_OK;
+}
+
 /* ---- lookup ---------------------------------------------------------------------- */
-
-static bool is_stale(const sdpa__profile_record *r, const sdpa__device_key *k)
-{
-    return strcmp(r->dev.driver, k->driver) != 0 ||
-           strcmp(r->dev.source_hash, k->source_hash) != 0;
-}
-
-/* Best record of one file: fresh beats stale, later lines beat earlier. */
-static bool find_in(sdpa_context *ctx, const char *path, const sdpa__device_key *key,
-                    const sdpa__bucket *b, sdpa__profile_record *out, bool *stale)
-{
-    sdpa__profile_file f;
-    if (sdpa__profile_read(ctx, path, &f) != SDPA_OK) return false;
-    int best = -1;
-    bool best_stale = true;
-    for (size_t i = 0; i < f.count; i++) {
-        const sdpa__profile_record *r = &f.records[i];
-        if (!sdpa__device_key_equal(&r->dev, key) || !sdpa__bucket_equal(&r->bucket, b))
-            continue;
-        bool s = is_stale(r, key);
-        if (best < 0 || !s || best_stale) {
-            best = (int)i;
-            best_stale = s;
-        }
-    }
-    if (best >= 0) {
-        *out = f.records[best];
-        *stale = best_stale;
-    }
-    sdpa__profile_file_free(&f);
-    return best >= 0;
-}
 
 bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa__problem *p,
                           unsigned plan_flags, sdpa_tile_config *tile, char *source,
@@ -149,9 +132,9 @@ bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa
     const char *labels[2] = {"profile", "shipped profile"};
     for (int i = 0; i < 2; i++) {
         if (!join(path, sizeof path, dirs[i], name)) continue;
-        sdpa__profile_record r;
+        sdpa__profile_hit r;
         bool stale = false;
-        if (!find_in(ctx, path, &key, &b, &r, &stale)) continue;
+        if (!sdpa__profile_find(ctx, path, &key, &b, &r, &stale)) continue;
         if (!sdpa__tile_valid(&r.tile)) continue; /* parse checked it; belt and braces */
         char desc[256];
         sdpa__tile_describe(&r.tile, desc, sizeof desc);
@@ -161,7 +144,7 @@ bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa
             sdpa__warn_once(ctx, wkey,
                             "%s record for %s in %s is stale (tuned with driver '%s', kernels %s; "
                             "now driver '%s', kernels %s): using it until retuned (sdpa-tune)",
-                            labels[i], bucket, path, r.dev.driver, r.dev.source_hash,
+                            labels[i], bucket, path, r.driver, r.source_hash,
                             key.driver, key.source_hash);
         }
         sdpa__log(ctx, SDPA_LOG_INFO, "%s: %s record for %s: %s", be->name, labels[i], bucket,

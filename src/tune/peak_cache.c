@@ -149,8 +149,14 @@ bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int thread
         return false;
     find_state s = {.key = &key, .threads = threads};
     if (sdpa__jsonl_read(ctx, path, find_line, &s) != SDPA_OK) {
-        /* INFO only: storing the measurement fails the same way and warns */
-        sdpa__log(ctx, SDPA_LOG_INFO, "peak cache %s cannot be read; measuring", path);
+        /* A file that is there but refused (a FIFO, a directory, oversized:
+         * never blocks, fileio.c) is a WARN; a failing system call (no such
+         * folder, no permission) only INFO: the store fails the same way
+         * and warns. */
+        sdpa_error_info e;
+        sdpa_context_last_error(ctx, &e);
+        sdpa__log(ctx, e.native_code ? SDPA_LOG_INFO : SDPA_LOG_WARN,
+                  "peak cache ignored (%s); measuring", e.message);
         return false;
     }
     if (s.bad) {

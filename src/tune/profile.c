@@ -11,12 +11,17 @@
  * the current file under the lock, replaces or appends the record, writes a
  * temp file in the same directory, fsyncs it and renames it over the profile,
  * so readers see the old or the new file, never a torn one, and concurrent
- * writers never lose each other's records. The file mechanics are generic
+ * writers never lose each other's records. The file mechanics are
+ * src/core/fileio.c's: a FIFO or device at the path (or its lock) is refused
+ * without blocking, a symlinked profile is written through to its target,
+ * and temp files of killed writers are removed. The file mechanics are generic
  * (sdpa__jsonl_read / sdpa__jsonl_store: any JSON-lines file, with a caller's
  * "same key" test) so that peak_cache.c shares them. Called by lookup.c,
  * tune.c and peak_cache.c.
  */
 #include "tune.h"
+
+#include "../core/fileio.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -220,54 +225,26 @@ bool sdpa__profile_record_parse(const char *line, size_t len, sdpa__profile_reco
 
 /* ---- reading files ---------------------------------------------------------- */
 
-/* Reads a whole regular file of at most `limit` bytes; *data is malloc'd and
- * NUL-terminated. ENOENT -> SDPA_OK with *data NULL. */
+/* Reads the whole profile at path through the shared safe reader
+ * (src/core/fileio.c: no blocking on a FIFO, regular files only, size
+ * limit); *data is malloc'd and NUL-terminated. ENOENT -> SDPA_OK with *data
+ * NULL. Profiles may be symlinks (users keep them elsewhere). */
 static sdpa_status slurp(sdpa_context *ctx, const char *path, size_t limit, char **data,
                          size_t *len)
 {
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return SDPA_OK;
-        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "profile %s: %s", path,
-                                 strerror(errno));
+    sdpa__file_why why;
+    switch (sdpa__file_read(path, limit, 0, data, len, &why)) {
+    case SDPA__FILE_OK:
+    case SDPA__FILE_MISSING: return SDPA_OK;
+    case SDPA__FILE_NO_MEMORY:
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: %s", path, why.text);
+    case SDPA__FILE_TOO_LARGE:
+        return SDPA__FAIL(ctx, SDPA_ERR_CORRUPT, "profile %s is %s", path, why.text);
+    case SDPA__FILE_REFUSED:
+        return SDPA__FAIL(ctx, SDPA_ERR_IO, "profile %s is %s", path, why.text);
+    case SDPA__FILE_IO: break;
     }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return SDPA__FAIL(ctx, SDPA_ERR_IO, "profile %s is not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > limit) {
-        close(fd);
-        return SDPA__FAIL(ctx, SDPA_ERR_CORRUPT, "profile %s is %lld bytes, above the %zu limit",
-                          path, (long long)sb.st_size, limit);
-    }
-    size_t cap = (size_t)sb.st_size + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: out of memory", path);
-    }
-    size_t n = 0;
-    for (;;) {
-        if (n == cap - 1) break; /* grew while reading: read what fits */
-        ssize_t got = read(fd, buf + n, cap - 1 - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "profile %s: %s", path, strerror(e));
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    return SDPA_OK;
+    return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err, "profile %s: %s", path, why.text);
 }
 
 /* Calls fn for each line (without '\n'; a final line without '\n' counts). */
@@ -341,6 +318,7 @@ sdpa_status sdpa__profile_read(sdpa_context *ctx, const char *path, sdpa__profil
         return st;
     }
     if (!data) return SDPA_OK;
+    sdpa__profile_parsed();
     read_state s = {.f = f};
     for_each_line(data, len, read_line, &s);
     free(data);
@@ -434,38 +412,6 @@ static void merge_line(void *user, const char *line, size_t len)
     }
 }
 
-static sdpa_status mkdir_p(sdpa_context *ctx, const char *dir)
-{
-    char buf[4096];
-    size_t n = strlen(dir);
-    SDPA__CHECK(ctx, n > 0 && n < sizeof buf, SDPA_ERR_IO, "profile directory '%s' is unusable", dir);
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "cannot create %s: %s", buf,
-                                     strerror(errno));
-        buf[i] = c;
-    }
-    return SDPA_OK;
-}
-
-static sdpa_status write_all(sdpa_context *ctx, int fd, const char *p, size_t n, const char *path)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0)
-            return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "writing %s: %s", path,
-                                     strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-    return SDPA_OK;
-}
-
 static sdpa_status store_locked(sdpa_context *ctx, const char *path, const char *json,
                                 sdpa__jsonl_match_fn same, void *user)
 {
@@ -481,25 +427,20 @@ static sdpa_status store_locked(sdpa_context *ctx, const char *path, const char 
         free(m.out.p);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "profile %s: out of memory", path);
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    unlink(tmp); /* a leftover of a crashed writer with our pid */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        free(m.out.p);
-        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "cannot create %s: %s", tmp,
-                                 strerror(errno));
-    }
-    st = write_all(ctx, fd, m.out.p, m.out.n, tmp);
+    /* A symlinked profile is written through to its target (users keep
+     * profiles in dotfile repositories); a dangling link is refused. */
+    sdpa__file_why why;
+    sdpa__file_result fr =
+        sdpa__file_write_atomic(path, m.out.p, m.out.n, 0644, SDPA__FILE_FOLLOW_LINK, &why);
     free(m.out.p);
-    if (st == SDPA_OK && fsync(fd) != 0)
-        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "fsync %s: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && st == SDPA_OK)
-        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "close %s: %s", tmp, strerror(errno));
-    if (st == SDPA_OK && rename(tmp, path) != 0)
-        st = SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, errno, "rename %s: %s", path, strerror(errno));
-    if (st != SDPA_OK) unlink(tmp);
-    return st;
+    if (fr == SDPA__FILE_REFUSED)
+        return SDPA__FAIL(ctx, SDPA_ERR_IO, "cannot write profile %s: it is %s", path, why.text);
+    if (fr != SDPA__FILE_OK)
+        return SDPA__FAIL_NATIVE(ctx, fr == SDPA__FILE_NO_MEMORY ? SDPA_ERR_OUT_OF_MEMORY
+                                                                 : SDPA_ERR_IO,
+                                 why.err, "cannot write profile %s: %s", path, why.text);
+    sdpa__profile_cache_forget(path);
+    return SDPA_OK;
 }
 
 sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *json,
@@ -508,19 +449,16 @@ sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *j
     SDPA__CHECK(ctx, path && *path && json && same, SDPA_ERR_NULL,
                 "JSON-lines store: no path, line or key");
     char dir[4096];
-    sdpa__strlcpy(dir, path, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        SDPA__TRY(mkdir_p(ctx, dir));
-    }
+    sdpa__file_why why;
+    if (sdpa__path_dir(path, dir, sizeof dir) && sdpa__dir_make(dir, 0755, &why) != SDPA__FILE_OK)
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err, "profile directory %s: %s", dir,
+                                 why.text);
     char lock[4200];
     snprintf(lock, sizeof lock, "%s.lock", path);
-    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lfd < 0) {
-        int e = errno;
-        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot open lock %s: %s", lock, strerror(e));
-    }
+    int lfd = sdpa__file_open_lock(lock, &why);
+    if (lfd < 0)
+        return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err, "cannot open lock %s: %s", lock,
+                                 why.text);
     while (flock(lfd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
         int e = errno;

@@ -107,7 +107,9 @@ void sdpa__profile_file_free(sdpa__profile_file *f);
 
 /* Stores r in the file at path, replacing the record with the same device
  * key and bucket: takes an flock on "<path>.lock", re-reads the file, writes
- * "<path>.tmp.<pid>", fsyncs it and renames it over path. Creates the
+ * "<path>.tmp.<pid>", fsyncs it and renames it over path (through a symlink
+ * to its target; a dangling link or a non-regular file is refused with
+ * SDPA_ERR_IO; stale temp files of dead writers are removed). Creates the
  * directory. Safe with several processes. Lines of other format versions
  * that are valid JSON objects are kept; junk lines are dropped. */
 sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path,
@@ -146,6 +148,30 @@ bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int thread
  * the caller decides whether it matters. */
 sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
                                  double gflops, const char *method);
+
+/* ---- parsed-profile cache (profile_cache.c) ------------------------------ */
+
+/* What a lookup needs of a record. */
+typedef struct sdpa__profile_hit {
+    sdpa_tile_config tile;
+    char driver[128];
+    char source_hash[72];
+} sdpa__profile_hit;
+
+/* The best record of the profile at path for device key and bucket b (a
+ * record whose driver or kernel-source hash differs from key's is stale;
+ * fresh beats stale, later lines beat earlier). The file is parsed once per
+ * process and re-parsed only when its device, inode, size, mtime or ctime
+ * changed. Thread-safe. False when there is no such record or the file
+ * cannot be read (reported once by sdpa__profile_read). */
+bool sdpa__profile_find(sdpa_context *ctx, const char *path, const sdpa__device_key *key,
+                        const sdpa__bucket *b, sdpa__profile_hit *out, bool *stale);
+/* Drops what is cached for path (after this process rewrote it). */
+void sdpa__profile_cache_forget(const char *path);
+/* Test hook: how many profile files sdpa__profile_read has parsed in this
+ * process (sdpa__profile_parsed counts one). */
+unsigned long sdpa__profile_parse_count(void);
+void sdpa__profile_parsed(void);
 
 /* ---- lookup (lookup.c) -------------------------------------------------- */
 

@@ -335,6 +335,20 @@ sdpa_context *tbackend_ctx(int i, const char *test)
     return ctx;
 }
 
+sdpa_context *tcontext_cache(sdpa_backend_kind kind, const char *cache_dir, tlogcap *cap)
+{
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = kind;
+    o.cache_dir = cache_dir;
+    o.log_level = SDPA_LOG_WARN;
+    o.log_fn = tlog_capture;
+    o.log_user = cap;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    return ctx;
+}
+
 static void expect_close(const tcase *c, const char *what, const void *got, const void *want,
                          sdpa_dtype dt, size_t n, double bound)
 {

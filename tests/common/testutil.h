@@ -122,6 +122,10 @@ sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status);
 extern const sdpa_backend_kind tkinds[TKINDS];
 sdpa_context *tbackend_ctx(int i, const char *test);
 
+/* A context on `kind` whose WARN and ERROR lines go to *cap (tlog_capture),
+ * with cache_dir as its cache folder; asserts that it starts. */
+sdpa_context *tcontext_cache(sdpa_backend_kind kind, const char *cache_dir, tlogcap *cap);
+
 /* Runs case c forward on ctx and on a reference context, with poisoned
  * outputs, and asserts (ck_assert) out, lse and stats agree within bounds.
  * `plan_opts` may be NULL. Returns the comparison of `out`. */

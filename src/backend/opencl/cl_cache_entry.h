@@ -13,6 +13,14 @@
  *   offset 32  K bytes  identity text (platform, device, driver, key)
  *   offset 32+K B bytes program binary
  * The file is exactly 32 + K + B bytes long.
+ *
+ * The checksum only catches accidents: whoever can write the cache folder can
+ * write a matching checksum (docs/reliability.md, trust model). So the
+ * binary itself is checked as far as its format is known before a driver
+ * sees it: a PoCL binary ("poclbin", formats 9 to 12) must be well formed —
+ * every length inside it within its bytes, every embedded file name short
+ * without "..", and nothing after its last kernel. Other drivers' binaries
+ * are opaque and handed over as they are.
  */
 #ifndef SDPA_CL_CACHE_ENTRY_H
 #define SDPA_CL_CACHE_ENTRY_H
@@ -38,6 +46,7 @@ typedef enum sdpa__cl_entry_status {
     SDPA__CL_ENTRY_TRAILING,     /* bytes after the binary */
     SDPA__CL_ENTRY_KEY_MISMATCH, /* another identity (driver, device, source, options) */
     SDPA__CL_ENTRY_CHECKSUM,
+    SDPA__CL_ENTRY_BAD_BINARY,   /* a PoCL binary whose own structure is broken */
 } sdpa__cl_entry_status;
 
 /* Spans inside the parsed data (valid while it is). */
@@ -55,6 +64,11 @@ typedef struct sdpa__cl_entry {
 sdpa__cl_entry_status sdpa__cl_entry_parse(const unsigned char *data, size_t len,
                                            const char *ident, size_t ident_len,
                                            sdpa__cl_entry *out);
+
+/* SDPA__CL_ENTRY_OK, or SDPA__CL_ENTRY_BAD_BINARY when bin is a PoCL binary
+ * (or claims to be one) whose structure does not fit in bin[0..len).
+ * Called by sdpa__cl_entry_parse; never reads outside bin[0..len). */
+sdpa__cl_entry_status sdpa__cl_binary_check(const unsigned char *bin, size_t len);
 
 /* Short text for a status ("bad magic", ...); never NULL. */
 const char *sdpa__cl_entry_reason(sdpa__cl_entry_status s);

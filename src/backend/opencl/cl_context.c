@@ -30,9 +30,9 @@ sdpa_status sdpa__cl_state_setup(sdpa_context *ctx, sdpa__cl_state *st)
     sdpa__cl_probe(st->platform, st->device, &st->props);
     st->dummy = clCreateBuffer(st->context, CL_MEM_READ_WRITE, 64, NULL, &err);
     SDPA__CL_CHECK(ctx, err, "clCreateBuffer(dummy)");
-    sdpa__log(ctx, SDPA_LOG_INFO, "opencl: device '%s' (%s, driver %s)%s",
+    sdpa__log(ctx, SDPA_LOG_INFO, "opencl: device '%s' (%s, driver %s); program binary cache: %s",
               st->props.device_name, st->props.platform_name, st->props.driver,
-              st->props.is_pocl ? "; PoCL caches programs itself, disk cache off" : "");
+              sdpa__cl_disk_describe(&st->props));
     return SDPA_OK;
 }
 

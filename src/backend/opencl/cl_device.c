@@ -5,18 +5,37 @@
  * platform order then device order; that index is the one users pass as
  * SDPA_DEVICE and the core passes to context_init (the core orders AUTO by
  * is_gpu). Nothing is cached: listing reflects the loader's answer now, and
- * a machine without platforms simply has zero devices. Also owns the device
+ * a machine without platforms simply has zero devices; discovery is
+ * serialised across threads (drivers initialise lazily). Also owns the device
  * quirk table (defines prepended to every kernel source, one reason each).
  * Called by cl_backend.c (device_count/device_info), cl_context.c and
  * cl_program.c.
  */
 #include "cl_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Discovery runs under one process-wide lock: PoCL 3.1 initialises its
+ * devices lazily inside the first clGetPlatformIDs / clGetDeviceIDs, and two
+ * contexts created at once on two threads made one of them see no device or
+ * query a device still being set up (a crash in clGetDeviceInfo;
+ * test_threads threads_first_plans_at_once). */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n);
+
 sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n)
+{
+    pthread_mutex_lock(&discovery_lock);
+    sdpa_status st = enumerate_locked(out, n);
+    pthread_mutex_unlock(&discovery_lock);
+    return st;
+}
+
+static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n)
 {
     cl_uint np = 0;
     *out = NULL;
@@ -144,8 +163,7 @@ void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *in
              p->local_mem_is_local ? "dedicated" : "emulated in global memory",
              p->max_wg, p->pref_vec_float, p->subgroups ? "yes" : "no",
              p->fp16 ? "yes" : "no",
-             p->is_pocl ? "skipped (PoCL caches compiled kernels itself)"
-                        : "on disk (SDPA_CACHE_DIR)");
+             sdpa__cl_disk_describe(p));
 }
 
 /* Device quirk table: each define carries its one-line reason, and ends up at

@@ -9,15 +9,21 @@
  * (only if its size is within the format's limits) and validated by the pure
  * parser sdpa__cl_entry_parse (cl_cache_entry.c, fuzzed by
  * tests/fuzz/fuzz_clcache.c); a file is trusted only when every field checks
- * out, its size is exact and the identity matches; anything else (truncated,
- * corrupt, another driver version) is ignored and overwritten by a fresh
- * build. Writes go to a temporary file in the same folder and are renamed
- * into place, so readers never see a partial file and concurrent writers
- * are safe. Skipped on PoCL, which keeps its own kernel cache
+ * out, its size is exact, the identity matches and, for PoCL, the binary's
+ * own structure fits its length; anything else (truncated, corrupt, another
+ * driver version) is ignored and overwritten by a fresh build. Files are
+ * read and written through src/core/fileio.c: the folder is created 0700 and
+ * used only when it is ours and not group/other-writable, entries (0600) are
+ * opened without following symlinks and without blocking, and refused when
+ * another user owns them or others can write them (WARN, then a rebuild from
+ * source); writes are atomic (temp + fsync + rename). The trust model is in
+ * docs/reliability.md. Skipped on PoCL, which keeps its own kernel cache
  * (SDPA_CL_DISK_CACHE=1 forces it on, =0 off). Called by cl_program.c.
  */
 #include "cl_internal.h"
 #include "cl_cache_entry.h"
+#include "../../core/bytes.h"
+#include "../../core/fileio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,60 +34,60 @@
 #include <unistd.h>
 
 
-bool sdpa__cl_disk_enabled(const sdpa__cl_state *st)
+bool sdpa__cl_disk_enabled(const sdpa__cl_props *p)
 {
     const char *env = getenv("SDPA_CL_DISK_CACHE");
     if (env && env[0] == '0') return false;
     if (env && env[0] == '1') return true;
-    return !st->props.is_pocl;
+    return !p->is_pocl;
+}
+
+const char *sdpa__cl_disk_describe(const sdpa__cl_props *p)
+{
+    const char *env = getenv("SDPA_CL_DISK_CACHE");
+    bool forced = env && (env[0] == '0' || env[0] == '1');
+    if (sdpa__cl_disk_enabled(p))
+        return forced ? "on disk (SDPA_CACHE_DIR; forced on by SDPA_CL_DISK_CACHE=1)"
+                      : "on disk (SDPA_CACHE_DIR)";
+    return forced ? "off (SDPA_CL_DISK_CACHE=0)"
+                  : "skipped (PoCL caches compiled kernels itself)";
+}
+
+/* The cache folder: created private (0700) when missing, and used only when
+ * it is ours and not writable by group or others (an entry is handed to the
+ * driver, so whoever can write the folder can crash or worse the process:
+ * docs/reliability.md, trust model). NULL when there is none or it is
+ * refused; a refusal is logged once per context. */
+static const char *cache_dir(sdpa_context *ctx, sdpa__cl_state *st)
+{
+    const char *dir = sdpa__context_cache_dir(ctx);
+    if (!dir || !dir[0] || st->disk_refused) return NULL;
+    sdpa__file_why why;
+    if (sdpa__dir_make(dir, 0700, &why) == SDPA__FILE_OK &&
+        sdpa__dir_check_private(dir, &why) == SDPA__FILE_OK)
+        return dir;
+    st->disk_refused = true; /* untrusted: WARN; cannot be made (read-only...): INFO */
+    sdpa__log(ctx, why.err ? SDPA_LOG_INFO : SDPA_LOG_WARN,
+              "opencl: binary cache folder %s not used (%s); building from source", dir,
+              why.text);
+    return NULL;
 }
 
 /* Identity text and file path for a key; false if no cache dir. */
-static bool identity(sdpa_context *ctx, const sdpa__cl_state *st, const char *key,
+static bool identity(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
                      char **ident, char *path, size_t path_size)
 {
-    const char *dir = sdpa__context_cache_dir(ctx);
-    if (!dir || !dir[0]) return false;
+    const char *dir = cache_dir(ctx, st);
+    if (!dir) return false;
     size_t n = strlen(st->props.platform_name) + strlen(st->props.device_name) +
                strlen(st->props.driver) + strlen(key) + 8;
     *ident = malloc(n);
     if (!*ident) return false;
     snprintf(*ident, n, "%s\n%s\n%s\n%s", st->props.platform_name, st->props.device_name,
              st->props.driver, key);
-    uint64_t h = sdpa__cl_hash(SDPA__CL_HASH_INIT, *ident, strlen(*ident));
+    uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, *ident, strlen(*ident));
     snprintf(path, path_size, "%s/cl-%016" PRIx64 ".bin", dir, h);
     return true;
-}
-
-static void mkdirs(const char *dir)
-{
-    char tmp[4096];
-    sdpa__strlcpy(tmp, dir, sizeof tmp);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(tmp, 0755);
-            *p = '/';
-        }
-    }
-    mkdir(tmp, 0755);
-}
-
-/* Reads the whole file at `path` if it is at most `max` bytes; NULL with
- * *why set otherwise (*why NULL: no file). */
-static unsigned char *read_file(const char *path, size_t max, size_t *len, const char **why)
-{
-    *why = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL; /* no entry yet */
-    unsigned char *data = NULL;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) *why = "not a regular file";
-    else if ((uint64_t)sb.st_size > max) *why = "implausible size";
-    else if (!(data = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1))) *why = "out of memory";
-    else *len = fread(data, 1, (size_t)sb.st_size, f);
-    fclose(f);
-    return data;
 }
 
 bool sdpa__cl_disk_load(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
@@ -89,12 +95,24 @@ bool sdpa__cl_disk_load(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
 {
     char path[4096], *ident = NULL;
     if (!identity(ctx, st, key, &ident, path, sizeof path)) return false;
+    /* Not followed through a symlink, ours and private, within the format's
+     * size, a regular file (a FIFO cannot block us): else WARN and rebuild. */
     size_t len = 0;
     const char *why = NULL;
-    unsigned char *data = read_file(
-        path, SDPA__CL_ENTRY_HEADER + strlen(ident) + SDPA__CL_ENTRY_MAX_BINARY, &len, &why);
+    char *raw = NULL;
+    sdpa__file_why fw;
+    sdpa__file_result fr =
+        sdpa__file_read(path, SDPA__CL_ENTRY_HEADER + strlen(ident) + SDPA__CL_ENTRY_MAX_BINARY,
+                        SDPA__FILE_NOFOLLOW | SDPA__FILE_PRIVATE, &raw, &len, &fw);
+    const unsigned char *data = (const unsigned char *)raw;
     bool ok = false;
-    if (!data) goto done;
+    if (fr != SDPA__FILE_OK) {
+        if (fr != SDPA__FILE_MISSING)
+            sdpa__log(ctx, SDPA_LOG_WARN,
+                      "opencl: ignoring cache entry %s (%s); rebuilding from source", path,
+                      fw.text);
+        goto done;
+    }
     sdpa__cl_entry e;
     sdpa__cl_entry_status es = sdpa__cl_entry_parse(data, len, ident, strlen(ident), &e);
     if (es != SDPA__CL_ENTRY_OK) {
@@ -122,7 +140,7 @@ done:
     if (why)
         sdpa__log(ctx, SDPA_LOG_INFO, "opencl: ignoring unusable cache entry %s (%s); rebuilding",
                   path, why);
-    free(data);
+    free(raw);
     free(ident);
     return ok;
 }
@@ -130,11 +148,10 @@ done:
 void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
                          cl_program program)
 {
-    char path[4096], tmp[4200], *ident = NULL;
+    char path[4096], *ident = NULL;
     if (!identity(ctx, st, key, &ident, path, sizeof path)) return;
     size_t blen = 0;
-    unsigned char *bin = NULL;
-    FILE *f = NULL;
+    unsigned char *bin = NULL, *file = NULL;
     if (strlen(ident) > SDPA__CL_ENTRY_MAX_IDENT) goto done; /* the reader would refuse it */
     if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) !=
             CL_SUCCESS || blen == 0 || blen > SDPA__CL_ENTRY_MAX_BINARY || !(bin = malloc(blen)))
@@ -142,23 +159,15 @@ void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
     unsigned char *bins[1] = {bin};
     if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS)
         goto done;
-    mkdirs(sdpa__context_cache_dir(ctx));
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    f = fopen(tmp, "wb");
-    if (!f) goto done;
-    size_t klen = strlen(ident);
-    unsigned char hdr[SDPA__CL_ENTRY_HEADER];
-    sdpa__cl_entry_header(hdr, ident, klen, bin, blen);
-    bool ok = fwrite(hdr, 1, sizeof hdr, f) == sizeof hdr &&
-              fwrite(ident, 1, klen, f) == klen && fwrite(bin, 1, blen, f) == blen;
-    ok = (fclose(f) == 0) && ok;
-    f = NULL;
-    if (!ok || rename(tmp, path) != 0) {
+    size_t klen = strlen(ident), n = sdpa__cl_entry_encode(NULL, 0, ident, klen, bin, blen);
+    if (!(file = malloc(n))) goto done;
+    sdpa__cl_entry_encode(file, n, ident, klen, bin, blen);
+    sdpa__file_why why;
+    if (sdpa__file_write_atomic(path, file, n, 0600, 0, &why) != SDPA__FILE_OK)
         sdpa__log(ctx, SDPA_LOG_INFO, "opencl: could not write cache entry %s (%s)", path,
-                  strerror(errno));
-        remove(tmp);
-    }
+                  why.text);
 done:
+    free(file);
     free(bin);
     free(ident);
 }

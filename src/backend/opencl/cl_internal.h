@@ -62,6 +62,7 @@ typedef struct sdpa__cl_state {
     sdpa__cl_props props;
     sdpa__cl_prog *programs;
     cl_mem dummy;        /* bound to absent optional pointer arguments */
+    bool disk_refused;   /* the cache folder is not private: disk cache off (logged once) */
 } sdpa__cl_state;
 
 extern const sdpa__backend sdpa__backend_opencl;
@@ -113,7 +114,6 @@ void sdpa__cl_programs_free(sdpa__cl_state *st);
 sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
                                   cl_program prog, cl_int err, const char *what);
 uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n);
-#define SDPA__CL_HASH_INIT 1469598103934665603ull
 
 /* ---- cl_diskcache.c ---- */
 /* Loads a program binary for `key` from the disk cache into *out (built),
@@ -123,8 +123,10 @@ bool sdpa__cl_disk_load(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
 void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
                          cl_program program);
 /* Whether the disk cache is used on this device (not on PoCL, which caches
- * on its own, unless SDPA_CL_DISK_CACHE=1 forces it for testing). */
-bool sdpa__cl_disk_enabled(const sdpa__cl_state *st);
+ * on its own; SDPA_CL_DISK_CACHE=1 forces it on, =0 off), and the same as
+ * words for log lines and sdpa_device_info ("on disk (SDPA_CACHE_DIR)", ...). */
+bool sdpa__cl_disk_enabled(const sdpa__cl_props *p);
+const char *sdpa__cl_disk_describe(const sdpa__cl_props *p);
 
 /* ---- cl_plan.c ---- */
 typedef struct sdpa__cl_plan {

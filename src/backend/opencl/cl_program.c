@@ -18,6 +18,7 @@
 
 #include "cl_gemm.h"
 #include "bytes.h"
+#include "fileio.h"
 #include "cl_sources.h"
 
 #include <inttypes.h>
@@ -37,7 +38,7 @@ uint64_t sdpa__cl_hash(uint64_t h, const void *data, size_t n)
 const char *sdpa__cl_source_hash(void)
 {
     static _Thread_local char hex[17];
-    uint64_t h = SDPA__CL_HASH_INIT;
+    uint64_t h = SDPA__HASH_SEED;
     for (const sdpa__cl_src_entry *e = sdpa__cl_src_table; e->name; e++) {
         h = sdpa__cl_hash(h, e->name, strlen(e->name) + 1);
         h = sdpa__cl_hash(h, e->data, e->size);
@@ -75,17 +76,16 @@ static void sb_add(sbuf *b, const char *text, size_t n)
 
 static void sb_str(sbuf *b, const char *text) { sb_add(b, text, strlen(text)); }
 
-/* Reads <dir>/<name> into *b; false if missing or unreadable. */
+/* Reads <dir>/<name> into *b; false if missing or unreadable (a FIFO or an
+ * oversized file too: src/core/fileio.c). */
 static bool add_from_dir(sbuf *b, const char *dir, const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char chunk[8192];
+    char path[4096], *text;
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sb_add(b, chunk, n);
-    fclose(f);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (sdpa__file_read(path, 16u << 20, 0, &text, &n, NULL) != SDPA__FILE_OK) return false;
+    sb_add(b, text, n);
+    free(text);
     return true;
 }
 
@@ -147,7 +147,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
         free(src.s);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "OpenCL: kernel source");
     }
-    uint64_t h = sdpa__cl_hash(SDPA__CL_HASH_INIT, src.s, src.n);
+    uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, src.s, src.n);
     size_t klen = strlen(options) + 32;
     char *key = malloc(klen);
     if (!key) {
@@ -166,7 +166,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
 
     double t0 = sdpa__now();
     cl_program prog = NULL;
-    bool from_disk = sdpa__cl_disk_enabled(st) &&
+    bool from_disk = sdpa__cl_disk_enabled(&st->props) &&
                      sdpa__cl_disk_load(ctx, st, key, options, &prog);
     if (!from_disk) {
         cl_int err;
@@ -185,7 +185,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
             free(src.s);
             return s;
         }
-        if (sdpa__cl_disk_enabled(st)) sdpa__cl_disk_store(ctx, st, key, prog);
+        if (sdpa__cl_disk_enabled(&st->props)) sdpa__cl_disk_store(ctx, st, key, prog);
     }
     free(src.s);
     sdpa__log(ctx, SDPA_LOG_INFO, "opencl: program %s in %.3f s (%s)",

@@ -49,7 +49,7 @@ sdpa__vk_entry_status sdpa__vk_entry_parse(const unsigned char *data, size_t len
     if (n > rest) return SDPA__VK_ENTRY_TRUNCATED;
     if (n < rest) return SDPA__VK_ENTRY_TRAILING;
     const unsigned char *p = data + SDPA__VK_ENTRY_HEADER;
-    if (sdpa__fnv1a64(SDPA__FNV_INIT, p, rest) != sdpa__get_u64le(data + 24))
+    if (sdpa__fnv1a64(SDPA__HASH_SEED, p, rest) != sdpa__get_u64le(data + 24))
         return SDPA__VK_ENTRY_CHECKSUM;
     sdpa__vk_entry_status s = driver_header(p, rest, dev);
     if (s != SDPA__VK_ENTRY_OK) return s;
@@ -82,5 +82,5 @@ void sdpa__vk_entry_header(unsigned char hdr[SDPA__VK_ENTRY_HEADER], const void 
     sdpa__put_u32le(hdr + 8, SDPA__VK_ENTRY_VERSION);
     sdpa__put_u32le(hdr + 12, 0);
     sdpa__put_u64le(hdr + 16, (uint64_t)n);
-    sdpa__put_u64le(hdr + 24, sdpa__fnv1a64(SDPA__FNV_INIT, payload, n));
+    sdpa__put_u64le(hdr + 24, sdpa__fnv1a64(SDPA__HASH_SEED, payload, n));
 }

@@ -10,14 +10,19 @@
  * exact size, checksum and the driver's own VkPipelineCacheHeaderVersionOne
  * (header size and version, vendor, device, UUID); anything wrong discards
  * the file with a WARN log line and starts an empty cache, never trusting it.
- * Writes go to a temp file in the same directory and are renamed over the
- * old one (atomic on POSIX), so a crash or a concurrent process never leaves
- * a torn file.
+ * Files go through src/core/fileio.c: the folder is created 0700 and used
+ * only when it is ours and not group/other-writable; the file (0600) is
+ * opened without following a symlink and without blocking, and refused when
+ * it is not a regular file of ours; writes go to a temp file in the same
+ * directory, are fsynced and renamed over the old one, so a crash or a
+ * concurrent process never leaves a torn file (trust model:
+ * docs/reliability.md).
  * Called by vk_device.c (open at context setup, save at context free) and
  * vk_plan.c (save after a plan created new pipelines).
  */
 #include "vk_internal.h"
 #include "vk_cache_entry.h"
+#include "../../core/fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,44 +36,31 @@ _Static_assert(SDPA__VK_ENTRY_DRIVER_HEADER_SIZE == sizeof(VkPipelineCacheHeader
 _Static_assert(SDPA__VK_ENTRY_DRIVER_HEADER_VERSION == VK_PIPELINE_CACHE_HEADER_VERSION_ONE,
                "pipeline cache header version");
 
-/* mkdir -p; true when the directory exists afterwards. */
-static bool make_dirs(const char *path)
-{
-    char buf[1024];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) return false;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char c = buf[i];
-            buf[i] = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
-            buf[i] = c;
-        }
-    }
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* Reads and checks the file; returns malloc'd file contents (the payload at
- * *payload, *size bytes) or NULL. */
+ * *payload, *size bytes) or NULL. The folder must be ours and private and the
+ * file a regular file of ours, not a symlink, within the format's size, before
+ * a byte is read (src/core/fileio.c); then the format is checked. */
 static unsigned char *load_file(sdpa_context *ctx, const sdpa__vk_state *s,
                                 const unsigned char **payload, size_t *size)
 {
-    FILE *f = fopen(s->pcache_path, "rb");
-    if (!f) return NULL; /* no cache yet */
-    unsigned char *data = NULL;
-    const char *why = NULL;
+    char dir[sizeof s->pcache_path], *raw = NULL;
     size_t len = 0;
-    struct stat sb;
-    /* The size is checked before anything is allocated: a length field is
-     * never trusted, and neither is the file's size beyond the format's. */
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) why = "not a regular file";
-    else if ((uint64_t)sb.st_size > SDPA__VK_ENTRY_HEADER + SDPA__VK_ENTRY_MAX)
-        why = "implausible size";
-    else if (!(data = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1))) why = "out of memory";
-    else len = fread(data, 1, (size_t)sb.st_size, f);
-    fclose(f);
+    sdpa__file_why fw = {0};
+    const char *why = NULL;
+    sdpa__file_result fr = SDPA__FILE_REFUSED;
+    if (sdpa__path_dir(s->pcache_path, dir, sizeof dir) &&
+        sdpa__dir_check_private(dir, &fw) != SDPA__FILE_OK) {
+        if (fw.err == ENOENT) return NULL; /* no folder, no cache yet */
+        /* untrusted (owner, mode): WARN; a failing stat: INFO */
+        sdpa__log(ctx, fw.err ? SDPA_LOG_INFO : SDPA_LOG_WARN,
+                  "vulkan: pipeline cache folder %s not used (%s)", dir, fw.text);
+        return NULL;
+    }
+    fr = sdpa__file_read(s->pcache_path, SDPA__VK_ENTRY_HEADER + SDPA__VK_ENTRY_MAX,
+                         SDPA__FILE_NOFOLLOW | SDPA__FILE_PRIVATE, &raw, &len, &fw);
+    if (fr == SDPA__FILE_MISSING) return NULL;
+    if (fr != SDPA__FILE_OK) why = fw.text;
+    unsigned char *data = (unsigned char *)raw;
     if (!why) {
         sdpa__vk_entry_device dev = {s->props.vendorID, s->props.deviceID, {0}};
         memcpy(dev.uuid, s->props.pipelineCacheUUID, VK_UUID_SIZE);
@@ -141,28 +133,20 @@ void sdpa__vk_pcache_save(sdpa_context *ctx, sdpa__vk_state *s)
     }
     sdpa__vk_entry_header(buf, buf + SDPA__VK_ENTRY_HEADER, n);
 
-    char dir[1024], tmp[1100];
-    sdpa__strlcpy(dir, s->pcache_path, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    bool ok = !slash || make_dirs(dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", s->pcache_path, (long)getpid());
-    FILE *f = ok ? fopen(tmp, "wb") : NULL;
-    if (f) {
-        ok = fwrite(buf, 1, SDPA__VK_ENTRY_HEADER + n, f) == SDPA__VK_ENTRY_HEADER + n;
-        ok = (fclose(f) == 0) && ok;
-        ok = ok && rename(tmp, s->pcache_path) == 0;
-        if (!ok) remove(tmp);
-    } else {
-        ok = false;
-    }
+    char dir[sizeof s->pcache_path];
+    sdpa__file_why why = {0};
+    bool ok = sdpa__path_dir(s->pcache_path, dir, sizeof dir) &&
+              sdpa__dir_make(dir, 0700, &why) == SDPA__FILE_OK &&
+              sdpa__dir_check_private(dir, &why) == SDPA__FILE_OK &&
+              sdpa__file_write_atomic(s->pcache_path, buf, SDPA__VK_ENTRY_HEADER + n, 0600, 0,
+                                      &why) == SDPA__FILE_OK;
     if (ok) {
         s->pcache_saved_size = n;
         sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: saved pipeline cache '%s' (%zu bytes)",
                   s->pcache_path, n);
     } else {
-        sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: could not write pipeline cache '%s'",
-                  s->pcache_path);
+        sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: could not write pipeline cache '%s' (%s)",
+                  s->pcache_path, why.text);
     }
     free(buf);
 }

@@ -18,7 +18,9 @@
 #include "vk_internal.h"
 #include "vk_spirv.h"
 #include "bytes.h"
+#include "fileio.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,26 +71,21 @@ static bool single_variant(const char *name)
     return strcmp(name, "stats_reduce") == 0 || strcmp(name, "bwd_reduce") == 0;
 }
 
-/* Reads a .spv from the developer directory; malloc'd, NULL if absent. */
+/* Reads a .spv from the developer directory; malloc'd, NULL if absent,
+ * not a regular file (a FIFO cannot block: src/core/fileio.c), over 64 MiB
+ * or not whole 32-bit words. */
 static uint32_t *load_dev_spirv(const char *dir, const char *file, size_t *size)
 {
-    char path[1024];
+    char path[1024], *data;
+    size_t n;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint32_t *data = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n > 0 && n % 4 == 0 && n < (64l << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-            (data = malloc((size_t)n)) && fread(data, 1, (size_t)n, f) == (size_t)n) {
-            *size = (size_t)n;
-        } else {
-            free(data);
-            data = NULL;
-        }
+    if (sdpa__file_read(path, 64u << 20, 0, &data, &n, NULL) != SDPA__FILE_OK) return NULL;
+    if (n == 0 || n % 4 != 0) {
+        free(data);
+        return NULL;
     }
-    fclose(f);
-    return data;
+    *size = n;
+    return (uint32_t *)(void *)data; /* malloc'd: aligned for uint32_t */
 }
 
 sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s,
@@ -181,16 +178,23 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
     return SDPA_OK;
 }
 
-/* FNV-1a over the embedded SPIR-V: profiles tuned with other shaders are
- * recognised as stale (src/core/backend.h source_hash). */
+/* Hash of the embedded SPIR-V (bytes.h): profiles tuned with other shaders
+ * are recognised as stale (src/core/backend.h source_hash). Computed once per
+ * process under pthread_once: contexts on several threads may ask at the same
+ * time (an unguarded lazy fill was a data race under TSan). */
+static char source_hex[17];
+
+static void source_hash_init(void)
+{
+    uint64_t h = SDPA__HASH_SEED;
+    for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
+        h = sdpa__fnv1a64(h, e->data, e->size);
+    snprintf(source_hex, sizeof source_hex, "%016llx", (unsigned long long)h);
+}
+
 const char *sdpa__vk_source_hash(void)
 {
-    static char hex[17];
-    if (!hex[0]) {
-        uint64_t h = SDPA__FNV_INIT;
-        for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
-            h = sdpa__fnv1a64(h, e->data, e->size);
-        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-    }
-    return hex;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, source_hash_init);
+    return source_hex;
 }
