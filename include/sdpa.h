@@ -505,6 +505,41 @@ SDPA_API sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *des
 /* Profile file this context reads and writes (may not exist yet). */
 SDPA_API const char *sdpa_context_profile_path(const sdpa_context *ctx);
 
+/* ---- shipped profiles (experimental) ----
+ * Tuned profiles that come with libsdpa (data/profiles/ in the source tree),
+ * read only, consulted after the user's profile. Plans look for them in this
+ * folder, decided in this order (docs/tuning.md):
+ *  - $SDPA_SHIPPED_PROFILE_DIR when set and not empty (read at every plan);
+ *  - the source tree's data/profiles when the library runs uninstalled from
+ *    its Meson build directory (the loaded libsdpa file, found with dladdr,
+ *    lies in that directory): tools and programs run from build/ use them;
+ *  - <datadir>/sdpa/profiles relative to the loaded library's folder (for
+ *    example <libdir>/../share/sdpa/profiles), when it exists: an install
+ *    finds its own even after being moved;
+ *  - else the configured <prefix>/<datadir>/sdpa/profiles (a static link
+ *    into a program elsewhere, or a platform without dladdr). */
+typedef struct sdpa_shipped_profiles_info {
+    size_t struct_size;  /* sizeof(sdpa_shipped_profiles_info), set by the call */
+    char dir[4096];      /* the folder plans read now */
+    char found_by[32];   /* which rule chose it: "SDPA_SHIPPED_PROFILE_DIR",
+                            "build tree", "library location", "configured prefix" */
+    int exists;          /* 1 when dir is a folder */
+    int files;           /* profile files (*.jsonl) in it */
+    int records;         /* valid records in them */
+    int matching;        /* records whose device (backend, vendor, name, compute
+                            units) is one the compiled-in backends list now:
+                            the records plans on this machine can use */
+    int stale;           /* of those, tuned with another driver or other kernel
+                            sources (used, with one WARN, until retuned) */
+} sdpa_shipped_profiles_info;
+
+/* Fills *info: the shipped-profile folder and what it holds for this
+ * machine. Lists the devices of every compiled-in backend (as
+ * sdpa_device_count does) and reads every profile file in the folder; a
+ * missing folder or unreadable file counts as empty. Thread-safe. Returns
+ * SDPA_ERR_NULL when info is NULL. */
+SDPA_API sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *info);
+
 /* ---- device peak (experimental) ----
  * The fp32 FMA throughput of the context's device, for "fraction of peak"
  * figures (sdpa-bench). Measured once per device by a built-in micro-benchmark
