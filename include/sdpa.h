@@ -162,9 +162,12 @@ typedef struct sdpa_context_options {
 SDPA_API void sdpa_context_options_init(sdpa_context_options *options);
 
 /* Creates a context on the chosen backend and device. `options` may be NULL
- * (all defaults). With AUTO, a backend that has no device or fails to start is
- * skipped with one WARN line and the next is tried; the CPU backend always
- * works. With an explicit backend, its error is returned instead.
+ * (all defaults). With AUTO, a device that fails to start is skipped with one
+ * WARN line and the next backend is tried, and a device selector (`device` or
+ * SDPA_DEVICE) that matches no OpenCL or Vulkan device gives one WARN line
+ * naming it; then the CPU backend, which always works, is used (backends with
+ * no GPU are skipped silently, at INFO). With an explicit backend, its error
+ * is returned instead.
  * Returns SDPA_ERR_NULL, SDPA_ERR_INVALID_ARG (bad options or env value),
  * SDPA_ERR_UNSUPPORTED (backend not compiled in), SDPA_ERR_NO_DEVICE,
  * SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
