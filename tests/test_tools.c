@@ -8,7 +8,8 @@
  * folder. Checks: sdpa-check passes every shared case on the reference
  * backend with the exact summary line, fails a broken case with exit 1, and
  * rejects bad flags with exit 2; sdpa-info --json is valid JSON with the
- * version and the reference backend; sdpa-bench prints a row per backend and
+ * version, the reference backend and the shipped-profile folder the
+ * environment names; sdpa-bench prints a row per backend and
  * op, its JSON's GFLOP/s times milliseconds reproduces the exact kept-pair
  * flop count for full, causal and window bands, and bad shapes exit 2.
  * Runs in a few seconds (tiny shapes, reference backend).
@@ -312,6 +313,19 @@ START_TEST(info_json)
         ck_assert_str_eq(cJSON_GetObjectItem(pd, "source")->valuestring, "SDPA_PROFILE_DIR");
     }
     ck_assert(cJSON_IsObject(cJSON_GetObjectItem(j, "cache_dir")));
+    /* tests set SDPA_SHIPPED_PROFILE_DIR too (the shipped suite covers the
+     * build-tree rule, scripts/install-check.sh the installed one) */
+    cJSON *sp = cJSON_GetObjectItem(j, "shipped_profiles");
+    const char *shipped = getenv("SDPA_SHIPPED_PROFILE_DIR");
+    ck_assert(cJSON_IsObject(sp));
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(sp, "matching")));
+    if (shipped && *shipped) {
+        ck_assert_str_eq(cJSON_GetObjectItem(sp, "path")->valuestring, shipped);
+        ck_assert_str_eq(cJSON_GetObjectItem(sp, "found_by")->valuestring,
+                         "SDPA_SHIPPED_PROFILE_DIR");
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "environment"),
+                                             "SDPA_SHIPPED_PROFILE_DIR")->valuestring, shipped);
+    }
     cJSON_Delete(j);
 }
 END_TEST
@@ -322,6 +336,7 @@ START_TEST(info_text_and_usage)
     ck_assert_ptr_nonnull(strstr(g_out, "libsdpa "));
     ck_assert_ptr_nonnull(strstr(g_out, "auto: "));
     ck_assert_ptr_nonnull(strstr(g_out, "reference  compiled in"));
+    ck_assert_ptr_nonnull(strstr(g_out, "\nshipped profiles: "));
     ck_assert_int_eq(run("sdpa-info", "--help"), 0);
     ck_assert_ptr_nonnull(strstr(g_out, "usage: sdpa-info"));
     ck_assert_int_eq(run("sdpa-info", "--jsn"), 2);
