@@ -4,7 +4,9 @@
  * backend (AUTO, or SDPA_BACKEND), checked against the float64 reference, with
  * the per-head diagnostics the fused kernel computes in the same pass.
  *
- * Build: cc quickstart.c $(pkg-config --cflags --libs sdpa)
+ * Build against an install (README, "Install and use it from your program"):
+ *   cc quickstart.c -o quickstart $(pkg-config --cflags --libs sdpa) -lm
+ * (-lm for fmax: the program's own need; scripts/install-check.sh builds it so.)
  */
 #include <math.h>
 #include <stdio.h>

@@ -168,9 +168,12 @@ typedef struct sdpa_context_options {
 SDPA_API void sdpa_context_options_init(sdpa_context_options *options);
 
 /* Creates a context on the chosen backend and device. `options` may be NULL
- * (all defaults). With AUTO, a backend that has no device or fails to start is
- * skipped with one WARN line and the next is tried; the CPU backend always
- * works. With an explicit backend, its error is returned instead.
+ * (all defaults). With AUTO, a device that fails to start is skipped with one
+ * WARN line and the next backend is tried, and a device selector (`device` or
+ * SDPA_DEVICE) that matches no OpenCL or Vulkan device gives one WARN line
+ * naming it; then the CPU backend, which always works, is used (backends with
+ * no GPU are skipped silently, at INFO). With an explicit backend, its error
+ * is returned instead.
  * Returns SDPA_ERR_NULL, SDPA_ERR_INVALID_ARG (bad options or env value),
  * SDPA_ERR_UNSUPPORTED (backend not compiled in), SDPA_ERR_NO_DEVICE,
  * SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
@@ -545,6 +548,41 @@ SDPA_API const char *sdpa_context_profile_path(const sdpa_context *ctx);
  * SDPA_ERR_IO with a message naming the directory and the reason (the
  * native code is the errno). sdpa-tune calls it before spending its budget. */
 SDPA_API sdpa_status sdpa_context_profile_writable(sdpa_context *ctx);
+
+/* ---- shipped profiles (experimental) ----
+ * Tuned profiles that come with libsdpa (data/profiles/ in the source tree),
+ * read only, consulted after the user's profile. Plans look for them in this
+ * folder, decided in this order (docs/tuning.md):
+ *  - $SDPA_SHIPPED_PROFILE_DIR when set and not empty (read at every plan);
+ *  - the source tree's data/profiles when the library runs uninstalled from
+ *    its Meson build directory (the loaded libsdpa file, found with dladdr,
+ *    lies in that directory): tools and programs run from build/ use them;
+ *  - <datadir>/sdpa/profiles relative to the loaded library's folder (for
+ *    example <libdir>/../share/sdpa/profiles), when it exists: an install
+ *    finds its own even after being moved;
+ *  - else the configured <prefix>/<datadir>/sdpa/profiles (a static link
+ *    into a program elsewhere, or a platform without dladdr). */
+typedef struct sdpa_shipped_profiles_info {
+    size_t struct_size;  /* sizeof(sdpa_shipped_profiles_info), set by the call */
+    char dir[4096];      /* the folder plans read now */
+    char found_by[32];   /* which rule chose it: "SDPA_SHIPPED_PROFILE_DIR",
+                            "build tree", "library location", "configured prefix" */
+    int exists;          /* 1 when dir is a folder */
+    int files;           /* profile files (*.jsonl) in it */
+    int records;         /* valid records in them */
+    int matching;        /* records whose device (backend, vendor, name, compute
+                            units) is one the compiled-in backends list now:
+                            the records plans on this machine can use */
+    int stale;           /* of those, tuned with another driver or other kernel
+                            sources (used, with one WARN, until retuned) */
+} sdpa_shipped_profiles_info;
+
+/* Fills *info: the shipped-profile folder and what it holds for this
+ * machine. Lists the devices of every compiled-in backend (as
+ * sdpa_device_count does) and reads every profile file in the folder; a
+ * missing folder or unreadable file counts as empty. Thread-safe. Returns
+ * SDPA_ERR_NULL when info is NULL. */
+SDPA_API sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *info);
 
 /* ---- device peak (experimental) ----
  * The fp32 FMA throughput of the context's device, for "fraction of peak"

@@ -3,9 +3,18 @@
  * application's own OpenCL context and queue, and use its cl_mem buffers
  * as sdpa_buffer without copies.
  *
- * Include after <CL/cl.h> (or <CL/opencl.h>). Available when the library
- * was built with the OpenCL backend (sdpa_backend_compiled(SDPA_BACKEND_OPENCL));
- * otherwise these functions return SDPA_ERR_UNSUPPORTED.
+ * This header includes <CL/cl.h> itself and uses only types every OpenCL
+ * version has (cl_context, cl_device_id, cl_command_queue, cl_mem), so any
+ * target version works. It never chooses one for you: it does not define
+ * CL_TARGET_OPENCL_VERSION. Define it yourself (e.g. to 120 or 300) before the
+ * first include of this header or of <CL/cl.h>, as the Khronos headers ask;
+ * left undefined, they default to 300 and say so with a #pragma message.
+ * tests/opencl_header.c checks both ways at build time. Link with -lOpenCL
+ * when you call OpenCL yourself.
+ *
+ * Available when the library was built with the OpenCL backend
+ * (sdpa_backend_compiled(SDPA_BACKEND_OPENCL)); otherwise these functions
+ * return SDPA_ERR_UNSUPPORTED.
  */
 #ifndef SDPA_OPENCL_H
 #define SDPA_OPENCL_H

@@ -13,4 +13,4 @@ echo "== sdpa-info"
 "$build/tools/sdpa-info"
 echo
 echo "== quickstart"
-"$build/examples/quickstart"
+"$build/quickstart"

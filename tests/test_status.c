@@ -490,6 +490,51 @@ START_TEST(environment_and_options)
 }
 END_TEST
 
+/* Under AUTO, a device selector that matches no OpenCL or Vulkan device says
+ * so in one WARN line naming it (from the options or SDPA_DEVICE), then the
+ * CPU backend runs; no selector and no GPU stay quiet at WARN. */
+typedef struct level_capture { int warns; char warn[512]; } level_capture;
+static void capture_warns(void *user, sdpa_log_level level, const char *message)
+{
+    level_capture *c = user;
+    if (level != SDPA_LOG_WARN) return;
+    c->warns++;
+    snprintf(c->warn, sizeof c->warn, "%s", message);
+}
+
+static void auto_with_selector(const char *sel, level_capture *cap)
+{
+    sdpa_context_options o;
+    sdpa_context *ctx = NULL;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_AUTO;
+    o.device = sel;
+    o.log_level = SDPA_LOG_WARN;
+    o.log_fn = capture_warns;
+    o.log_user = cap;
+    memset(cap, 0, sizeof *cap);
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    sdpa_backend_kind want = sdpa_backend_compiled(SDPA_BACKEND_CPU) ? SDPA_BACKEND_CPU
+                                                                     : SDPA_BACKEND_REFERENCE;
+    ck_assert_int_eq(sdpa_context_backend(ctx), want);
+    sdpa_context_destroy(ctx);
+}
+
+START_TEST(auto_selector_matching_nothing_warns)
+{
+    level_capture cap;
+    const char *sel = "no device has this name";
+    auto_with_selector(sel, &cap);
+    ck_assert_int_eq(cap.warns, 1);
+    ck_assert_msg(strstr(cap.warn, sel) != NULL, "warn: '%s'", cap.warn);
+    setenv("SDPA_DEVICE", sel, 1);
+    auto_with_selector(NULL, &cap);
+    unsetenv("SDPA_DEVICE");
+    ck_assert_int_eq(cap.warns, 1);
+    ck_assert_msg(strstr(cap.warn, sel) != NULL, "warn: '%s'", cap.warn);
+}
+END_TEST
+
 START_TEST(plan_introspection)
 {
     log_capture cap = {0};
@@ -615,6 +660,7 @@ static Suite *status_suite(void)
     tcase_add_test(t, last_error_after_failure);
     tcase_add_test(t, log_level_from_env);
     tcase_add_test(t, environment_and_options);
+    tcase_add_test(t, auto_selector_matching_nothing_warns);
     tcase_add_test(t, plan_introspection);
     tcase_add_test(t, null_arguments_set_messages);
     suite_add_tcase(s, t);

@@ -12,7 +12,8 @@
  * (alibi_slopes, sinks, paged K/V, q8_0, mixed K/V dtypes) as SKIPPED naming
  * the input, runs a case once through a folder of self-symlinks, and
  * rejects bad flags with exit 2; sdpa-info --json is valid JSON with the
- * version and the reference backend; sdpa-bench prints a row per backend and
+ * version, the reference backend and the shipped-profile folder the
+ * environment names; sdpa-bench prints a row per backend and
  * op, its JSON's GFLOP/s times milliseconds reproduces the exact kept-pair
  * flop count for full, causal and window bands, and bad shapes exit 2.
  * Presets: sdpa-tune and sdpa-bench list the same ones, and a bench of a
@@ -423,6 +424,19 @@ START_TEST(info_json)
         ck_assert_str_eq(cJSON_GetObjectItem(pd, "source")->valuestring, "SDPA_PROFILE_DIR");
     }
     ck_assert(cJSON_IsObject(cJSON_GetObjectItem(j, "cache_dir")));
+    /* tests set SDPA_SHIPPED_PROFILE_DIR too (the shipped suite covers the
+     * build-tree rule, scripts/install-check.sh the installed one) */
+    cJSON *sp = cJSON_GetObjectItem(j, "shipped_profiles");
+    const char *shipped = getenv("SDPA_SHIPPED_PROFILE_DIR");
+    ck_assert(cJSON_IsObject(sp));
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(sp, "matching")));
+    if (shipped && *shipped) {
+        ck_assert_str_eq(cJSON_GetObjectItem(sp, "path")->valuestring, shipped);
+        ck_assert_str_eq(cJSON_GetObjectItem(sp, "found_by")->valuestring,
+                         "SDPA_SHIPPED_PROFILE_DIR");
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "environment"),
+                                             "SDPA_SHIPPED_PROFILE_DIR")->valuestring, shipped);
+    }
     cJSON_Delete(j);
 }
 END_TEST
@@ -433,6 +447,7 @@ START_TEST(info_text_and_usage)
     ck_assert_ptr_nonnull(strstr(g_out, "libsdpa "));
     ck_assert_ptr_nonnull(strstr(g_out, "auto: "));
     ck_assert_ptr_nonnull(strstr(g_out, "reference  compiled in"));
+    ck_assert_ptr_nonnull(strstr(g_out, "\nshipped profiles: "));
     ck_assert_int_eq(run("sdpa-info", "--help"), 0);
     ck_assert_ptr_nonnull(strstr(g_out, "usage: sdpa-info"));
     ck_assert_int_eq(run("sdpa-info", "--jsn"), 2);

@@ -1,8 +1,9 @@
 /*
  * sdpa-info — what this libsdpa build and machine offer: version, backends
  * compiled in, the devices each backend sees with their capabilities, which
- * backend and device AUTO picks and why, and the profile and kernel-cache
- * folders (DESIGN section 6) with what they hold.
+ * backend and device AUTO picks and why, the profile and kernel-cache
+ * folders (DESIGN section 6) with what they hold, and the shipped-profile
+ * folder with how many of its records match this machine's devices.
  *
  *   sdpa-info [--json] [--help]
  *
@@ -25,6 +26,11 @@ static const sdpa_backend_kind kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_C
 #define NKINDS 4
 #define MAX_DEVICES 16
 #define MAX_LOG 32
+
+/* The library's environment variables, reported when set. */
+static const char *const env_vars[] = {"SDPA_BACKEND",     "SDPA_DEVICE",
+                                       "SDPA_LOG",         "SDPA_PROFILE_DIR",
+                                       "SDPA_CACHE_DIR",   "SDPA_SHIPPED_PROFILE_DIR"};
 
 typedef struct backend_report {
     sdpa_backend_kind kind;
@@ -60,7 +66,8 @@ static void usage(FILE *f)
             "Prints the libsdpa version, the backends compiled in, every device each\n"
             "backend sees (name, vendor, driver, GPU/CPU, compute units, memory, local\n"
             "memory, work-group size, fp16 and 16-bit storage, details), what AUTO\n"
-            "picks and why, and the profile and kernel-cache folders.\n"
+            "picks and why, the profile and kernel-cache folders, and the shipped-profile\n"
+            "folder with how many of its records match this machine's devices.\n"
             "\n"
             "  --json      one JSON object instead of text\n"
             "  -h, --help  this text\n"
@@ -220,8 +227,22 @@ static void print_dir(const char *label, const dir_report *d)
     }
 }
 
+static void print_shipped(const sdpa_shipped_profiles_info *s)
+{
+    printf("shipped profiles: %s (%s)", s->dir, s->found_by);
+    if (!s->exists) {
+        printf(", does not exist\n");
+        return;
+    }
+    printf(", %d file%s, %d record%s, %d matching this machine's devices", s->files,
+           s->files == 1 ? "" : "s", s->records, s->records == 1 ? "" : "s", s->matching);
+    if (s->stale)
+        printf(" (%d stale)", s->stale);
+    printf("\n");
+}
+
 static void print_text(const backend_report *br, const auto_report *a, const dir_report *prof,
-                       const dir_report *cache)
+                       const dir_report *cache, const sdpa_shipped_profiles_info *shipped)
 {
     printf("libsdpa %s\n\nbackends:\n", sdpa_version_string());
     for (int k = 0; k < NKINDS; k++) {
@@ -267,14 +288,13 @@ static void print_text(const backend_report *br, const auto_report *a, const dir
     printf("\n");
     print_dir("profiles", prof);
     print_dir("kernel cache", cache);
+    print_shipped(shipped);
     printf("\nenvironment:");
-    const char *vars[] = {"SDPA_BACKEND", "SDPA_DEVICE", "SDPA_LOG", "SDPA_PROFILE_DIR",
-                          "SDPA_CACHE_DIR"};
     int any = 0;
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
+    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+        const char *v = getenv(env_vars[i]);
         if (v) {
-            printf("%s%s=%s", any ? ", " : " ", vars[i], v);
+            printf("%s%s=%s", any ? ", " : " ", env_vars[i], v);
             any = 1;
         }
     }
@@ -297,8 +317,21 @@ static cJSON *dir_json(const dir_report *d)
     return o;
 }
 
+static cJSON *shipped_json(const sdpa_shipped_profiles_info *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", s->dir);
+    cJSON_AddStringToObject(o, "found_by", s->found_by);
+    cJSON_AddBoolToObject(o, "exists", s->exists);
+    cJSON_AddNumberToObject(o, "files", s->files);
+    cJSON_AddNumberToObject(o, "records", s->records);
+    cJSON_AddNumberToObject(o, "matching", s->matching);
+    cJSON_AddNumberToObject(o, "stale", s->stale);
+    return o;
+}
+
 static int print_json(const backend_report *br, const auto_report *a, const dir_report *prof,
-                      const dir_report *cache)
+                      const dir_report *cache, const sdpa_shipped_profiles_info *shipped)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", sdpa_version_string());
@@ -345,15 +378,14 @@ static int print_json(const backend_report *br, const auto_report *a, const dir_
         cJSON_AddItemToArray(lg, cJSON_CreateString(a->log[i]));
     cJSON_AddItemToObject(root, "profile_dir", dir_json(prof));
     cJSON_AddItemToObject(root, "cache_dir", dir_json(cache));
+    cJSON_AddItemToObject(root, "shipped_profiles", shipped_json(shipped));
     cJSON *env = cJSON_AddObjectToObject(root, "environment");
-    const char *vars[] = {"SDPA_BACKEND", "SDPA_DEVICE", "SDPA_LOG", "SDPA_PROFILE_DIR",
-                          "SDPA_CACHE_DIR"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
+    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
+        const char *v = getenv(env_vars[i]);
         if (v)
-            cJSON_AddStringToObject(env, vars[i], v);
+            cJSON_AddStringToObject(env, env_vars[i], v);
         else
-            cJSON_AddNullToObject(env, vars[i]);
+            cJSON_AddNullToObject(env, env_vars[i]);
     }
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
@@ -399,13 +431,16 @@ int main(int argc, char **argv)
     gather_dir(&prof, "SDPA_PROFILE_DIR", "XDG_DATA_HOME", "sdpa/profiles",
                ".local/share/sdpa/profiles");
     gather_dir(&cache, "SDPA_CACHE_DIR", "XDG_CACHE_HOME", "sdpa/kernels", ".cache/sdpa/kernels");
+    sdpa_shipped_profiles_info shipped;
+    if (sdpa_shipped_profiles_get_info(&shipped) != SDPA_OK)
+        memset(&shipped, 0, sizeof shipped);
     if (json) {
-        if (!print_json(br, &au, &prof, &cache)) {
+        if (!print_json(br, &au, &prof, &cache, &shipped)) {
             fprintf(stderr, "sdpa-info: out of memory\n");
             return TA_EXIT_FAIL;
         }
     } else {
-        print_text(br, &au, &prof, &cache);
+        print_text(br, &au, &prof, &cache, &shipped);
     }
     return au.status == SDPA_OK ? TA_EXIT_OK : TA_EXIT_FAIL;
 }

@@ -4,8 +4,10 @@
  *
  * AUTO order: an OpenCL GPU, then a Vulkan GPU, then the CPU backend. When a
  * device selector is given (options or SDPA_DEVICE) AUTO takes the first
- * OpenCL or Vulkan device that matches it, GPU or not. Every skipped backend
- * gets one WARN line saying why. Options set in code win over the environment.
+ * OpenCL or Vulkan device that matches it, GPU or not; when none matches, one
+ * WARN line says so before the CPU backend is used. A device that fails to
+ * start gets one WARN line and the next backend is tried; a backend without a
+ * GPU is skipped at INFO. Options set in code win over the environment.
  */
 #include "dispatch.h"
 
@@ -169,6 +171,7 @@ static sdpa_status start_explicit(sdpa_context *ctx, sdpa_backend_kind kind,
 static sdpa_status start_auto(sdpa_context *ctx, const char *sel)
 {
     static const sdpa_backend_kind order[] = {SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
+    bool tried = false; /* a device matched and was started (and failed) */
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
         const sdpa__backend *be = sdpa__backend_get(order[k]);
         if (!be) {
@@ -183,6 +186,7 @@ static sdpa_status start_auto(sdpa_context *ctx, const char *sel)
                       sel && *sel ? "device matching the selector" : "GPU");
             continue;
         }
+        tried = true;
         sdpa_status st = sdpa__slot_start(ctx, &ctx->primary, be, idx);
         if (st == SDPA_OK) {
             ctx->device_index = idx;
@@ -194,6 +198,11 @@ static sdpa_status start_auto(sdpa_context *ctx, const char *sel)
                   be->name, ctx->device_name, sdpa_status_name(st), ctx->err_message);
     }
     const sdpa__backend *be = cpu_backend();
+    if (sel && *sel && !tried)
+        sdpa__log(ctx, SDPA_LOG_WARN,
+                  "auto: no OpenCL or Vulkan device matches the device selector '%s' "
+                  "(SDPA_DEVICE or options.device); using the %s backend",
+                  sel, be->name);
     int idx = match_device(be, NULL, false, ctx->device_name, sizeof ctx->device_name);
     ctx->device_index = idx < 0 ? 0 : idx;
     sdpa__log(ctx, SDPA_LOG_INFO, "auto: using the %s backend", be->name);

@@ -63,8 +63,6 @@ bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b)
 sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
                                 sdpa__device_key *key)
 {
-    memset(key, 0, sizeof *key);
-    sdpa__strlcpy(key->backend, be->name, sizeof key->backend);
     int index = be->kind == sdpa_context_backend(ctx) ? sdpa__context_device_index(ctx) : 0;
     sdpa_device_info info;
     memset(&info, 0, sizeof info);
@@ -72,18 +70,26 @@ sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
     sdpa_status st = be->device_info ? be->device_info(index, &info) : SDPA_ERR_UNSUPPORTED;
     if (st != SDPA_OK) {
         /* Interop contexts may not map to a listed device: key by name. */
-        sdpa__strlcpy(key->device, sdpa_context_device_name(ctx), sizeof key->device);
-        sdpa__strlcpy(key->vendor, "unknown", sizeof key->vendor);
-        sdpa__strlcpy(key->driver, "unknown", sizeof key->driver);
-    } else {
-        sdpa__strlcpy(key->vendor, info.vendor, sizeof key->vendor);
-        sdpa__strlcpy(key->device, info.name, sizeof key->device);
-        sdpa__strlcpy(key->driver, info.driver, sizeof key->driver);
-        key->compute_units = info.compute_units;
+        sdpa__strlcpy(info.name, sdpa_context_device_name(ctx), sizeof info.name);
+        sdpa__strlcpy(info.vendor, "unknown", sizeof info.vendor);
+        sdpa__strlcpy(info.driver, "unknown", sizeof info.driver);
+        info.compute_units = 0;
     }
+    sdpa__device_key_from_info(be, &info, key);
+    return SDPA_OK;
+}
+
+void sdpa__device_key_from_info(const sdpa__backend *be, const sdpa_device_info *info,
+                                sdpa__device_key *key)
+{
+    memset(key, 0, sizeof *key);
+    sdpa__strlcpy(key->backend, be->name, sizeof key->backend);
+    sdpa__strlcpy(key->vendor, info->vendor, sizeof key->vendor);
+    sdpa__strlcpy(key->device, info->name, sizeof key->device);
+    sdpa__strlcpy(key->driver, info->driver, sizeof key->driver);
+    key->compute_units = info->compute_units;
     const char *h = be->source_hash ? be->source_hash() : NULL;
     sdpa__strlcpy(key->source_hash, h && *h ? h : "none", sizeof key->source_hash);
-    return SDPA_OK;
 }
 
 bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b)

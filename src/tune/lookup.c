@@ -4,8 +4,9 @@
  * User profiles: <profile dir>/<backend>-<device>.jsonl, the directory being
  * the context's resolved profile dir ($SDPA_PROFILE_DIR, else
  * $XDG_DATA_HOME/sdpa/profiles, else ~/.local/share/sdpa/profiles). Shipped
- * profiles: the same file name under $SDPA_SHIPPED_PROFILE_DIR, else the
- * install data dir (SDPA_DATA_DIR, set by the build). Chain: user record for
+ * profiles: the same file name in the shipped-profile folder (shipped_dir.c:
+ * $SDPA_SHIPPED_PROFILE_DIR, else data/profiles of the build tree or of the
+ * install the library was loaded from). Chain: user record for
  * this device and bucket, then the shipped one, then nothing (the backend's
  * default). Within a file a fresh record beats a stale one (other driver or
  * kernel sources); a stale record is still used, with one WARN per process.
@@ -23,10 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifndef SDPA_DATA_DIR
-#define SDPA_DATA_DIR "/usr/local/share/sdpa/profiles"
-#endif
-
 /* ---- warn once ------------------------------------------------------------------ */
 
 #define WARN_SLOTS 256
@@ -41,6 +38,7 @@ static uint64_t fnv1a(const char *s)
 
 void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
 {
+    if (!ctx) return; /* nothing to log to: keep the key for a context that has a sink */
     uint64_t h = fnv1a(key);
     bool first = true;
     pthread_mutex_lock(&warn_lock);
@@ -55,7 +53,7 @@ void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
         warn_seen[warn_count++] = h;
     }
     pthread_mutex_unlock(&warn_lock);
-    if (!first || !ctx) return;
+    if (!first) return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -65,12 +63,6 @@ void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
 }
 
 /* ---- paths ---------------------------------------------------------------------- */
-
-const char *sdpa__shipped_profile_dir(void)
-{
-    const char *env = getenv("SDPA_SHIPPED_PROFILE_DIR");
-    return env && *env ? env : SDPA_DATA_DIR;
-}
 
 static bool join(char *out, size_t size, const char *dir, const char *name)
 {
@@ -128,7 +120,7 @@ bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa
     sdpa__profile_file_name(&key, name, sizeof name);
     sdpa__bucket_string(&b, bucket, sizeof bucket);
 
-    const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir()};
+    const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir(NULL)};
     const char *labels[2] = {"profile", "shipped profile"};
     for (int i = 0; i < 2; i++) {
         if (!join(path, sizeof path, dirs[i], name)) continue;

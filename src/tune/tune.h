@@ -72,6 +72,9 @@ bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b);
  * context's backend, else device 0, e.g. the AUTO CPU fallback). */
 sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
                                 sdpa__device_key *key);
+/* Device key of a listed device of backend be (no context needed). */
+void sdpa__device_key_from_info(const sdpa__backend *be, const sdpa_device_info *info,
+                                sdpa__device_key *key);
 /* backend, vendor, device name and compute units equal. */
 bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b);
 /* "<backend>-<sanitised device name>.jsonl" */
@@ -175,9 +178,13 @@ void sdpa__profile_parsed(void);
 
 /* ---- lookup (lookup.c) -------------------------------------------------- */
 
-/* Directory of shipped profiles: $SDPA_SHIPPED_PROFILE_DIR, else the build's
- * SDPA_DATA_DIR (install datadir/sdpa/profiles). */
-const char *sdpa__shipped_profile_dir(void);
+/* Directory of shipped profiles (shipped_dir.c): $SDPA_SHIPPED_PROFILE_DIR,
+ * else the source tree's data/profiles when the library runs from its build
+ * directory, else <datadir>/sdpa/profiles relative to the loaded library, else
+ * the configured prefix's. *how (when how is not NULL) names the rule:
+ * "SDPA_SHIPPED_PROFILE_DIR", "build tree", "library location" or
+ * "configured prefix". Never NULL. */
+const char *sdpa__shipped_profile_dir(const char **how);
 
 /* Full path of the user profile for backend be on ctx; false if none. */
 bool sdpa__profile_path_for(sdpa_context *ctx, const sdpa__backend *be, char *out,
@@ -192,7 +199,8 @@ bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be,
                           sdpa_tile_config *tile, char *source, size_t source_size);
 
 /* Logs `fmt` at WARN only the first time `key` is seen in this process
- * (bounded table; thread-safe). */
+ * (bounded table; thread-safe). With ctx NULL nothing is logged and the key
+ * is not marked seen. */
 void sdpa__warn_once(sdpa_context *ctx, const char *key, const char *fmt, ...)
     SDPA__PRINTF(3, 4);
 

@@ -1,0 +1,321 @@
+/*
+ * test_shipped.c — the shipped profiles (data/profiles/) as the library finds
+ * them when it runs from its build tree, and sdpa_shipped_profiles_get_info.
+ *
+ * Unlike the other suites this one links the shared libsdpa from the build
+ * directory (tests/meson.build), as the tools and examples do, because where
+ * that file lies is what decides the folder (src/tune/shipped_dir.c). Checks:
+ * with SDPA_SHIPPED_PROFILE_DIR unset the folder is the source tree's
+ * data/profiles ("build tree") with every file and line of it counted, and a
+ * plan on each backend whose device has a shipped file takes its tile from
+ * that file's first record ("shipped profile"); with the variable set, the
+ * counts of records, matching and stale records follow a folder made here
+ * (one record tuned on the cpu backend, a copy for another device, a copy
+ * from another driver). The installed, moved case is scripts/install-check.sh.
+ * Runs in well under a minute (a tiny cpu tune; one plan per device backend).
+ */
+#include "testutil.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TEST_SOURCE_PROFILES
+#error "tests/meson.build passes TEST_SOURCE_PROFILES (the source tree's data/profiles)"
+#endif
+
+static sdpa_shipped_profiles_info shipped_info(void)
+{
+    sdpa_shipped_profiles_info s;
+    ck_assert_int_eq(sdpa_shipped_profiles_get_info(&s), SDPA_OK);
+    ck_assert_uint_eq(s.struct_size, sizeof s);
+    return s;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    b[fread(b, 1, (size_t)n, f)] = '\0';
+    fclose(f);
+    return b;
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; *p; p++) n += *p == '\n';
+    return n;
+}
+
+/* ---- the build tree ----------------------------------------------------------- */
+
+START_TEST(build_tree_finds_source_profiles)
+{
+    unsetenv("SDPA_SHIPPED_PROFILE_DIR");
+    sdpa_shipped_profiles_info s = shipped_info();
+    char got[PATH_MAX], want[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(TEST_SOURCE_PROFILES, want));
+    ck_assert_msg(realpath(s.dir, got) != NULL, "shipped dir '%s' (%s) does not exist", s.dir,
+                  s.found_by);
+    ck_assert_str_eq(got, want);
+    ck_assert_str_eq(s.found_by, "build tree");
+    ck_assert_int_eq(s.exists, 1);
+
+    /* Every *.jsonl file and every line of them is a valid record. */
+    DIR *d = opendir(want);
+    ck_assert_ptr_nonnull(d);
+    int files = 0, lines = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n <= 6 || strcmp(e->d_name + n - 6, ".jsonl") != 0) continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", want, e->d_name);
+        char *text = slurp(path);
+        ck_assert_ptr_nonnull(text);
+        lines += count_lines(text);
+        free(text);
+        files++;
+    }
+    closedir(d);
+    ck_assert_int_ge(files, 1);
+    ck_assert_int_eq(s.files, files);
+    ck_assert_int_eq(s.records, lines);
+    ck_assert_int_le(s.matching, s.records);
+    ck_assert_int_le(s.stale, s.matching);
+}
+END_TEST
+
+/* Whether record r is for device 0 of kind (the device of ctx): the same
+ * file name can hold another device's records (other compute units). */
+static bool record_is_for(const cJSON *r, sdpa_backend_kind kind)
+{
+    sdpa_device_info d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    if (sdpa_device_get_info(kind, 0, &d) != SDPA_OK) return false;
+    return strcmp(cJSON_GetObjectItem(r, "device")->valuestring, d.name) == 0 &&
+           strcmp(cJSON_GetObjectItem(r, "vendor")->valuestring, d.vendor) == 0 &&
+           cJSON_GetObjectItem(r, "compute_units")->valueint == d.compute_units;
+}
+
+/* A plan for the shape of the first record of the shipped file of ctx's
+ * device (device 0 of kind); returns its sdpa_plan_info.source, or NULL when
+ * the source tree ships no record for this device. */
+static const char *plan_source_for_shipped_record(sdpa_context *ctx, sdpa_backend_kind backend,
+                                                  char *source, size_t size)
+{
+    const char *prof = sdpa_context_profile_path(ctx);
+    const char *base = strrchr(prof, '/');
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", TEST_SOURCE_PROFILES, base ? base + 1 : prof);
+    char *text = slurp(path);
+    if (!text) return NULL;
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = '\0';
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(r);
+    if (!record_is_for(r, backend)) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    const char *kind = cJSON_GetObjectItem(r, "kind")->valuestring;
+    const char *mask = cJSON_GetObjectItem(r, "mask")->valuestring;
+    const char *dtname = cJSON_GetObjectItem(r, "dtype")->valuestring;
+    int64_t D = cJSON_GetObjectItem(r, "d")->valueint;
+    int64_t Dv = cJSON_GetObjectItem(r, "dv")->valueint;
+    int64_t Sq = 1ll << cJSON_GetObjectItem(r, "sq_log2")->valueint;
+    int64_t Skv = 1ll << cJSON_GetObjectItem(r, "skv_log2")->valueint;
+    int64_t H = 1ll << cJSON_GetObjectItem(r, "bh_log2")->valueint;
+    sdpa_dtype dt = strcmp(dtname, "f16") == 0    ? SDPA_DTYPE_F16
+                    : strcmp(dtname, "bf16") == 0 ? SDPA_DTYPE_BF16
+                                                  : SDPA_DTYPE_F32;
+    sdpa_attention_desc desc;
+    sdpa_attention_desc_init(&desc);
+    if (strcmp(mask, "causal") == 0) {
+        sdpa_attention_desc_set_causal(&desc, SDPA_DIAGONAL_BOTTOM_RIGHT);
+    } else if (strcmp(mask, "band") == 0) {
+        desc.window_left = 16;
+        desc.window_right = 16;
+    }
+    desc.tensors.q = sdpa_tensor_host(NULL, dt, 1, H, Sq, D);
+    desc.tensors.k = sdpa_tensor_host(NULL, dt, 1, H, Skv, D);
+    desc.tensors.v = sdpa_tensor_host(NULL, dt, 1, H, Skv, Dv);
+    desc.tensors.out = sdpa_tensor_host(NULL, dt, 1, H, Sq, Dv);
+    if (strcmp(kind, "backward") == 0)
+        desc.tensors.lse = sdpa_tensor_host(NULL, SDPA_DTYPE_F32, 1, H, Sq, 1);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = strcmp(kind, "backward") == 0 ? SDPA_PLAN_BACKWARD : 0;
+    cJSON_Delete(r);
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(ctx, &desc, &po, &plan);
+    ck_assert_msg(st == SDPA_OK, "plan for the shipped record (%s): %s", path,
+                  sdpa_status_name(st));
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    snprintf(source, size, "%s", info.source);
+    return source;
+}
+
+START_TEST(build_tree_plans_use_shipped_records)
+{
+    unsetenv("SDPA_SHIPPED_PROFILE_DIR");
+    unsetenv("SDPA_DEVICE"); /* device 0 of each backend */
+    char *empty = tmkdtemp("sdpa-test-shipped");
+    static const sdpa_backend_kind kinds[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
+                                              SDPA_BACKEND_VULKAN};
+    int planned = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        sdpa_context_options o;
+        sdpa_context_options_init(&o);
+        o.backend = kinds[k];
+        o.profile_dir = empty; /* no user record: only the shipped one can match */
+        o.log_level = SDPA_LOG_ERROR;
+        sdpa_context *ctx = NULL;
+        if (sdpa_context_create(&o, &ctx) != SDPA_OK) continue;
+        char source[64];
+        if (plan_source_for_shipped_record(ctx, kinds[k], source, sizeof source)) {
+            ck_assert_msg(strcmp(source, "shipped profile") == 0, "%s on %s: source '%s'",
+                          sdpa_backend_name(kinds[k]), sdpa_context_device_name(ctx), source);
+            planned++;
+        }
+        sdpa_context_destroy(ctx);
+    }
+    sdpa_shipped_profiles_info s = shipped_info();
+    /* Each device planned here has at least one matching record. */
+    ck_assert_int_ge(s.matching, planned);
+    fprintf(stderr, "shipped: %d backend(s) here have a shipped record, %d matching record(s)\n",
+            planned, s.matching);
+    rmdir(empty);
+    free(empty);
+}
+END_TEST
+
+/* ---- SDPA_SHIPPED_PROFILE_DIR and the counts ------------------------------------- */
+
+/* Replaces the value of "key":"..." in line (in place, bounded by cap). */
+static void set_field(char *line, size_t cap, const char *key, const char *value)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    char *v = strstr(line, pat);
+    ck_assert_ptr_nonnull(v);
+    v += strlen(pat);
+    char *end = strchr(v, '"');
+    ck_assert_ptr_nonnull(end);
+    char rest[8192];
+    snprintf(rest, sizeof rest, "%s", end);
+    ck_assert_uint_lt((size_t)(v - line) + strlen(value) + strlen(rest), cap);
+    sprintf(v, "%s%s", value, rest);
+}
+
+START_TEST(override_folder_counts)
+{
+    char *dir = tmkdtemp("sdpa-test-shipped");
+    setenv("SDPA_SHIPPED_PROFILE_DIR", dir, 1);
+    sdpa_shipped_profiles_info s = shipped_info();
+    ck_assert_str_eq(s.dir, dir);
+    ck_assert_str_eq(s.found_by, "SDPA_SHIPPED_PROFILE_DIR");
+    ck_assert_int_eq(s.exists, 1);
+    ck_assert_int_eq(s.files, 0);
+    ck_assert_int_eq(s.records, 0);
+
+    /* One record for this machine's cpu device, tuned into the folder. */
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = sdpa_backend_compiled(SDPA_BACKEND_CPU) ? SDPA_BACKEND_CPU
+                                                        : SDPA_BACKEND_REFERENCE;
+    o.profile_dir = dir;
+    o.log_level = SDPA_LOG_ERROR;
+    o.threads = 1;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    sdpa_attention_desc desc;
+    sdpa_attention_desc_init(&desc);
+    desc.tensors.q = sdpa_tensor_host(NULL, SDPA_DTYPE_F32, 1, 2, 16, 16);
+    desc.tensors.k = sdpa_tensor_host(NULL, SDPA_DTYPE_F32, 1, 2, 16, 16);
+    desc.tensors.v = sdpa_tensor_host(NULL, SDPA_DTYPE_F32, 1, 2, 16, 16);
+    desc.tensors.out = sdpa_tensor_host(NULL, SDPA_DTYPE_F32, 1, 2, 16, 16);
+    sdpa_tune_options to;
+    sdpa_tune_options_init(&to);
+    to.budget_s = 1;
+    to.repeats = 1;
+    sdpa_tune_result tr;
+    memset(&tr, 0, sizeof tr);
+    tr.struct_size = sizeof tr;
+    ck_assert_int_eq(sdpa_tune(ctx, &desc, &to, &tr), SDPA_OK);
+    char path[4200];
+    snprintf(path, sizeof path, "%s", sdpa_context_profile_path(ctx));
+    sdpa_context_destroy(ctx);
+    s = shipped_info();
+    ck_assert_int_eq(s.files, 1);
+    ck_assert_int_eq(s.records, 1);
+    ck_assert_int_eq(s.matching, 1);
+    ck_assert_int_eq(s.stale, 0);
+
+    /* A copy for a device this machine does not have, and one made with
+     * another driver (still this device: matching, and stale). */
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(count_lines(text), 1);
+    char other[8192], older[8192];
+    snprintf(other, sizeof other, "%s", text);
+    snprintf(older, sizeof older, "%s", text);
+    free(text);
+    set_field(other, sizeof other, "device", "no such device");
+    set_field(older, sizeof older, "driver", "an older driver");
+    FILE *f = fopen(path, "a");
+    ck_assert_ptr_nonnull(f);
+    fputs(other, f);
+    fclose(f);
+    char path2[4300];
+    snprintf(path2, sizeof path2, "%s/second.jsonl", dir);
+    f = fopen(path2, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(older, f);
+    fclose(f);
+    s = shipped_info();
+    ck_assert_int_eq(s.files, 2);
+    ck_assert_int_eq(s.records, 3);
+    ck_assert_int_eq(s.matching, 2);
+    ck_assert_int_eq(s.stale, 1);
+
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    s = shipped_info();
+    ck_assert_int_eq(s.exists, 0);
+    ck_assert_int_eq(s.records, 0);
+    ck_assert_int_eq(sdpa_shipped_profiles_get_info(NULL), SDPA_ERR_NULL);
+    free(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("shipped");
+    TCase *t = tcase_create("shipped");
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, build_tree_finds_source_profiles);
+    tcase_add_test(t, build_tree_plans_use_shipped_records);
+    tcase_add_test(t, override_folder_counts);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) { return trun_suite(suite()); }
