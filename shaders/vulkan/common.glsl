@@ -109,6 +109,7 @@ const bool NORMED = (FLAGS & 1024u) != 0u;   /* q/k read from workspace copies *
 #define PT_MIN 8
 #define PT_MAX 9
 #define PT_S0 10
+#define PT_L1 11
 #define PT_SIZE 12
 
 /* ---- bindings ---------------------------------------------------------------- */

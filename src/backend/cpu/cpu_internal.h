@@ -56,10 +56,12 @@ typedef struct sdpa__cpu_kernels {
     void (*dsoft)(const float *P, float *dP, const float *th, ptrdiff_t ld, int nk,
                   int nq, const float *dr);
     /* Per-column sums of one score tile for the statistics, over kept keys
-     * (S > -inf), with P the probabilities: t[e*tld + i] for e = 0..7 is
-     * sum P*S, sum P^2, sum P^3, count, sum S, sum S^2, min S, max S. */
-    void (*tilestats)(const float *S, const float *P, ptrdiff_t ld, int nk, int nq,
-                      float *t, ptrdiff_t tld);
+     * (S > -inf), with P = e^{S - M[i]} relative to the running maximum M:
+     * t[e*tld + i] for e = 0..CPU_TS_N-1 as named by CPU_TS_*. The P sums
+     * leave out keys with S == M (P = 1 there; they are counted in TIES), so
+     * saturated rows keep the digits of the small terms. */
+    void (*tilestats)(const float *S, const float *P, const float *M, ptrdiff_t ld, int nk,
+                      int nq, float *t, ptrdiff_t tld);
     /* S[j*ld+i] = -inf unless lo[i] <= j < hi[i] (the band, relative to the
      * tile), for j < nk, i < nq. */
     void (*band)(float *S, ptrdiff_t ld, int nk, int nq, const int32_t *lo,
@@ -85,6 +87,13 @@ typedef struct sdpa__cpu_state {
     const sdpa__cpu_kernels *k;
     int nthreads;
 } sdpa__cpu_state;
+
+/* Rows of the tilestats output: sum P (S - M), sum P, sum P^2, sum P^3 over
+ * keys with S != M; count of S == M; count, sum S, sum S^2, min S, max S. */
+enum {
+    CPU_TS_A, CPU_TS_P1, CPU_TS_P2, CPU_TS_P3, CPU_TS_TIES, CPU_TS_CNT, CPU_TS_SUM,
+    CPU_TS_SUMSQ, CPU_TS_MIN, CPU_TS_MAX, CPU_TS_N
+};
 
 /* Number of partial sums per (head, row block) for the statistics. */
 enum {

@@ -86,32 +86,39 @@ static void dsoft_generic(const float *P, float *dP, const float *th, ptrdiff_t 
     }
 }
 
-static void tilestats_generic(const float *S, const float *P, ptrdiff_t ld, int nk,
-                              int nq, float *t, ptrdiff_t tld)
+static void tilestats_generic(const float *S, const float *P, const float *M, ptrdiff_t ld,
+                              int nk, int nq, float *t, ptrdiff_t tld)
 {
     for (int i = 0; i < nq; i++) {
-        float a = 0, l2 = 0, l3 = 0, cnt = 0, sum = 0, sumsq = 0;
+        float a = 0, l1 = 0, l2 = 0, l3 = 0, ties = 0, cnt = 0, sum = 0, sumsq = 0;
         float mn = INFINITY, mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
             const float s = S[j * ld + i], e = P[j * ld + i];
             if (!(s > -INFINITY)) continue;
-            a += e * s;
-            l2 += e * e;
-            l3 += e * e * e;
+            if (s == M[i]) {
+                ties += 1;
+            } else {
+                a += e * (s - M[i]);
+                l1 += e;
+                l2 += e * e;
+                l3 += e * e * e;
+            }
             cnt += 1;
             sum += s;
             sumsq += s * s;
             mn = s < mn ? s : mn;
             mx = s > mx ? s : mx;
         }
-        t[0 * tld + i] = a;
-        t[1 * tld + i] = l2;
-        t[2 * tld + i] = l3;
-        t[3 * tld + i] = cnt;
-        t[4 * tld + i] = sum;
-        t[5 * tld + i] = sumsq;
-        t[6 * tld + i] = mn;
-        t[7 * tld + i] = mx;
+        t[CPU_TS_A * tld + i] = a;
+        t[CPU_TS_P1 * tld + i] = l1;
+        t[CPU_TS_P2 * tld + i] = l2;
+        t[CPU_TS_P3 * tld + i] = l3;
+        t[CPU_TS_TIES * tld + i] = ties;
+        t[CPU_TS_CNT * tld + i] = cnt;
+        t[CPU_TS_SUM * tld + i] = sum;
+        t[CPU_TS_SUMSQ * tld + i] = sumsq;
+        t[CPU_TS_MIN * tld + i] = mn;
+        t[CPU_TS_MAX * tld + i] = mx;
     }
 }
 
