@@ -25,6 +25,7 @@
  * backends; ~3 min with OpenCL (PoCL) and Vulkan (lavapipe), dominated by
  * one kernel build per feature variant.
  */
+#include "numerics.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -32,11 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+const sdpa_backend_kind k_kinds[N_KINDS] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
                                             SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
-#define N_KINDS 4
 
-static sdpa_context *g_ref;
+sdpa_context *g_ref;
 
 static void setup(void)
 {
@@ -51,7 +51,7 @@ static void teardown(void)
 }
 
 /* The context for loop index i, or NULL (with a note) when unavailable. */
-static sdpa_context *backend_ctx(int i, const char *test)
+sdpa_context *backend_ctx(int i, const char *test)
 {
     sdpa_backend_kind kind = k_kinds[i];
     if (!sdpa_backend_compiled(kind)) return NULL;
@@ -73,7 +73,7 @@ static sdpa_context *backend_ctx(int i, const char *test)
     return ctx;
 }
 
-static void run(sdpa_context *ctx, tproblem *p, bool backward)
+void run(sdpa_context *ctx, tproblem *p, bool backward)
 {
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
@@ -471,6 +471,7 @@ int main(void)
     tcase_add_loop_test(t, all_rows_masked, 0, N_KINDS);
     tcase_add_loop_test(t, empty_tensors_rejected, 0, N_KINDS);
     tcase_add_loop_test(t, size_overflow_rejected, 0, N_KINDS);
+    numerics_add_saturation(t);
     suite_add_tcase(s, t);
     return trun_suite(s);
 }
