@@ -471,7 +471,18 @@ int main(void)
     tcase_add_loop_test(t, all_rows_masked, 0, N_KINDS);
     tcase_add_loop_test(t, empty_tensors_rejected, 0, N_KINDS);
     tcase_add_loop_test(t, size_overflow_rejected, 0, N_KINDS);
-    numerics_add_saturation(t);
     suite_add_tcase(s, t);
+    /* the other files' tests, one TCase each (CK_RUN_CASE selects one) */
+    static const struct { const char *name; void (*add)(TCase *); } more[] = {
+        {"saturation", numerics_add_saturation},
+        {"grad_nonfinite", numerics_add_grad_nonfinite},
+    };
+    for (size_t m = 0; m < sizeof more / sizeof more[0]; m++) {
+        TCase *tm = tcase_create(more[m].name);
+        tcase_set_timeout(tm, 600);
+        tcase_add_checked_fixture(tm, setup, teardown);
+        more[m].add(tm);
+        suite_add_tcase(s, tm);
+    }
     return trun_suite(s);
 }

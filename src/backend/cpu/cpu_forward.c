@@ -191,23 +191,6 @@ typedef struct kv_tile {
     bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
 } kv_tile;
 
-/* O = alpha*O + P V, skipping keys with p = 0, so an Inf/NaN in a V row that
- * a row drops does not reach that row (0 * Inf would be NaN). */
-static void pv_skip_zeros(const float *st, int ld, int nq, int n, const kv_tile *kv,
-                          const float *alpha, float *o, int Dv)
-{
-    for (int r = 0; r < nq; r++) {
-        float *orow = o + (size_t)r * Dv;
-        for (int d = 0; d < Dv; d++) orow[d] *= alpha[r];
-        for (int j = 0; j < n; j++) {
-            const float pj = st[j * ld + r];
-            if (pj == 0.0f) continue;
-            const float *vrow = kv->v + j * kv->vld;
-            for (int d = 0; d < Dv; d++) orow[d] += pj * vrow[d];
-        }
-    }
-}
-
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
                      int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
                      const kv_tile *kv)
@@ -248,7 +231,7 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     }
     /* O = alpha * O + P V in one pass */
     if (kv->v_nonfinite)
-        pv_skip_zeros(st, ld, nq, n, kv, w->alpha, o, Dv);
+        sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
     else
         k->gemm(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
 }

@@ -169,6 +169,13 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
                        const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
                        const float *gain, float mul, float *dst, float *xhat,
                        float *r_out);
+/* The kernels' gemm, but terms with A(r,k) == 0 are skipped, not multiplied:
+ * where A holds probabilities (or their gradients) and B rows of V, dO, Q or
+ * K that may be Inf/NaN, a key or row that A drops (exactly 0) contributes
+ * exactly 0 (0 * Inf would be NaN). Scalar; for tiles whose B is not finite. */
+void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
+                               ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
+                               ptrdiff_t ldc, int accumulate, const float *c_scale);
 
 /* Bytes rounded up to a cache line. */
 static inline size_t sdpa__cpu_align(size_t n) { return (n + 63) & ~(size_t)63; }

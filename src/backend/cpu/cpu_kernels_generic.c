@@ -82,7 +82,8 @@ static void dsoft_generic(const float *P, float *dP, const float *th, ptrdiff_t 
         float *dp = dP + j * ld;
         for (int r = 0; r < nq; r++) dp[r] = pp[r] == 0.0f ? 0.0f : pp[r] * (dp[r] - dr[r]);
         if (th)
-            for (int r = 0; r < nq; r++) dp[r] *= 1.0f - th[j * ld + r] * th[j * ld + r];
+            for (int r = 0; r < nq; r++)
+                if (pp[r] != 0.0f) dp[r] *= 1.0f - th[j * ld + r] * th[j * ld + r];
     }
 }
 
