@@ -230,6 +230,8 @@ float finish_score(float z, uint b, uint h, uint i, uint j)
     float s = z;
     if (HAS_SOFTCAP) s = P.fpar.y * safe_tanh(z / P.fpar.y);
     if (HAS_BIAS) s += bias_buf[tidx(T_BIAS, b, h, i, j)];
+    /* a -inf bias drops the key like the mask, even where z is NaN */
+    if (HAS_BIAS && bias_buf[tidx(T_BIAS, b, h, i, j)] == NEG_INF) s = NEG_INF;
     if (HAS_MASK) {
         uint e = tidx(T_MASK, b, h, i, j);
         if (((mask_buf[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) s = NEG_INF;

@@ -120,7 +120,9 @@ static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
             if (p->has_bias) {
                 const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
                 const int64_t bs = a->bias.stride[3];
-                for (int j = 0; j < n; j++) st[j * ld + r] += bb[j * bs];
+                for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
+                    st[j * ld + r] =
+                        bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
             }
             if (p->has_mask) {
                 const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
