@@ -21,6 +21,9 @@
  *   - Sq = 0, Skv = 0 (and any zero extent): SDPA_ERR_EMPTY with a message;
  *   - shapes whose element count or byte span overflows 64 bits (or 32-bit
  *     size_t on 32-bit targets): SDPA_ERR_SHAPE, never a wrap.
+ * More in their own files and TCases (numerics.h): numerics_saturation.c
+ * (statistics of saturated rows), numerics_grad_nonfinite.c (NaN/Inf
+ * placements in the backward).
  * Every output is poisoned with NaN first. Run time: ~1 s on the host
  * backends; ~3 min with OpenCL (PoCL) and Vulkan (lavapipe), dominated by
  * one kernel build per feature variant.
