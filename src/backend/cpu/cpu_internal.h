@@ -172,7 +172,8 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
 /* The kernels' gemm, but terms with A(r,k) == 0 are skipped, not multiplied:
  * where A holds probabilities (or their gradients) and B rows of V, dO, Q or
  * K that may be Inf/NaN, a key or row that A drops (exactly 0) contributes
- * exactly 0 (0 * Inf would be NaN). Scalar; for tiles whose B is not finite. */
+ * exactly 0 (0 * Inf would be NaN). Plain loops: the generic table's gemm,
+ * and what the AVX-512 table falls back to for tiles whose B is not finite. */
 void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
                                ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
                                ptrdiff_t ldc, int accumulate, const float *c_scale);

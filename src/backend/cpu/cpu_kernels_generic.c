@@ -14,24 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void gemm_generic(int M, int N, int K, const float *A, ptrdiff_t a_rs,
-                         ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
-                         ptrdiff_t ldc, int accumulate, const float *c_scale)
-{
-    for (int r = 0; r < M; r++) {
-        float *c = C + r * ldc;
-        if (!accumulate)
-            for (int n = 0; n < N; n++) c[n] = 0.0f;
-        else if (c_scale)
-            for (int n = 0; n < N; n++) c[n] *= c_scale[r];
-        for (int k = 0; k < K; k++) {
-            const float a = A[r * a_rs + k * a_cs];
-            const float *b = B + k * ldb;
-            for (int n = 0; n < N; n++) c[n] += a * b[n];
-        }
-    }
-}
-
 static void dots_generic(int M, int N, int K, const float *A, ptrdiff_t lda,
                          const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
@@ -159,7 +141,7 @@ static void store_row_generic(const float *src, float mul, void *dst, sdpa_dtype
 
 const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .name = "generic",
-    .gemm = gemm_generic,
+    .gemm = sdpa__cpu_gemm_skip_zeros, /* the portable product (cpu_common.c) */
     .dots = dots_generic,
     .colmax = colmax_generic,
     .expsub = expsub_generic,
