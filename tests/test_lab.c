@@ -175,6 +175,9 @@ START_TEST(test_saturation_collapses_jacobian)
     }
     ck_assert_msg(fabs(j[0] / num(cJSON_GetArrayItem(rows, 0), "exact_jacobian_fro") - 1) <
                       1e-3, "||J|| at scale 1: %g", j[0]);
+    /* saturated (||J|| ~ 2e-6): still 3 digits, no cancellation */
+    ck_assert_msg(fabs(j[2] / num(cJSON_GetArrayItem(rows, 2), "exact_jacobian_fro") - 1) <
+                      1e-3, "||J|| at scale 32: %g", j[2]);
     ck_assert_msg(j[0] > 0.1 && j[0] > j[1] && j[1] > j[2] && j[3] <= j[2] + 1e-7,
                   "||J|| must fall with scale: %g %g %g %g", j[0], j[1], j[2], j[3]);
     ck_assert_msg(j[0] / fmax(j[2], 1e-30) > 1e3, "||J|| falls > 3 orders by scale 32: %g -> %g",

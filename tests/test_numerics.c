@@ -21,10 +21,14 @@
  *   - Sq = 0, Skv = 0 (and any zero extent): SDPA_ERR_EMPTY with a message;
  *   - shapes whose element count or byte span overflows 64 bits (or 32-bit
  *     size_t on 32-bit targets): SDPA_ERR_SHAPE, never a wrap.
+ * More in their own files and TCases (numerics.h): numerics_saturation.c
+ * (statistics of saturated rows), numerics_grad_nonfinite.c (NaN/Inf
+ * placements in the backward).
  * Every output is poisoned with NaN first. Run time: ~1 s on the host
  * backends; ~3 min with OpenCL (PoCL) and Vulkan (lavapipe), dominated by
  * one kernel build per feature variant.
  */
+#include "numerics.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -32,11 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
+const sdpa_backend_kind k_kinds[N_KINDS] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
                                             SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
-#define N_KINDS 4
 
-static sdpa_context *g_ref;
+sdpa_context *g_ref;
 
 static void setup(void)
 {
@@ -51,7 +54,7 @@ static void teardown(void)
 }
 
 /* The context for loop index i, or NULL (with a note) when unavailable. */
-static sdpa_context *backend_ctx(int i, const char *test)
+sdpa_context *backend_ctx(int i, const char *test)
 {
     sdpa_backend_kind kind = k_kinds[i];
     if (!sdpa_backend_compiled(kind)) return NULL;
@@ -73,7 +76,7 @@ static sdpa_context *backend_ctx(int i, const char *test)
     return ctx;
 }
 
-static void run(sdpa_context *ctx, tproblem *p, bool backward)
+void run(sdpa_context *ctx, tproblem *p, bool backward)
 {
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
@@ -472,5 +475,17 @@ int main(void)
     tcase_add_loop_test(t, empty_tensors_rejected, 0, N_KINDS);
     tcase_add_loop_test(t, size_overflow_rejected, 0, N_KINDS);
     suite_add_tcase(s, t);
+    /* the other files' tests, one TCase each (CK_RUN_CASE selects one) */
+    static const struct { const char *name; void (*add)(TCase *); } more[] = {
+        {"saturation", numerics_add_saturation},
+        {"grad_nonfinite", numerics_add_grad_nonfinite},
+    };
+    for (size_t m = 0; m < sizeof more / sizeof more[0]; m++) {
+        TCase *tm = tcase_create(more[m].name);
+        tcase_set_timeout(tm, 600);
+        tcase_add_checked_fixture(tm, setup, teardown);
+        more[m].add(tm);
+        suite_add_tcase(s, tm);
+    }
     return trun_suite(s);
 }

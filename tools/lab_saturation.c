@@ -231,8 +231,9 @@ int lab_cmd_saturation(lab_env *env, int argc, char **argv)
         tu_table_free(&t);
         printf("\nJ = diag(p) - p p^T carries every gradient through the softmax; as the\n"
                "row saturates its norm falls by orders of magnitude and learning stalls.\n"
-               "(The statistic is accumulated in float32 from running sums; once ||J||_F\n"
-               "falls below about 1e-5 it loses its digits and may read 0.)\n");
+               "(The statistic is accumulated in float32 without cancellation: 3 digits down\n"
+               "to ||J||_F = 1e-6; far below, where p^2 underflows float32, it may read\n"
+               "less than the exact value, down to 0.)\n");
     }
 
     if (env->plot) {

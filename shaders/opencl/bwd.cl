@@ -20,9 +20,11 @@
  * (q^ * scale, row-major and feature-major), Kp and Kt (k^; Kt in the
  * forward's tile-major layout with KT-key tiles), Vp and Vt, dOp and dOt.
  * Invariants: f32 accumulation; rows with lse = -inf contribute nothing;
- * dropped keys contribute exactly nothing: their dS is selected to 0 and
- * skipped in the dq sum (never multiplied), so NaN/Inf stored in K or V at
- * a dropped key cannot reach dq. Called by cl_backward.c
+ * dropped keys (a -inf score included, whatever the LSE) contribute exactly
+ * nothing: their p and dS are selected to 0 and skipped in the dq, dk and dv
+ * sums (never multiplied), so NaN/Inf stored in K or V at a dropped key
+ * cannot reach dq, nor NaN/Inf in q or dO of a row reach the dk, dv of keys
+ * the row drops. Called by cl_backward.c
  * with local size (WG, 1, 1).
  */
 
@@ -244,13 +246,10 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
             SDPA_UNROLL for (int r = 0; r < RPW; r++) dp[r] = fma((TVEC)(grow[r][c]), vv, dp[r]);
         }
         float dsv[RPW][BKT];
-        bool sel = false; /* some key of the tile may be dropped for a row */
         SDPA_UNROLL for (int r = 0; r < RPW; r++) {
             if (j0 + BKT <= lo[r] || j0 >= hi[r]) {
-                sel = true;
                 for (int t = 0; t < BKT; t++) dsv[r][t] = 0.0f;
             } else if (BWD_PER_KEY || j0 < lo[r] || j0 + BKT > hi[r]) {
-                sel = true;
                 float sv[BKT], dpv[BKT];
                 VSTOREN(BKT)(s[r], 0, sv);
                 VSTOREN(BKT)(dp[r], 0, dpv);
@@ -263,7 +262,8 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
                         float x = sv[t], dcap = 1.0f;
                         BWD_CAP(x, dcap);
                         BWD_BIAS(keep, x, ic[r], j);
-                        float p = keep ? exp(x - L[r]) : 0.0f;
+                        /* a -inf score drops the key, whatever the LSE */
+                        float p = keep && x != SDPA_NEG_INF ? exp(x - L[r]) : 0.0f;
                         /* p == 0 (-inf bias): dP may hold V's garbage */
                         dsx = p != 0.0f ? p * (dpv[t] - Dd[r]) * dcap : 0.0f;
                         if (dsx != 0.0f) tacc[r] = fma(dsx, sv[t], tacc[r]);
@@ -273,30 +273,26 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
             } else {
                 TVEC x = s[r], dcap = (TVEC)(1.0f);
                 BWD_CAP_V(x, dcap);
-                TVEC p = exp(x - (TVEC)(L[r]));
-                TVEC dsx = p * (dp[r] - (TVEC)(Dd[r])) * dcap;
-                tacc[r] += HSUMN(BKT)(dsx * s[r]);
+                /* a -inf score (an infinite q or k) drops its key: p and dS
+                 * exactly 0 even under a NaN LSE or a NaN dP */
+                TVEC p = select((TVEC)(0.0f), exp(x - (TVEC)(L[r])),
+                                isnotequal(x, (TVEC)(SDPA_NEG_INF)));
+                TVEC dsx = select((TVEC)(0.0f), p * (dp[r] - (TVEC)(Dd[r])) * dcap,
+                                  isnotequal(p, (TVEC)(0.0f)));
+                tacc[r] += HSUMN(BKT)(select((TVEC)(0.0f), dsx * s[r],
+                                             isnotequal(dsx, (TVEC)(0.0f))));
                 VSTOREN(BKT)(dsx, 0, dsv[r]);
             }
         }
-        /* dq += dS k; where a key may be dropped, select instead of
-         * multiplying so NaN/Inf in K at dropped keys (dS == 0) cannot reach dq */
-        if (sel) {
-            for (int t = 0; t < BKT; t++) {
-                SDPA_UNROLL for (int c = 0; c < NQV; c++) {
-                    QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
-                    SDPA_UNROLL for (int r = 0; r < RPW; r++)
-                        acc[r][c] = dsv[r][t] != 0.0f ? fma((QVEC)(dsv[r][t]), kk, acc[r][c])
-                                                      : acc[r][c];
-                }
-            }
-        } else {
-            for (int t = 0; t < BKT; t++) {
-                SDPA_UNROLL for (int c = 0; c < NQV; c++) {
-                    QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
-                    SDPA_UNROLL for (int r = 0; r < RPW; r++)
-                        acc[r][c] = fma((QVEC)(dsv[r][t]), kk, acc[r][c]);
-                }
+        /* dq += dS k; select instead of multiplying so NaN/Inf in K at
+         * dropped keys (dS == 0) cannot reach dq (in any tile: an infinite
+         * score drops its key wherever it lies) */
+        for (int t = 0; t < BKT; t++) {
+            SDPA_UNROLL for (int c = 0; c < NQV; c++) {
+                QVEC kk = VLOADN(QV)(c, kp + (j0 + t) * HD);
+                SDPA_UNROLL for (int r = 0; r < RPW; r++)
+                    acc[r][c] = dsv[r][t] != 0.0f ? fma((QVEC)(dsv[r][t]), kk, acc[r][c])
+                                                  : acc[r][c];
             }
         }
     }
@@ -409,7 +405,7 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                             float x = sv[t], dcap = 1.0f;
                             BWD_CAP(x, dcap);
                             BWD_BIAS(keep, x, i, jc[e]);
-                            p = keep ? exp(x - L) : 0.0f;
+                            p = keep && x != SDPA_NEG_INF ? exp(x - L) : 0.0f;
                             dsx = p != 0.0f ? p * (dpv[t] - dsp[i]) * dcap : 0.0f;
                         }
                         pv[e][t] = p;
@@ -418,23 +414,30 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                 } else {
                     TVEC x = s[e], dcap = (TVEC)(1.0f);
                     BWD_CAP_V(x, dcap);
-                    /* rows with lse = -inf (empty) get p = 0 */
-                    TVEC p = select((TVEC)(0.0f), exp(x - Lv), isgreater(Lv, (TVEC)(SDPA_NEG_INF)));
-                    TVEC dsx = p * (dp[e] - Dv) * dcap;
+                    /* rows with lse = -inf (empty) and -inf scores get p = 0 */
+                    TVEC p = select((TVEC)(0.0f), exp(x - Lv),
+                                    isgreater(Lv, (TVEC)(SDPA_NEG_INF)) &
+                                        isnotequal(x, (TVEC)(SDPA_NEG_INF)));
+                    TVEC dsx = select((TVEC)(0.0f), p * (dp[e] - Dv) * dcap,
+                                      isnotequal(p, (TVEC)(0.0f)));
                     VSTOREN(BKT)(p, 0, pv[e]);
                     VSTOREN(BKT)(dsx, 0, dsv[e]);
                 }
             }
+            /* select, don't multiply: a row that drops the key (p = dS = 0)
+             * must not bring its NaN/Inf dO or q along */
             for (int t = 0; t < BKT; t++) {
                 SDPA_UNROLL for (int c = 0; c < NOV; c++) {
                     OVEC oo = VLOADN(OV)(c, dop + (i0 + t) * HDV);
                     SDPA_UNROLL for (int e = 0; e < KPW; e++)
-                        va[e][c] = fma((OVEC)(pv[e][t]), oo, va[e][c]);
+                        va[e][c] = pv[e][t] != 0.0f ? fma((OVEC)(pv[e][t]), oo, va[e][c])
+                                                    : va[e][c];
                 }
                 SDPA_UNROLL for (int c = 0; c < NQV; c++) {
                     QVEC qq = VLOADN(QV)(c, qsp + (i0 + t) * HD);
                     SDPA_UNROLL for (int e = 0; e < KPW; e++)
-                        ka[e][c] = fma((QVEC)(dsv[e][t]), qq, ka[e][c]);
+                        ka[e][c] = dsv[e][t] != 0.0f ? fma((QVEC)(dsv[e][t]), qq, ka[e][c])
+                                                     : ka[e][c];
                 }
             }
         }

@@ -116,16 +116,27 @@
         st_max[r] = fmax(st_max[r], x);            \
         if ((j) == 0) st_s0[r] = x;                \
     }
-#define FWD_STAT_TILE(r, alpha, pv, sv)                                \
+/* Sums relative to the running maximum (stats.cl: sdpa_row_entropy): the key
+ * at the maximum is left out of l1..l3; where the tile raises the maximum
+ * (mn != m[r], before l[r] and m[r] move) the old top joins them. */
+#define FWD_STAT_TILE(r, alpha, mn, pv, sv)                            \
     {                                                                  \
-        float a2 = alpha * alpha;                                      \
-        st_a[r] *= alpha;                                              \
-        st_l2[r] *= a2;                                                \
-        st_l3[r] *= a2 * alpha;                                        \
+        bool top_ = mn != m[r]; /* one key of the tile is the new top */ \
+        if (top_) {                                                    \
+            bool had = m[r] > SDPA_NEG_INF;                            \
+            float a2 = alpha * alpha, old = had ? 1.0f : 0.0f;         \
+            st_a[r] = had ? alpha * fma(m[r] - mn, l[r], st_a[r]) : 0.0f; \
+            st_l1[r] = alpha * (st_l1[r] + old);                       \
+            st_l2[r] = a2 * (st_l2[r] + old);                          \
+            st_l3[r] = a2 * alpha * (st_l3[r] + old);                  \
+        }                                                              \
         for (int t = 0; t < KT; t++) {                                 \
             float pt = pv[t];                                          \
-            if (pt > 0.0f) {                                           \
-                st_a[r] = fma(pt, sv[t], st_a[r]);                     \
+            if (top_ && sv[t] == mn) {                                 \
+                top_ = false;                                          \
+            } else if (pt > 0.0f) {                                    \
+                st_a[r] = fma(pt, sv[t] - mn, st_a[r]);                \
+                st_l1[r] += pt;                                        \
                 st_l2[r] = fma(pt, pt, st_l2[r]);                      \
                 st_l3[r] = fma(pt * pt, pt, st_l3[r]);                 \
             }                                                          \
@@ -133,7 +144,7 @@
     }
 #else
 #define FWD_STAT_KEY(r, x, j)
-#define FWD_STAT_TILE(r, alpha, pv, sv)
+#define FWD_STAT_TILE(r, alpha, mn, pv, sv)
 #endif
 
 /* One key tile: KSRC points at Kt[0][j0] with row stride KSTR, VSRC at V row j0. */
@@ -188,8 +199,8 @@
                     ps += pu;                                                      \
                     VSTOREN(KW)(pu, u, pv[r]);                                     \
                 }                                                                  \
+                FWD_STAT_TILE(r, alpha, mn, pv[r], sv);                            \
                 l[r] = fma(l[r], alpha, HSUMN(KW)(ps));                            \
-                FWD_STAT_TILE(r, alpha, pv[r], sv);                                \
                 if (alpha != 1.0f)                                                 \
                     SDPA_UNROLL for (int c = 0; c < NOV; c++) o[r][c] *= alpha;    \
                 m[r] = mn;                                                         \
@@ -271,10 +282,10 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         SDPA_UNROLL for (int c = 0; c < NOV; c++) o[r][c] = (OVEC)(0.0f);
     }
 #if HAS_STATS
-    float st_a[RPW], st_l2[RPW], st_l3[RPW], st_n[RPW], st_sum[RPW], st_sq[RPW];
+    float st_a[RPW], st_l1[RPW], st_l2[RPW], st_l3[RPW], st_n[RPW], st_sum[RPW], st_sq[RPW];
     float st_min[RPW], st_max[RPW], st_s0[RPW];
     for (int r = 0; r < RPW; r++) {
-        st_a[r] = st_l2[r] = st_l3[r] = st_n[r] = st_sum[r] = st_sq[r] = 0.0f;
+        st_a[r] = st_l1[r] = st_l2[r] = st_l3[r] = st_n[r] = st_sum[r] = st_sq[r] = 0.0f;
         st_min[r] = INFINITY;
         st_max[r] = st_s0[r] = SDPA_NEG_INF;
     }
@@ -338,16 +349,15 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         global float *rs = rowstats + (bh * Sq + i) * ROWSTAT;
         if (l[r] > 0.0f) {
             float il = 1.0f / l[r];
-            float sp2 = st_l2[r] * il * il, sp3 = st_l3[r] * il * il * il;
             rs[0] = 1.0f;
             rs[1] = st_n[r];
             rs[2] = st_sum[r];
             rs[3] = st_sq[r];
             rs[4] = st_min[r];
             rs[5] = st_max[r];
-            rs[6] = m[r] + log(l[r]) - st_a[r] * il;
+            rs[6] = sdpa_row_entropy(l[r], st_a[r], st_l1[r]);
             rs[7] = il;
-            rs[8] = sqrt(fmax(sp2 - 2.0f * sp3 + sp2 * sp2, 0.0f));
+            rs[8] = sdpa_row_jacobian(l[r], st_l1[r], st_l2[r], st_l3[r]);
             rs[9] = st_s0[r] > SDPA_NEG_INF ? exp(st_s0[r] - m[r]) * il : 0.0f;
         } else {
             for (int e = 0; e < ROWSTAT; e++) rs[e] = 0.0f;

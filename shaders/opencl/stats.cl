@@ -10,6 +10,28 @@
  * deterministic. Called by cl_forward.c after sdpa_fwd when stats are wanted.
  */
 
+/* Entropy and Jacobian Frobenius norm of a finished row from its running
+ * sums relative to the row maximum m (fwd.cl, unfused.cl): l = sum e^{s-m},
+ * a = sum e^{s-m} (s - m), and l1, l2, l3 the sums of e^{s-m}, its square and
+ * cube over every kept key but one at m (whose e is 1). Both are formed
+ * without cancellation, so saturated rows (p_max -> 1) keep their digits:
+ * entropy = log(1 + l1) - a/l (two terms >= 0); with p_t = 1/l and q the
+ * other probabilities, ||J||^2 = p_t^2 (1 - p_t)^2 + sum q^2 (1 - q)^2 +
+ * 2 p_t^2 sum q^2 + (sum q^2)^2 - sum q^4
+ * = (l1/l^2)^2 + (l2/l^2)(1 + 2/l^2 + l2/l^2) - 2 l3/l^3, where the
+ * subtracted term is at most the one before it. NaN stays NaN. */
+inline float sdpa_row_entropy(float l, float a, float l1)
+{
+    return log1p(l1) - a / l;
+}
+
+inline float sdpa_row_jacobian(float l, float l1, float l2, float l3)
+{
+    float il = 1.0f / l, q2 = l2 * il * il, t = l1 * il * il;
+    float j2 = t * t + q2 * (1.0f + 2.0f * il * il + q2) - 2.0f * l3 * il * il * il;
+    return j2 > 0.0f ? sqrt(j2) : (isnan(j2) ? j2 : 0.0f);
+}
+
 __kernel void sdpa_stats(global const float *rowstats, long BH, int Hq, int Sq,
                          float saturation, global float *stats, long s_off, long4 ss)
 {

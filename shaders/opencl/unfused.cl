@@ -95,14 +95,18 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
     for (long j = lo; j < hi; j++) l += exp(s[j] - m);
     float il = 1.0f / l;
 #if HAS_STATS
-    float st_a = 0.0f, st_l2 = 0.0f, st_l3 = 0.0f;
+    float st_a = 0.0f, st_l1 = 0.0f, st_l2 = 0.0f, st_l3 = 0.0f;
+    bool top = true; /* the first key at m is left out of the sums (stats.cl) */
 #endif
     for (long j = 0; j < Skv; j++) {
         float x = s[j];
         float pt = exp(x - m);
 #if HAS_STATS
-        if (pt > 0.0f) {
-            st_a = fma(pt, x, st_a);
+        if (top && x == m) {
+            top = false;
+        } else if (pt > 0.0f) {
+            st_a = fma(pt, x - m, st_a);
+            st_l1 += pt;
             st_l2 = fma(pt, pt, st_l2);
             st_l3 = fma(pt * pt, pt, st_l3);
         }
@@ -112,16 +116,15 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
     part_l[r] = m + log(l);
 #if HAS_STATS
     global float *rs = rowstats + r * UNF_ROWSTAT;
-    float sp2 = st_l2 * il * il, sp3 = st_l3 * il * il * il;
     rs[0] = 1.0f;
     rs[1] = st_n;
     rs[2] = st_sum;
     rs[3] = st_sq;
     rs[4] = st_min;
     rs[5] = st_max;
-    rs[6] = m + log(l) - st_a * il;
+    rs[6] = sdpa_row_entropy(l, st_a, st_l1);
     rs[7] = il;
-    rs[8] = sqrt(fmax(sp2 - 2.0f * sp3 + sp2 * sp2, 0.0f));
+    rs[8] = sdpa_row_jacobian(l, st_l1, st_l2, st_l3);
     rs[9] = st_s0 > SDPA_NEG_INF ? exp(st_s0 - m) * il : 0.0f;
 #endif
 }

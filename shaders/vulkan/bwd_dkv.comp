@@ -8,7 +8,9 @@
  * partial for bwd_reduce.comp.
  *
  * Invariants: heads and rows are visited in order, no atomics
- * (deterministic); keys at or past kv_len get zero gradients. Dispatched by
+ * (deterministic); keys at or past kv_len get zero gradients; rows that drop
+ * the key (p = dS = 0) are selected out, never multiplied, so their NaN/Inf
+ * q or dO cannot reach it. Dispatched by
  * vk_dispatch.c after bwd_dq.comp (it reads D from the workspace).
  */
 #version 450
@@ -89,6 +91,7 @@ void main()
                 float s = finish_score(z, b, h, i, j);
                 if (s == NEG_INF) continue;
                 float p = exp(s - lse);
+                if (p == 0.0) continue; /* dP may hold V's or dO's Inf/NaN */
                 float dz = p * (dp[t] - ws[P.ws1.x + qrow[t]]);
                 if (HAS_SOFTCAP) {
                     float th = safe_tanh(z / c);
@@ -100,21 +103,22 @@ void main()
             for (int d = 0; d < HEAD_DIM_V; d++) {
                 float acc = dv[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    acc += pr[t] * BUF_LOAD(dout_buf, ob[t] + uint(d) * os);
+                    acc += pr[t] != 0.0 ? pr[t] * BUF_LOAD(dout_buf, ob[t] + uint(d) * os) : 0.0;
                 dv[d] = acc;
             }
             if (NORMED) {
                 for (int d = 0; d < HEAD_DIM; d++) {
                     float acc = dk[d];
                     [[unroll]] for (int t = 0; t < K_TILE; t++)
-                        acc += draw[t] * ws[qb[t] + uint(d)];
+                        acc += draw[t] != 0.0 ? draw[t] * ws[qb[t] + uint(d)] : 0.0;
                     dk[d] = acc;
                 }
             } else {
                 for (int d = 0; d < HEAD_DIM; d++) {
                     float acc = dk[d];
                     [[unroll]] for (int t = 0; t < K_TILE; t++)
-                        acc += draw[t] * BUF_LOAD(q_buf, qb[t] + uint(d) * qs);
+                        acc += draw[t] != 0.0 ? draw[t] * BUF_LOAD(q_buf, qb[t] + uint(d) * qs)
+                                              : 0.0;
                     dk[d] = acc;
                 }
             }

@@ -8,7 +8,9 @@
  * bwd_dkv.comp) in the workspace.
  *
  * Invariants: no atomics, every sum in a fixed order (deterministic); a row
- * with lse = -inf (no key kept) gets zero gradients. Dispatched by
+ * with lse = -inf (no key kept) gets zero gradients; dropped keys (dS = 0)
+ * are selected out of the dq sum, never multiplied, so NaN/Inf in their K
+ * cannot reach it. Dispatched by
  * vk_dispatch.c after qknorm.comp (when NORMED) and before bwd_dkv.comp.
  */
 #version 450
@@ -87,6 +89,7 @@ void main()
             float s = finish_score(z, b, h, i, uint(j0 + t));
             if (s == NEG_INF) continue;
             float p = exp(s - lse);
+            if (p == 0.0) continue; /* dP may hold V's Inf/NaN */
             float dz = p * (dp[t] - dval);
             if (HAS_SOFTCAP) {
                 float th = safe_tanh(z / c);
@@ -98,14 +101,15 @@ void main()
         if (NORMED) {
             for (int d = 0; d < HEAD_DIM; d++) {
                 float acc = dq[d];
-                [[unroll]] for (int t = 0; t < K_TILE; t++) acc += draw[t] * ws[kb[t] + uint(d)];
+                [[unroll]] for (int t = 0; t < K_TILE; t++)
+                    acc += draw[t] != 0.0 ? draw[t] * ws[kb[t] + uint(d)] : 0.0;
                 dq[d] = acc;
             }
         } else {
             for (int d = 0; d < HEAD_DIM; d++) {
                 float acc = dq[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    acc += draw[t] * BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+                    acc += draw[t] != 0.0 ? draw[t] * BUF_LOAD(k_buf, kb[t] + uint(d) * ks) : 0.0;
                 dq[d] = acc;
             }
         }

@@ -33,6 +33,7 @@ void main()
         y.m = ws[base + PT_M];
         y.l = ws[base + PT_L];
         y.a = ws[base + PT_A];
+        y.l1 = ws[base + PT_L1];
         y.l2 = ws[base + PT_L2];
         y.l3 = ws[base + PT_L3];
         y.n = ws[base + PT_N];

@@ -109,6 +109,7 @@ const bool NORMED = (FLAGS & 1024u) != 0u;   /* q/k read from workspace copies *
 #define PT_MIN 8
 #define PT_MAX 9
 #define PT_S0 10
+#define PT_L1 11
 #define PT_SIZE 12
 
 /* ---- bindings ---------------------------------------------------------------- */
@@ -251,6 +252,8 @@ float finish_score(float z, uint b, uint h, uint i, uint j)
     float s = z;
     if (HAS_SOFTCAP) s = softcap_score(z, P.fpar.y);
     if (HAS_BIAS) s += bias_buf[tidx(T_BIAS, b, h, i, j)];
+    /* a -inf bias drops the key like the mask, even where z is NaN */
+    if (HAS_BIAS && bias_buf[tidx(T_BIAS, b, h, i, j)] == NEG_INF) s = NEG_INF;
     if (HAS_MASK) {
         uint e = tidx(T_MASK, b, h, i, j);
         if (((mask_buf[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) s = NEG_INF;

@@ -16,7 +16,8 @@ float tile_step(inout RowState r, float s[K_TILE], float bm, int j0, inout float
                 inout float sum1, inout float sum2, out float pr[K_TILE])
 {
     float c = 1.0;
-    if (bm > r.m || isnan(bm)) c = rs_rescale(r, bm);
+    bool top = bm > r.m || isnan(bm); /* one key of the tile is the new top */
+    if (top) c = rs_rescale(r, bm);
     [[unroll]] for (int t = 0; t < K_TILE; t++) {
         float st = s[t];
         pr[t] = 0.0;
@@ -26,8 +27,13 @@ float tile_step(inout RowState r, float s[K_TILE], float bm, int j0, inout float
         r.l += e;
         r.a += e * (st - r.m);
         if (HAS_STATS) {
-            r.l2 += e * e;
-            r.l3 += e * e * e;
+            if (top && st == r.m) {
+                top = false;
+            } else {
+                r.l1 += e;
+                r.l2 += e * e;
+                r.l3 += e * e * e;
+            }
             if (r.n == 0.0) shift = st;
             float x = st - shift;
             r.n += 1.0;
@@ -78,6 +84,7 @@ uint store_partial_state(uint gid, RowState r)
     ws[base + PT_M] = r.m;
     ws[base + PT_L] = r.l;
     ws[base + PT_A] = r.a;
+    ws[base + PT_L1] = r.l1;
     ws[base + PT_L2] = r.l2;
     ws[base + PT_L3] = r.l3;
     ws[base + PT_N] = r.n;

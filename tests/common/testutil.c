@@ -95,7 +95,7 @@ double tload(const void *base, sdpa_dtype dtype, size_t e)
     }
 }
 
-static void tstore(void *base, sdpa_dtype dtype, size_t e, double v)
+void tstore(void *base, sdpa_dtype dtype, size_t e, double v)
 {
     float f = (float)v;
     switch (dtype) {

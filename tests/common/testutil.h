@@ -81,6 +81,8 @@ void tproblem_poison(tproblem *p);
 
 /* Element e of a storage-dtype array as double. */
 double tload(const void *base, sdpa_dtype dtype, size_t e);
+/* Stores v as element e of a storage-dtype array (round to nearest even). */
+void tstore(void *base, sdpa_dtype dtype, size_t e, double v);
 
 /* ---- comparison --------------------------------------------------------------- */
 typedef struct tcompare {

@@ -20,7 +20,9 @@
  * order, so a given thread count gives the same bits on every run; without
  * them, threads take tasks from a counter (same bits for any thread count:
  * key tiles sit at multiples of bk). Scores live transposed (S^T: keys x
- * rows), as in the forward.
+ * rows), as in the forward. Dropped keys have P = dS = 0 exactly, and where
+ * a tile's dO, Q or K rows hold Inf/NaN the products skip those zeros, so a
+ * bad value reaches only the gradients of rows and keys that read it.
  */
 #include "cpu_internal.h"
 
@@ -37,6 +39,9 @@ typedef struct bwd_ws {
     /* current K/V tile: kp/vp, or the caller's f32 rows when usable as is */
     const float *kk, *vv;
     ptrdiff_t kld, vld;
+    /* Inf/NaN in the loaded rows' dO or Q, in the current K tile: their
+     * products then skip zero weights (sdpa__cpu_gemm_skip_zeros) */
+    bool bad_dout, bad_q, bad_k;
 } bwd_ws;
 
 static size_t bwd_carve(const sdpa__cpu_plan *pl, void *base, bwd_ws *w)
@@ -132,13 +137,15 @@ static void bwd_load_rows(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         w->dr[r] = dr;
         const float lse = ((const float *)a->lse.mem)[sdpa__at(&a->lse, b, h, i, 0)];
         w->lse[r] = lse;
-        w->lsub[r] = lse == -INFINITY ? 0.0f : lse;
+        w->lsub[r] = isfinite(lse) ? lse : 0.0f; /* else shifted in bwd_tile */
         sdpa__row_range(p, kvl, i, &w->lo[r], &w->hi[r]);
         if (w->lo[r] < w->hi[r]) {
             if (w->lo[r] < *K0) *K0 = w->lo[r];
             if (w->hi[r] > *K1) *K1 = w->hi[r];
         }
     }
+    w->bad_dout = k->nonfinite(w->dout, Dv, nq, Dv);
+    w->bad_q = k->nonfinite(w->qs, D, nq, D);
 }
 
 /* For packed keys kt..kt+n and loaded rows: P^T into w->st and dS0^T (the
@@ -178,7 +185,9 @@ static void bwd_tile(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         if (p->has_bias) {
             const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
             const int64_t bs = a->bias.stride[3];
-            for (int j = 0; j < n; j++) st[j * ld + r] += bb[j * bs];
+            for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
+                st[j * ld + r] =
+                    bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
         }
         if (p->has_mask) {
             const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
@@ -188,6 +197,13 @@ static void bwd_tile(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         }
     }
     if (!full) k->band(st, ld, n, nq, w->lor, w->hir);
+    /* A NaN / +inf LSE (a row with a NaN or infinite score): s - lse by hand
+     * so that dropped keys (-inf) keep p = 0 exactly and kept ones follow
+     * IEEE (lsub is 0 for these rows). */
+    for (int r = 0; r < nq; r++)
+        if (!isfinite(w->lse[r]) && w->lse[r] != -INFINITY)
+            for (int j = 0; j < n; j++)
+                if (st[j * ld + r] != -INFINITY) st[j * ld + r] -= w->lse[r];
     k->expsub(st, ld, n, nq, w->lsub, NULL);
     k->dsoft(st, dpt, p->softcap > 0 ? w->th : NULL, ld, n, nq, w->dr);
 }
@@ -226,6 +242,7 @@ static void bwd_pack_kv(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         w->vv = w->vp;
         w->vld = Dv;
     }
+    w->bad_k = k->nonfinite(w->kk, w->kld, n, D);
 }
 
 typedef struct bwd_job {
@@ -286,8 +303,10 @@ static void dkv_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
                 w->vv = vv + a0 * w->vld;
                 const int na = (int)(a1 - a0);
                 bwd_tile(call, w, b, h, i0, nq, kt + a0, na);
-                k->gemm(na, Dv, nq, w->st, bq, 1, w->dout, Dv, w->dv + a0 * Dv, Dv, 1, NULL);
-                k->gemm(na, D, nq, w->dpt, bq, 1, w->qs, D, w->dk + a0 * D, D, 1, NULL);
+                (w->bad_dout ? sdpa__cpu_gemm_skip_zeros : k->gemm)(
+                    na, Dv, nq, w->st, bq, 1, w->dout, Dv, w->dv + a0 * Dv, Dv, 1, NULL);
+                (w->bad_q ? sdpa__cpu_gemm_skip_zeros : k->gemm)(
+                    na, D, nq, w->dpt, bq, 1, w->qs, D, w->dk + a0 * D, D, 1, NULL);
                 w->kk = kk;
                 w->vv = vv;
             }
@@ -331,7 +350,8 @@ static void dq_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
         const int n = (int)(K1 - kt < bk ? K1 - kt : bk);
         bwd_pack_kv(call, w, b, hkv, kt, n, false);
         bwd_tile(call, w, b, h, i0, nq, kt, n);
-        k->gemm(nq, D, n, w->dpt, 1, bq, w->kk, w->kld, w->dq, D, 1, NULL);
+        (w->bad_k ? sdpa__cpu_gemm_skip_zeros : k->gemm)(nq, D, n, w->dpt, 1, bq, w->kk,
+                                                          w->kld, w->dq, D, 1, NULL);
     }
     const float sc = call->scale_h[h];
     for (int r = 0; r < nq; r++) {

@@ -1,8 +1,9 @@
 /*
  * cpu_common.c — small helpers shared by the fast CPU backend's forward and
  * backward drivers: per-call parameters (gains and per-head scales loaded
- * once into the plan's workspace), kv_len lookup, and the QK-norm forward and
- * gradient on one f32 row. Everything here is O(D) per row; the heavy loops
+ * once into the plan's workspace), kv_len lookup, the QK-norm forward and
+ * gradient on one f32 row, and the product that skips zero weights (for
+ * operands that hold Inf/NaN). Everything here is O(D) per row; the heavy loops
  * live in the kernels.
  */
 #include "cpu_internal.h"
@@ -124,5 +125,24 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
         for (int64_t d = 0; d < D; d++) dst[d] *= gain[d] * mul;
     } else if (mul != 1.0f) {
         for (int64_t d = 0; d < D; d++) dst[d] *= mul;
+    }
+}
+
+void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
+                               ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
+                               ptrdiff_t ldc, int accumulate, const float *c_scale)
+{
+    for (int r = 0; r < M; r++) {
+        float *c = C + r * ldc;
+        if (!accumulate)
+            for (int n = 0; n < N; n++) c[n] = 0.0f;
+        else if (c_scale)
+            for (int n = 0; n < N; n++) c[n] *= c_scale[r];
+        for (int k = 0; k < K; k++) {
+            const float a = A[r * a_rs + k * a_cs];
+            if (a == 0.0f) continue;
+            const float *b = B + k * ldb;
+            for (int n = 0; n < N; n++) c[n] += a * b[n];
+        }
     }
 }

@@ -40,7 +40,12 @@ typedef struct fwd_ws {
     int64_t *lo, *hi;
 } fwd_ws;
 
-enum { RS_A, RS_L2, RS_L3, RS_CNT, RS_SUM, RS_SUMSQ, RS_MIN, RS_MAX, RS_S0, RS_N };
+/* Per-row running statistics, relative to the running maximum m: A = sum
+ * e^{s-m} (s - m); L1, L2, L3 = sum e^{s-m}, e^{2(s-m)}, e^{3(s-m)} over every
+ * kept key but one at the maximum (the rest of l, without the 1 that would
+ * swamp them on saturated rows); count, sum, sum of squares, min, max of s;
+ * the score of key 0. */
+enum { RS_A, RS_L1, RS_L2, RS_L3, RS_CNT, RS_SUM, RS_SUMSQ, RS_MIN, RS_MAX, RS_S0, RS_N };
 
 static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
 {
@@ -52,7 +57,7 @@ static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
     w->m = sdpa__cpu_take(&c, sb * f);
     w->l = sdpa__cpu_take(&c, sb * f);
     w->rs = sdpa__cpu_take(&c, pl->p.has_stats ? sb * RS_N * f : 0);
-    w->ts = sdpa__cpu_take(&c, pl->p.has_stats ? 8 * bq * f : 0);
+    w->ts = sdpa__cpu_take(&c, pl->p.has_stats ? CPU_TS_N * bq * f : 0);
     w->st = sdpa__cpu_take(&c, bk * bq * f);
     w->sc = sdpa__cpu_take(&c, pl->p.has_stats ? bk * bq * f : 0);
     w->kp = sdpa__cpu_take(&c, bk * D * f);
@@ -117,7 +122,9 @@ static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
             if (p->has_bias) {
                 const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
                 const int64_t bs = a->bias.stride[3];
-                for (int j = 0; j < n; j++) st[j * ld + r] += bb[j * bs];
+                for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
+                    st[j * ld + r] =
+                        bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
             }
             if (p->has_mask) {
                 const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
@@ -142,23 +149,40 @@ static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
     }
 }
 
+/* Adds one tile to the rows' running statistics; m holds the rows' maxima
+ * before the tile, w->mnew after it, w->alpha = e^{m - mnew}. Where the tile
+ * raised the maximum, the old top key joins the rest (scaled by alpha) and
+ * one key of the tile at the new maximum is the top. */
 static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
                            const sub_info *s, int ld, int64_t kt, int n)
 {
     const int nq = s->nq;
+    const float *m = w->m + s->r0, *l = w->l + s->r0;
     float *t = w->ts;
-    k->tilestats(w->sc, w->st, ld, n, nq, t, ld);
+    k->tilestats(w->sc, w->st, w->mnew, ld, n, nq, t, ld);
     for (int r = 0; r < nq; r++) {
         float *rs = w->rs + (size_t)(s->r0 + r) * RS_N;
-        const float al = w->alpha[r];
-        rs[RS_A] = rs[RS_A] * al + t[0 * ld + r];
-        rs[RS_L2] = rs[RS_L2] * al * al + t[1 * ld + r];
-        rs[RS_L3] = rs[RS_L3] * al * al * al + t[2 * ld + r];
-        rs[RS_CNT] += t[3 * ld + r];
-        rs[RS_SUM] += t[4 * ld + r];
-        rs[RS_SUMSQ] += t[5 * ld + r];
-        if (t[6 * ld + r] < rs[RS_MIN]) rs[RS_MIN] = t[6 * ld + r];
-        if (t[7 * ld + r] > rs[RS_MAX]) rs[RS_MAX] = t[7 * ld + r];
+        const float al = w->alpha[r], ties = t[CPU_TS_TIES * ld + r];
+        if (w->mnew[r] != m[r]) { /* raised (or NaN) */
+            const float top = m[r] > -INFINITY ? 1.0f : 0.0f;
+            rs[RS_A] = top > 0 ? al * (rs[RS_A] + (m[r] - w->mnew[r]) * l[r]) : 0.0f;
+            rs[RS_L1] = al * (rs[RS_L1] + top) + (ties - 1);
+            rs[RS_L2] = al * al * (rs[RS_L2] + top) + (ties - 1);
+            rs[RS_L3] = al * al * al * (rs[RS_L3] + top) + (ties - 1);
+        } else {
+            rs[RS_L1] += ties;
+            rs[RS_L2] += ties;
+            rs[RS_L3] += ties;
+        }
+        rs[RS_A] += t[CPU_TS_A * ld + r];
+        rs[RS_L1] += t[CPU_TS_P1 * ld + r];
+        rs[RS_L2] += t[CPU_TS_P2 * ld + r];
+        rs[RS_L3] += t[CPU_TS_P3 * ld + r];
+        rs[RS_CNT] += t[CPU_TS_CNT * ld + r];
+        rs[RS_SUM] += t[CPU_TS_SUM * ld + r];
+        rs[RS_SUMSQ] += t[CPU_TS_SUMSQ * ld + r];
+        if (t[CPU_TS_MIN * ld + r] < rs[RS_MIN]) rs[RS_MIN] = t[CPU_TS_MIN * ld + r];
+        if (t[CPU_TS_MAX * ld + r] > rs[RS_MAX]) rs[RS_MAX] = t[CPU_TS_MAX * ld + r];
         if (kt == 0 && w->sc[r] > -INFINITY) rs[RS_S0] = w->sc[r];
     }
 }
@@ -170,23 +194,6 @@ typedef struct kv_tile {
     ptrdiff_t kld, vld;
     bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
 } kv_tile;
-
-/* O = alpha*O + P V, skipping keys with p = 0, so an Inf/NaN in a V row that
- * a row drops does not reach that row (0 * Inf would be NaN). */
-static void pv_skip_zeros(const float *st, int ld, int nq, int n, const kv_tile *kv,
-                          const float *alpha, float *o, int Dv)
-{
-    for (int r = 0; r < nq; r++) {
-        float *orow = o + (size_t)r * Dv;
-        for (int d = 0; d < Dv; d++) orow[d] *= alpha[r];
-        for (int j = 0; j < n; j++) {
-            const float pj = st[j * ld + r];
-            if (pj == 0.0f) continue;
-            const float *vrow = kv->v + j * kv->vld;
-            for (int d = 0; d < Dv; d++) orow[d] += pj * vrow[d];
-        }
-    }
-}
 
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
                      int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
@@ -221,16 +228,28 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     if (p->has_stats)
         for (int j = 0; j < n; j++) memcpy(w->sc + j * ld, st + j * ld, (size_t)nq * sizeof(float));
     k->expsub(st, ld, n, nq, w->msub, w->rsum);
+    if (p->has_stats) fwd_stats_tile(k, w, s, ld, kt, n);
     for (int r = 0; r < nq; r++) {
         l[r] = l[r] * w->alpha[r] + w->rsum[r];
         m[r] = w->mnew[r];
     }
-    if (p->has_stats) fwd_stats_tile(k, w, s, ld, kt, n);
     /* O = alpha * O + P V in one pass */
     if (kv->v_nonfinite)
-        pv_skip_zeros(st, ld, nq, n, kv, w->alpha, o, Dv);
+        sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
     else
         k->gemm(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
+}
+
+/* ||diag(p) - p p^T||_F^2 of a row with l = sum e, the top key at e = 1 and
+ * r1, r2, r3 the sums of e, e^2, e^3 over the other keys. With p_t = 1/l the
+ * top probability and q_k = e_k/l the others (1 - p_t = r1/l):
+ * p_t^2 (1 - p_t)^2 + sum q^2 (1 - q)^2 + 2 p_t^2 sum q^2 + (sum q^2)^2 - sum q^4
+ * = (r1/l^2)^2 + (r2/l^2)(1 + 2/l^2 + r2/l^2) - 2 r3/l^3: no large terms
+ * cancel (2 r3/l^3 <= r2/l^2), so saturated rows keep their digits. */
+static double jacobian_fro2(double l, double r1, double r2, double r3)
+{
+    const double il = 1.0 / l, q2 = r2 * il * il, t = r1 * il * il;
+    return t * t + q2 * (1 + 2 * il * il + q2) - 2 * r3 * il * il * il;
 }
 
 /* Per-row statistics of a finished row into the head's partial sums. */
@@ -242,10 +261,8 @@ static void fwd_stats_row(const sdpa__problem *p, const float *rs, float m, floa
         return;
     }
     const float lse = m + logf(l);
-    const double sp2 = (double)rs[RS_L2] / ((double)l * l);
-    const double sp3 = (double)rs[RS_L3] / ((double)l * l * l);
-    double jac2 = sp2 - 2 * sp3 + sp2 * sp2;
-    double ent = (double)lse - (double)rs[RS_A] / l;
+    const double jac2 = jacobian_fro2(l, rs[RS_L1], rs[RS_L2], rs[RS_L3]);
+    double ent = log1p((double)rs[RS_L1]) - (double)rs[RS_A] / l;
     if (ent < 0) ent = 0; /* rounding on one-hot rows; entropy is >= 0 (NaN stays) */
     const double pmax = 1.0 / l;
     if (part[CPU_SP_ROWS] == 0) {

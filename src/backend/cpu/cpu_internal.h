@@ -56,10 +56,12 @@ typedef struct sdpa__cpu_kernels {
     void (*dsoft)(const float *P, float *dP, const float *th, ptrdiff_t ld, int nk,
                   int nq, const float *dr);
     /* Per-column sums of one score tile for the statistics, over kept keys
-     * (S > -inf), with P the probabilities: t[e*tld + i] for e = 0..7 is
-     * sum P*S, sum P^2, sum P^3, count, sum S, sum S^2, min S, max S. */
-    void (*tilestats)(const float *S, const float *P, ptrdiff_t ld, int nk, int nq,
-                      float *t, ptrdiff_t tld);
+     * (S > -inf), with P = e^{S - M[i]} relative to the running maximum M:
+     * t[e*tld + i] for e = 0..CPU_TS_N-1 as named by CPU_TS_*. The P sums
+     * leave out keys with S == M (P = 1 there; they are counted in TIES), so
+     * saturated rows keep the digits of the small terms. */
+    void (*tilestats)(const float *S, const float *P, const float *M, ptrdiff_t ld, int nk,
+                      int nq, float *t, ptrdiff_t tld);
     /* S[j*ld+i] = -inf unless lo[i] <= j < hi[i] (the band, relative to the
      * tile), for j < nk, i < nq. */
     void (*band)(float *S, ptrdiff_t ld, int nk, int nq, const int32_t *lo,
@@ -85,6 +87,13 @@ typedef struct sdpa__cpu_state {
     const sdpa__cpu_kernels *k;
     int nthreads;
 } sdpa__cpu_state;
+
+/* Rows of the tilestats output: sum P (S - M), sum P, sum P^2, sum P^3 over
+ * keys with S != M; count of S == M; count, sum S, sum S^2, min S, max S. */
+enum {
+    CPU_TS_A, CPU_TS_P1, CPU_TS_P2, CPU_TS_P3, CPU_TS_TIES, CPU_TS_CNT, CPU_TS_SUM,
+    CPU_TS_SUMSQ, CPU_TS_MIN, CPU_TS_MAX, CPU_TS_N
+};
 
 /* Number of partial sums per (head, row block) for the statistics. */
 enum {
@@ -163,6 +172,14 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
                        const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
                        const float *gain, float mul, float *dst, float *xhat,
                        float *r_out);
+/* The kernels' gemm, but terms with A(r,k) == 0 are skipped, not multiplied:
+ * where A holds probabilities (or their gradients) and B rows of V, dO, Q or
+ * K that may be Inf/NaN, a key or row that A drops (exactly 0) contributes
+ * exactly 0 (0 * Inf would be NaN). Plain loops: the generic table's gemm,
+ * and what the AVX-512 table falls back to for tiles whose B is not finite. */
+void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
+                               ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
+                               ptrdiff_t ldc, int accumulate, const float *c_scale);
 
 /* Bytes rounded up to a cache line. */
 static inline size_t sdpa__cpu_align(size_t n) { return (n + 63) & ~(size_t)63; }

@@ -256,37 +256,46 @@ static void dsoft_avx512(const float *P, float *dP, const float *th, ptrdiff_t l
     }
 }
 
-static void tilestats_avx512(const float *S, const float *P, ptrdiff_t ld, int nk,
-                             int nq, float *t, ptrdiff_t tld)
+static void tilestats_avx512(const float *S, const float *P, const float *M, ptrdiff_t ld,
+                             int nk, int nq, float *t, ptrdiff_t tld)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
     for (int i0 = 0; i0 < nq; i0 += 16) {
         const __mmask16 msk = tail_mask(nq - i0);
-        __m512 a = _mm512_setzero_ps(), l2 = a, l3 = a, cnt = a, sum = a, sq = a;
+        const __m512 m = _mm512_maskz_loadu_ps(msk, M + i0);
+        __m512 a = _mm512_setzero_ps(), l1 = a, l2 = a, l3 = a, ties = a, cnt = a, sum = a,
+               sq = a;
         __m512 mn = _mm512_set1_ps(INFINITY), mx = ninf;
         for (int j = 0; j < nk; j++) {
             const __m512 s = _mm512_maskz_loadu_ps(msk, S + j * ld + i0);
             const __m512 e = _mm512_maskz_loadu_ps(msk, P + j * ld + i0);
             const __mmask16 k = _mm512_mask_cmp_ps_mask(msk, s, ninf, _CMP_GT_OQ);
+            /* keys at the running maximum are counted, not summed */
+            const __mmask16 top = _mm512_mask_cmp_ps_mask(k, s, m, _CMP_EQ_OQ);
+            const __mmask16 rest = k & (__mmask16)~top;
             const __m512 e2 = _mm512_mul_ps(e, e);
-            /* mask3: lanes outside k keep the accumulator */
-            a = _mm512_mask3_fmadd_ps(e, s, a, k);
-            l2 = _mm512_mask_add_ps(l2, k, l2, e2);
-            l3 = _mm512_mask3_fmadd_ps(e2, e, l3, k);
+            /* mask3: lanes outside the mask keep the accumulator */
+            a = _mm512_mask3_fmadd_ps(e, _mm512_sub_ps(s, m), a, rest);
+            l1 = _mm512_mask_add_ps(l1, rest, l1, e);
+            l2 = _mm512_mask_add_ps(l2, rest, l2, e2);
+            l3 = _mm512_mask3_fmadd_ps(e2, e, l3, rest);
+            ties = _mm512_mask_add_ps(ties, top, ties, one);
             cnt = _mm512_mask_add_ps(cnt, k, cnt, one);
             sum = _mm512_mask_add_ps(sum, k, sum, s);
             sq = _mm512_mask3_fmadd_ps(s, s, sq, k);
             mn = _mm512_mask_min_ps(mn, k, mn, s);
             mx = _mm512_mask_max_ps(mx, k, mx, s);
         }
-        _mm512_mask_storeu_ps(t + 0 * tld + i0, msk, a);
-        _mm512_mask_storeu_ps(t + 1 * tld + i0, msk, l2);
-        _mm512_mask_storeu_ps(t + 2 * tld + i0, msk, l3);
-        _mm512_mask_storeu_ps(t + 3 * tld + i0, msk, cnt);
-        _mm512_mask_storeu_ps(t + 4 * tld + i0, msk, sum);
-        _mm512_mask_storeu_ps(t + 5 * tld + i0, msk, sq);
-        _mm512_mask_storeu_ps(t + 6 * tld + i0, msk, mn);
-        _mm512_mask_storeu_ps(t + 7 * tld + i0, msk, mx);
+        _mm512_mask_storeu_ps(t + CPU_TS_A * tld + i0, msk, a);
+        _mm512_mask_storeu_ps(t + CPU_TS_P1 * tld + i0, msk, l1);
+        _mm512_mask_storeu_ps(t + CPU_TS_P2 * tld + i0, msk, l2);
+        _mm512_mask_storeu_ps(t + CPU_TS_P3 * tld + i0, msk, l3);
+        _mm512_mask_storeu_ps(t + CPU_TS_TIES * tld + i0, msk, ties);
+        _mm512_mask_storeu_ps(t + CPU_TS_CNT * tld + i0, msk, cnt);
+        _mm512_mask_storeu_ps(t + CPU_TS_SUM * tld + i0, msk, sum);
+        _mm512_mask_storeu_ps(t + CPU_TS_SUMSQ * tld + i0, msk, sq);
+        _mm512_mask_storeu_ps(t + CPU_TS_MIN * tld + i0, msk, mn);
+        _mm512_mask_storeu_ps(t + CPU_TS_MAX * tld + i0, msk, mx);
     }
 }
 

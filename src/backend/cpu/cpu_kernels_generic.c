@@ -14,24 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void gemm_generic(int M, int N, int K, const float *A, ptrdiff_t a_rs,
-                         ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
-                         ptrdiff_t ldc, int accumulate, const float *c_scale)
-{
-    for (int r = 0; r < M; r++) {
-        float *c = C + r * ldc;
-        if (!accumulate)
-            for (int n = 0; n < N; n++) c[n] = 0.0f;
-        else if (c_scale)
-            for (int n = 0; n < N; n++) c[n] *= c_scale[r];
-        for (int k = 0; k < K; k++) {
-            const float a = A[r * a_rs + k * a_cs];
-            const float *b = B + k * ldb;
-            for (int n = 0; n < N; n++) c[n] += a * b[n];
-        }
-    }
-}
-
 static void dots_generic(int M, int N, int K, const float *A, ptrdiff_t lda,
                          const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
@@ -82,36 +64,44 @@ static void dsoft_generic(const float *P, float *dP, const float *th, ptrdiff_t 
         float *dp = dP + j * ld;
         for (int r = 0; r < nq; r++) dp[r] = pp[r] == 0.0f ? 0.0f : pp[r] * (dp[r] - dr[r]);
         if (th)
-            for (int r = 0; r < nq; r++) dp[r] *= 1.0f - th[j * ld + r] * th[j * ld + r];
+            for (int r = 0; r < nq; r++)
+                if (pp[r] != 0.0f) dp[r] *= 1.0f - th[j * ld + r] * th[j * ld + r];
     }
 }
 
-static void tilestats_generic(const float *S, const float *P, ptrdiff_t ld, int nk,
-                              int nq, float *t, ptrdiff_t tld)
+static void tilestats_generic(const float *S, const float *P, const float *M, ptrdiff_t ld,
+                              int nk, int nq, float *t, ptrdiff_t tld)
 {
     for (int i = 0; i < nq; i++) {
-        float a = 0, l2 = 0, l3 = 0, cnt = 0, sum = 0, sumsq = 0;
+        float a = 0, l1 = 0, l2 = 0, l3 = 0, ties = 0, cnt = 0, sum = 0, sumsq = 0;
         float mn = INFINITY, mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
             const float s = S[j * ld + i], e = P[j * ld + i];
             if (!(s > -INFINITY)) continue;
-            a += e * s;
-            l2 += e * e;
-            l3 += e * e * e;
+            if (s == M[i]) {
+                ties += 1;
+            } else {
+                a += e * (s - M[i]);
+                l1 += e;
+                l2 += e * e;
+                l3 += e * e * e;
+            }
             cnt += 1;
             sum += s;
             sumsq += s * s;
             mn = s < mn ? s : mn;
             mx = s > mx ? s : mx;
         }
-        t[0 * tld + i] = a;
-        t[1 * tld + i] = l2;
-        t[2 * tld + i] = l3;
-        t[3 * tld + i] = cnt;
-        t[4 * tld + i] = sum;
-        t[5 * tld + i] = sumsq;
-        t[6 * tld + i] = mn;
-        t[7 * tld + i] = mx;
+        t[CPU_TS_A * tld + i] = a;
+        t[CPU_TS_P1 * tld + i] = l1;
+        t[CPU_TS_P2 * tld + i] = l2;
+        t[CPU_TS_P3 * tld + i] = l3;
+        t[CPU_TS_TIES * tld + i] = ties;
+        t[CPU_TS_CNT * tld + i] = cnt;
+        t[CPU_TS_SUM * tld + i] = sum;
+        t[CPU_TS_SUMSQ * tld + i] = sumsq;
+        t[CPU_TS_MIN * tld + i] = mn;
+        t[CPU_TS_MAX * tld + i] = mx;
     }
 }
 
@@ -151,7 +141,7 @@ static void store_row_generic(const float *src, float mul, void *dst, sdpa_dtype
 
 const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .name = "generic",
-    .gemm = gemm_generic,
+    .gemm = sdpa__cpu_gemm_skip_zeros, /* the portable product (cpu_common.c) */
     .dots = dots_generic,
     .colmax = colmax_generic,
     .expsub = expsub_generic,

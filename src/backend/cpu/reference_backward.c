@@ -77,16 +77,21 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__proble
                     for (int64_t d = 0; d < D; d++) dqn[d] = 0.0;
                     if (nkept) {
                         sdpa__ref_load_row(&g->dout, p->dtype, b, h, i, Dv, dout);
-                        double Dr = 0.0;
+                        /* Dr = rowsum(dO o O), O recomputed: equal to sum_j p_j dP_j,
+                         * but with an Inf in dO the IEEE classes follow this form,
+                         * the one every fast backend uses */
+                        for (int64_t d = 0; d < Dv; d++) o[d] = 0.0;
                         for (int64_t j = 0; j < Skv; j++) {
                             dp[j] = 0.0;
                             if (!row.kept[j]) continue;
                             for (int64_t d = 0; d < Dv; d++) {
                                 dp[j] += dout[d] * vm[j * Dv + d];
                                 dvacc[j * Dv + d] += row.p[j] * dout[d];
+                                o[d] += row.p[j] * vm[j * Dv + d];
                             }
-                            Dr += row.p[j] * dp[j];
                         }
+                        double Dr = 0.0;
+                        for (int64_t d = 0; d < Dv; d++) Dr += dout[d] * o[d];
                         for (int64_t j = 0; j < Skv; j++) {
                             if (!row.kept[j]) continue;
                             double ds = row.p[j] * (dp[j] - Dr);

@@ -91,8 +91,12 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
         for (int64_t d = 0; keep && d < D; d++) dot += row->qn[d] * kn[j * D + d];
         double t = row->scale * dot;
         double s = p->softcap > 0 ? p->softcap * tanh(t / p->softcap) : t;
-        if (keep && p->has_bias)
-            s += ((const float *)a->bias.mem)[sdpa__at(&a->bias, b, h, i, j)];
+        if (keep && p->has_bias) {
+            /* a -inf bias drops the key like the mask, even where s is NaN */
+            const double bb = ((const float *)a->bias.mem)[sdpa__at(&a->bias, b, h, i, j)];
+            if (bb == -INFINITY) keep = false;
+            s += bb;
+        }
         if (s == -INFINITY) keep = false;
         row->dot[j] = dot;
         row->t[j] = t;

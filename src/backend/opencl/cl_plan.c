@@ -402,7 +402,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         snprintf(opts + n, sizeof opts - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
     else if (pl->direct_kv)
         snprintf(opts + n, sizeof opts - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
-    static const char *const files[] = {"pack.cl", "fwd.cl", "combine.cl", "stats.cl",
+    static const char *const files[] = {"pack.cl", "stats.cl", "fwd.cl", "combine.cl",
                                         "bwd.cl"};
     static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
                                                 "unfused.cl"};
