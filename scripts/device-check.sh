@@ -2,7 +2,7 @@
 # device-check.sh — one command for a machine with GPUs (issue 16, docs/gpu.md):
 # installs the packages (when root), builds, lists the devices (sdpa-info),
 # then on every GPU of the OpenCL and Vulkan backends runs the parity suite
-# (meson test --suite opencl|vulkan with SDPA_DEVICE), the conformance corpus
+# (meson test opencl|vulkan with SDPA_DEVICE), the conformance corpus
 # (sdpa-check on tests/conformance and ../shared/conformance when present),
 # sdpa-bench on the standard presets with % of peak, and a short sdpa-tune;
 # writes one report folder (report.md, report.json, logs/) and a tarball of
@@ -97,12 +97,16 @@ ntargets=$(wc -l < "$out/targets.txt")
 ngpu=$(awk '$3 == 1' "$out/targets.txt" | wc -l)
 echo "device-check: $ntargets device(s) to check, $ngpu GPU(s)"
 
-# Time left after setup, shared by the devices; within a device: suites 45 %,
-# conformance 15 %, bench 20 %, tune 20 % (tune's own --budget a bit less).
+# Time left after setup, shared by the devices; within a device: parity
+# suite 30 %, conformance 25 %, bench 25 % (one step per preset), tune 20 %
+# (its own --budget two thirds of that). CPU stand-ins get the two small
+# bench presets only.
 left=$(( budget - ($(date +%s) - start) ))
 [ "$left" -gt 60 ] || left=60
 per=$(( left / (ntargets > 0 ? ntargets : 1) ))
 share() { local s=$(( per * $1 / 100 )); [ "$s" -ge 20 ] || s=20; echo "$s"; }
+presets=(llm-decode llm-prefill vit mobile)
+[ "$ngpu" -gt 0 ] || presets=(mobile llm-decode)
 
 corpora=()
 for c in tests/conformance ../shared/conformance; do
@@ -112,21 +116,23 @@ done
 while read -r backend index is_gpu name; do
   tag="$backend$index"
   if [ "$suites" = 1 ]; then
-    SDPA_DEVICE=$index step "parity-$tag" "$backend" "$index" "$(share 45)" \
-      meson test -C "$build" --suite "$backend" --num-processes 1 --print-errorlogs
+    # the parity suite is the test named after the backend (tests/meson.build)
+    SDPA_DEVICE=$index step "parity-$tag" "$backend" "$index" "$(share 30)" \
+      meson test -C "$build" --num-processes 1 --print-errorlogs "$backend"
   fi
   for c in "${corpora[@]}"; do
     step "conformance-$tag-$(basename "$(dirname "$c")")-$(basename "$c")" "$backend" "$index" \
-      "$(share 15)" "$tools/sdpa-check" --backend "$backend" --device "$index" "$c"
+      "$(( $(share 25) / ${#corpora[@]} + 1 ))" \
+      "$tools/sdpa-check" --backend "$backend" --device "$index" "$c"
   done
-  step "bench-$tag" "$backend" "$index" "$(share 20)" \
-    "$tools/sdpa-bench" --backend "$backend" --device "$index" --preset llm-decode \
-    --preset llm-prefill --preset vit --preset mobile --repeat 3 --warmup 1 \
-    --max-seconds 2 --json
-  tb=$(( $(share 20) * 2 / 3 ))
+  for p in "${presets[@]}"; do
+    step "bench-$tag-$p" "$backend" "$index" "$(( $(share 25) / ${#presets[@]} + 1 ))" \
+      "$tools/sdpa-bench" --backend "$backend" --device "$index" --preset "$p" \
+      --repeat 3 --warmup 1 --max-seconds 1 --json
+  done
   step "tune-$tag" "$backend" "$index" "$(share 20)" \
     "$tools/sdpa-tune" --backend "$backend" --device "$index" --preset llm-decode \
-    --budget "$tb" --repeats 2 --profile-dir "$out/profiles" --json
+    --budget "$(( $(share 20) * 2 / 3 ))" --repeats 2 --profile-dir "$out/profiles" --json
 done < "$out/targets.txt"
 
 python3 tools/internal/device_report.py "$out" "$ngpu" "$(( $(date +%s) - start ))"

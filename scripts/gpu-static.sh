@@ -9,12 +9,12 @@
 # data/gpu-static-baseline.json beyond the margins in docs/gpu.md.
 #
 #   scripts/gpu-static.sh [BUILD_DIR] [--json FILE] [--update-baseline]
-#                         [--devices a,b] [--jobs N] [--keep DIR]
+#                         [--devices a,b] [--jobs N] [--keep DIR] [--quick]
 #
 # Needs `bash scripts/install-deps.sh --gpu-static` once. BUILD_DIR (default
 # build) is configured and built with -Dtests=true when sdpa-gpu-config is
 # missing. The whole run is bounded by SDPA_GPU_STATIC_TIMEOUT seconds
-# (default 900); the last line is
+# (default 1500); the last line is
 #   gpu-static: N rows, S with spills or scratch, R regressions
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,5 +35,5 @@ if [ ! -x "$tool" ]; then
   ninja -C "$build" tools/internal/sdpa-gpu-config >/dev/null
 fi
 export SDPA_GPU_STATIC_VENV="${SDPA_GPU_STATIC_VENV:-$HOME/.cache/sdpa/gpu-static-venv}"
-exec timeout "${SDPA_GPU_STATIC_TIMEOUT:-900}" python3 tools/internal/gpu_static.py \
+exec timeout "${SDPA_GPU_STATIC_TIMEOUT:-1500}" python3 tools/internal/gpu_static.py \
   --config-tool "$tool" --baseline data/gpu-static-baseline.json "$@"

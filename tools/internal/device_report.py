@@ -40,6 +40,10 @@ def counts(text):
     return None
 
 
+def fmt_ms(v):
+    return "%.3f" % v if isinstance(v, (int, float)) else "-"
+
+
 def outcome(rc):
     return {0: "pass", 124: "timeout", 137: "timeout"}.get(rc, "fail (exit %d)" % rc)
 
@@ -56,6 +60,8 @@ def main():
         s["outcome"] = outcome(s["rc"])
         text = read(os.path.join(out, s["log"]))
         s["counts"] = counts(text)
+        if "No suitable tests defined" in text and s["rc"] == 0:
+            s["rc"], s["outcome"] = 1, "fail (no such test)"
         if s["step"].startswith(("bench-", "tune-")):
             try:
                 s["json"] = json.loads(text)
@@ -108,8 +114,15 @@ def main():
                 "%.1f" % (100 * frac) if frac is not None else ""))
     md += ["", "## Tuning (short budget)", ""]
     for s in steps:
-        if s["step"].startswith("tune-"):
-            md.append("- %s: %s; output in %s" % (s["step"], s["outcome"], s["log"]))
+        if not s["step"].startswith("tune-"):
+            continue
+        md.append("- %s: %s; output in %s" % (s["step"], s["outcome"], s["log"]))
+        for b in (s.get("json") or {}).get("buckets", []):
+            md.append("  - %s (%s): default %s %s ms, tuned %s %s ms, %s of %s candidates "
+                      "measured" % (b.get("shape"), b.get("status"), b.get("default"),
+                                    fmt_ms(b.get("default_ms")), b.get("tuned"),
+                                    fmt_ms(b.get("tuned_ms")), b.get("measured"),
+                                    b.get("candidates")))
     if failed:
         md += ["", "## Failed or timed out", ""]
         for s in failed:

@@ -107,6 +107,13 @@ def count(lines, load_re, fma_re):
     return loads, fmas
 
 
+def wave_size(lines):
+    """64 when the AMD ISA handles exec as 64 bits, else 32 (None: no ISA)."""
+    if not lines:
+        return None
+    return 64 if any(re.search(r"_b64\s.*\bexec\b", l) for l in lines) else 32
+
+
 def ratio(loads, fmas):
     return round(loads / fmas, 3) if fmas else None
 
@@ -140,6 +147,46 @@ def amd_bodies(asm):
         elif name:
             cur.append(line)
     return out
+
+
+def parse_ptxas(text):
+    """ptxas -v output -> {kernel: {regs, spill (stores + loads), stack}}."""
+    info, cur = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            cur = m.group(1)
+            info[cur] = {}
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
+                      line)
+        if m and cur:
+            info[cur].update(stack=int(m.group(1)), spill=int(m.group(2)) + int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and cur:
+            info[cur]["regs"] = int(m.group(1))
+    return info
+
+
+def parse_amd_remarks(text):
+    """clang -Rpass-analysis=kernel-resource-usage -> {kernel: {field: text}}."""
+    info, cur = {}, None
+    for line in text.splitlines():
+        m = re.search(r"remark:\s+(.*?):\s+(\S+)\s+\[-Rpass-analysis", line)
+        if not m:
+            continue
+        if m.group(1) == "Function Name":
+            cur = m.group(2)
+            info[cur] = {}
+        elif cur:
+            info[cur][m.group(1)] = m.group(2)
+    return info
+
+
+def parse_ocloc_spills(text):
+    """ocloc's spill warnings -> {kernel: (simd, regs allocated, spill bytes)}."""
+    return {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+            for m in re.finditer(r"kernel (\w+)\s+compiled SIMD(\d+) allocated (\d+) regs "
+                                 r"and spilled around (\d+)", text)}
 
 
 # ---------------------------------------------------------------- compilers
@@ -179,18 +226,7 @@ class Gate:
                               self.args.timeout)
         if rc != 0:
             return self.failed(job, "ptxas", err + out)
-        info, cur = {}, None
-        for line in (out + err).splitlines():
-            m = re.search(r"Compiling entry function '(\w+)'", line)
-            if m:
-                cur = m.group(1)
-                info[cur] = {}
-            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-            if m and cur:
-                info[cur].update(stack=int(m.group(1)), spill=int(m.group(2)) + int(m.group(3)))
-            m = re.search(r"Used (\d+) registers", line)
-            if m and cur:
-                info[cur]["regs"] = int(m.group(1))
+        info = parse_ptxas(out + err)
         bodies = ptx_bodies(open(ptx_path).read())
         rows = []
         for k in job["kernels"].split(","):
@@ -218,16 +254,7 @@ class Gate:
                             ["-S", "-o", out_s, job["source"]], self.args.timeout)
         if rc != 0:
             return self.failed(job, "clang amdgcn", err)
-        info, cur = {}, None
-        for line in err.splitlines():
-            m = re.search(r"remark:\s+(.*?):\s+(\S+)\s+\[-Rpass-analysis", line)
-            if not m:
-                continue
-            if m.group(1) == "Function Name":
-                cur = m.group(2)
-                info[cur] = {}
-            elif cur:
-                info[cur][m.group(1)] = m.group(2)
+        info = parse_amd_remarks(err)
         bodies = amd_bodies(open(out_s).read())
         rows = []
         for k in job["kernels"].split(","):
@@ -254,10 +281,7 @@ class Gate:
                                "-out_dir", d], self.args.timeout)
         if rc != 0:
             return self.failed(job, "ocloc", out + err)
-        spills = {}
-        for m in re.finditer(r"kernel (\w+)\s+compiled SIMD(\d+) allocated (\d+) regs and "
-                             r"spilled around (\d+)", out + err):
-            spills[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+        spills = parse_ocloc_spills(out + err)
         bins = [f for f in os.listdir(d) if f.endswith(".bin")]
         dis = os.path.join(d, "dis")
         env = dict(os.environ)
@@ -321,11 +345,18 @@ class Gate:
             spill = None
             if "Spilled VGPRs" in s:
                 spill = (s["Spilled VGPRs"] + s.get("Spilled SGPRs", 0)) * 4
-            r = self.row(j, j["pipeline"], s.get("VGPRs"), spill, s.get("Scratch size"),
+            # RADV's scratch is per subgroup: per lane like clang's figure
+            wave = wave_size(lines)
+            scratch = s.get("Scratch size")
+            if scratch is not None and wave:
+                scratch //= wave
+            r = self.row(j, j["pipeline"], s.get("VGPRs"), spill, scratch,
                          s.get("Subgroups per SIMD"), "waves/SIMD", loads if lines else None,
                          fmas if lines else None)
             r["sgprs"] = s.get("SGPRs")
             r["code_bytes"] = s.get("Code size")
+            r["wave"] = wave
+            r["scratch_bytes_per_subgroup"] = s.get("Scratch size")
             if not o.get("ok"):
                 r["status"] = "pipeline creation failed"
             rows.append(r)
@@ -394,6 +425,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per compiler call")
     ap.add_argument("--devices", default="", help="comma-separated device labels (default all)")
     ap.add_argument("--keep", help="keep sources, PTX, ISA under this folder")
+    ap.add_argument("--quick", action="store_true", help="D=128 f32 only (a quick look)")
     args = ap.parse_args()
 
     work = args.keep or tempfile.mkdtemp(prefix="sdpa-gpu-static.")
@@ -407,6 +439,8 @@ def main():
     want = set(filter(None, args.devices.split(",")))
     if want:
         jobs = [j for j in jobs if j["device"] in want]
+    if args.quick:
+        jobs = [j for j in jobs if j["d"] == 128 and j["dtype"] == "f32"]
     gate = Gate(args, work)
     rows, config_only, futs = [], [], []
     ptx_cache = {}
