@@ -37,6 +37,11 @@ def counts(text):
     if ok:
         return {"passed": int(ok[-1]), "failed": int(fail[-1] if fail else 0) +
                 int(to[-1] if to else 0), "skipped": int(skip[-1] if skip else 0)}
+    # sdpa-check stopped before its summary: its per-case lines so far
+    cases = re.findall(r"^(PASS|FAIL|UNSUPPORTED) ", text, re.M)
+    if cases:
+        return {"passed": cases.count("PASS"), "failed": cases.count("FAIL"),
+                "skipped": cases.count("UNSUPPORTED"), "partial": True}
     return None
 
 
@@ -99,7 +104,8 @@ def main():
     for s in steps:
         c = s["counts"] or {}
         md.append("| %s | %s | %s | %s | %s | %d | %s |" % (
-            s["step"], s["outcome"], c.get("passed", ""), c.get("failed", ""),
+            s["step"], s["outcome"] + (" (counts so far)" if c.get("partial") else ""),
+            c.get("passed", ""), c.get("failed", ""),
             c.get("skipped", ""), s["seconds"], s["log"]))
     md += ["", "## Benchmarks (median, % of the device's measured FMA peak)", "",
            "| backend | device | op | shape | dtype | ms | GFLOP/s | % peak |",
