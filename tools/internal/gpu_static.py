@@ -322,7 +322,7 @@ class Gate:
         icd = "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json"
         env.update(RADV_FORCE_FAMILY=fam, VK_ICD_FILENAMES=icd, VK_DRIVER_FILES=icd)
         rc, out, err, _ = run([self.args.config_tool, "vk-stats", device, self.work],
-                              self.args.timeout * 2, env=env)
+                              self.args.timeout * 4, env=env)
         if rc != 0 or not out.strip():
             msg = (err or out).strip().splitlines()[-1:] or ["no output"]
             self.notes.append("vulkan %s (RADV_FORCE_FAMILY=%s): %s" % (device, fam, msg[0]))
