@@ -517,9 +517,8 @@ def main():
         keep = ("api", "kernel", "device", "kind", "d", "dtype", "registers", "spill_bytes",
                 "scratch_bytes", "occupancy", "loads", "fmas", "loads_per_fma", "config")
         ok = [{k: r[k] for k in keep} for r in rows if r["status"] == "ok"]
-        with open(args.baseline, "w") as f:
-            json.dump(ok, f, indent=0)
-            f.write("\n")
+        with open(args.baseline, "w") as f:  # one row per line: reviewable diffs
+            f.write("[\n" + ",\n".join(json.dumps(r) for r in ok) + "\n]\n")
         print("gpu-static: baseline %s rewritten (%d rows)" % (args.baseline, len(ok)))
     bad = sum(1 for r in rows if (r["spill_bytes"] or 0) > 0 or (r["scratch_bytes"] or 0) > 0)
     skipped = sum(1 for r in rows if r["status"] != "ok")
