@@ -12,7 +12,7 @@
 # devices of those backends (PoCL, lavapipe) stand in, and the report says so.
 #
 #   scripts/device-check.sh [--budget SECONDS] [--build DIR] [--out DIR]
-#                           [--no-install] [--no-suites] [--cpu-devices]
+#                           [--no-install] [--suites|--no-suites] [--cpu-devices]
 #
 #   --budget S     total time to aim for (default 420: under 8 minutes with
 #                  install and build); each step gets a share and is stopped
@@ -20,16 +20,18 @@
 #   --build DIR    build folder (default build-device)
 #   --out DIR      report folder (default DIR/device-report-<host>-<time>)
 #   --no-install   skip scripts/install-deps.sh
-#   --no-suites    skip the parity suites (the slowest step on CPU devices)
+#   --no-suites    skip the parity suites; --suites runs them on CPU stand-ins
+#                  too (by default they run on GPUs only: on PoCL and lavapipe
+#                  they are CI's own `meson test` and take longer than a short
+#                  budget)
 #   --cpu-devices  check CPU devices even when GPUs exist
 #
 # Exit status: 0 when every step that ran passed, 1 when one failed or timed
 # out, 2 on a usage error. Send back the tarball (docs/gpu.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 
-budget=420 build=build-device out="" install=1 suites=1 cpu_devices=0
+budget=420 build=build-device out="" install=1 suites=auto cpu_devices=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2;;
@@ -37,8 +39,9 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2;;
     --no-install) install=0; shift;;
     --no-suites) suites=0; shift;;
+    --suites) suites=1; shift;;
     --cpu-devices) cpu_devices=1; shift;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     *) echo "device-check: unknown option $1 (see --help)" >&2; exit 2;;
   esac
 done
@@ -96,15 +99,22 @@ EOF
 ntargets=$(wc -l < "$out/targets.txt")
 ngpu=$(awk '$3 == 1' "$out/targets.txt" | wc -l)
 echo "device-check: $ntargets device(s) to check, $ngpu GPU(s)"
+if [ "$suites" = auto ]; then
+  suites=0
+  [ "$ngpu" -gt 0 ] && suites=1
+fi
+echo "$suites" > "$out/suites.txt"
 
 # Time left after setup, shared by the devices; within a device: parity
 # suite 30 %, conformance 25 %, bench 25 % (one step per preset), tune 20 %
-# (its own --budget two thirds of that). CPU stand-ins get the two small
-# bench presets only.
+# (its own --budget two thirds of that); without suites 35/35/30. CPU
+# stand-ins get the two small bench presets only.
 left=$(( budget - ($(date +%s) - start) ))
 [ "$left" -gt 60 ] || left=60
 per=$(( left / (ntargets > 0 ? ntargets : 1) ))
 share() { local s=$(( per * $1 / 100 )); [ "$s" -ge 20 ] || s=20; echo "$s"; }
+pc_suite=30 pc_conf=25 pc_bench=25 pc_tune=20
+[ "$suites" = 1 ] || { pc_conf=35; pc_bench=35; pc_tune=30; }
 presets=(llm-decode llm-prefill vit mobile)
 [ "$ngpu" -gt 0 ] || presets=(mobile llm-decode)
 
@@ -117,22 +127,22 @@ while read -r backend index is_gpu name; do
   tag="$backend$index"
   if [ "$suites" = 1 ]; then
     # the parity suite is the test named after the backend (tests/meson.build)
-    SDPA_DEVICE=$index step "parity-$tag" "$backend" "$index" "$(share 30)" \
+    SDPA_DEVICE=$index step "parity-$tag" "$backend" "$index" "$(share $pc_suite)" \
       meson test -C "$build" --num-processes 1 --print-errorlogs "$backend"
   fi
   for c in "${corpora[@]}"; do
     step "conformance-$tag-$(basename "$(dirname "$c")")-$(basename "$c")" "$backend" "$index" \
-      "$(( $(share 25) / ${#corpora[@]} + 1 ))" \
+      "$(( $(share $pc_conf) / ${#corpora[@]} + 1 ))" \
       "$tools/sdpa-check" --backend "$backend" --device "$index" "$c"
   done
   for p in "${presets[@]}"; do
-    step "bench-$tag-$p" "$backend" "$index" "$(( $(share 25) / ${#presets[@]} + 1 ))" \
+    step "bench-$tag-$p" "$backend" "$index" "$(( $(share $pc_bench) / ${#presets[@]} + 1 ))" \
       "$tools/sdpa-bench" --backend "$backend" --device "$index" --preset "$p" \
       --repeat 3 --warmup 1 --max-seconds 1 --json
   done
-  step "tune-$tag" "$backend" "$index" "$(share 20)" \
+  step "tune-$tag" "$backend" "$index" "$(share $pc_tune)" \
     "$tools/sdpa-tune" --backend "$backend" --device "$index" --preset llm-decode \
-    --budget "$(( $(share 20) * 2 / 3 ))" --repeats 2 --profile-dir "$out/profiles" --json
+    --budget "$(( $(share $pc_tune) * 2 / 3 ))" --repeats 2 --profile-dir "$out/profiles" --json
 done < "$out/targets.txt"
 
 python3 tools/internal/device_report.py "$out" "$ngpu" "$(( $(date +%s) - start ))"

@@ -91,6 +91,9 @@ def main():
     md.append("Version %s; %d s in all. " % (info.get("version", "?"), seconds) +
               ("**No GPU found: the CPU devices of the OpenCL and Vulkan backends (PoCL, "
                "lavapipe) stood in as devices.**" if cpu_only else "%d GPU device(s)." % ngpu))
+    if read(os.path.join(out, "suites.txt")).strip() == "0":
+        md.append("Parity suites not run (`--no-suites`, or CPU stand-ins without `--suites`: "
+                  "there they are CI's own `meson test`).")
     md += ["", "## Devices", ""]
     for b in info.get("backends", []):
         for d in b.get("devices", []):
