@@ -3,7 +3,8 @@
 # that are missing (so a machine that has them all needs no network).
 # Sourced or run by scripts/demo.sh, scripts/test.sh and .ci/run.
 # `install-deps.sh --hardening` installs only the extra packages of
-# scripts/hardening.sh (see hardening_packages below).
+# scripts/hardening.sh (see hardening_packages below); `--gpu-static` those
+# of scripts/gpu-static.sh (gpu_static_packages below, plus ptxas from PyPI).
 set -euo pipefail
 
 packages=(
@@ -30,6 +31,24 @@ hardening_packages=(
   libc6:arm64 check:arm64 libsubunit-dev:arm64 libcjson-dev:arm64
   check:i386 libsubunit-dev:i386 libcjson-dev:i386
 )
+# --- static GPU gate (scripts/gpu-static.sh, docs/gpu.md): clang-15 and
+# libclc for the NVPTX and AMDGCN targets, ocloc and IGA (intel-opencl-icd,
+# libigc1), RADV's null device (mesa-vulkan-drivers), and a venv for ptxas
+# from PyPI's nvidia-cuda-nvcc-cu12 (SDPA_GPU_STATIC_VENV).
+gpu_static_packages=(
+  clang-15 libclc-15 intel-opencl-icd mesa-vulkan-drivers python3-venv python3-pip
+)
+gpu_static_venv="${SDPA_GPU_STATIC_VENV:-$HOME/.cache/sdpa/gpu-static-venv}"
+gpu_static_ptxas() {
+  compgen -G "$gpu_static_venv/lib/python*/site-packages/nvidia/cuda_nvcc/bin/ptxas" \
+    >/dev/null && return 0
+  echo "install-deps: installing ptxas (pip nvidia-cuda-nvcc-cu12) into $gpu_static_venv"
+  python3 -m venv "$gpu_static_venv"
+  "$gpu_static_venv/bin/pip" install -q nvidia-cuda-nvcc-cu12
+}
+if [ "${1:-}" = "--gpu-static" ]; then
+  packages=("${gpu_static_packages[@]}")
+fi
 if [ "${1:-}" = "--hardening" ]; then
   for arch in arm64 i386; do
     dpkg --print-foreign-architectures | grep -qx "$arch" || {
@@ -47,10 +66,11 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ "${1:-}" = "--gpu-static" ]; then gpu_static_ptxas; fi

@@ -108,6 +108,10 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
                              const char *const *files, int nfiles,
                              const char *options, cl_program *out);
 void sdpa__cl_programs_free(sdpa__cl_state *st);
+/* The source sdpa__cl_program builds for a device with properties d: quirk
+ * block, prelude.cl, then files; *out malloc'd and NUL-terminated. */
+sdpa_status sdpa__cl_source(sdpa_context *ctx, const sdpa__cl_props *d,
+                            const char *const *files, int nfiles, char **out, size_t *len);
 /* Records a failed clBuildProgram of prog: the driver's build log on the
  * context (sdpa_context_last_error) and SDPA_ERR_BUILD with the cl_int and
  * `what` ("clBuildProgram", "building peak.cl", ...) in the message. */
@@ -160,6 +164,17 @@ sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
                               unsigned plan_flags);
 /* Forced tile ranges of the backend table (cl_plan.c). */
 extern const sdpa__tile_range sdpa__cl_tile_ranges[SDPA__TILE_FIELDS];
+/* The configuration plan_create chooses on a device with properties d (no
+ * device or context needed; tools/internal/sdpa-gpu-config.c): pl's tile
+ * fields and pl->backward; SDPA_ERR_UNSUPPORTED (no message) when refused. */
+sdpa_status sdpa__cl_plan_config(const sdpa__cl_props *d, const sdpa__problem *p,
+                                 const sdpa_tile_config *tile, unsigned flags,
+                                 sdpa__cl_plan *pl);
+/* The -D build options of pl's program for p (what clBuildProgram gets). */
+void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *opts,
+                           size_t size);
+/* The kernel files of pl's program, in assembly order (*out is static). */
+int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out);
 /* Tuning slots of the backend table (cl_plan.c, cl_program.c). */
 void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
                            sdpa_tile_config *tile);

@@ -162,11 +162,11 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
 /* Reads the forced fields of the tile config (SDPA_AUTO = default) and
  * checks the result against the device's limits. quiet: refuse without
  * recording a message (used to prune tuning candidates). */
-static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
-                                 const sdpa__problem *p, const sdpa_tile_config *t,
-                                 unsigned flags, sdpa__cl_plan *pl, bool *forced, bool quiet)
+static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
+                                 cl_device_id device, const sdpa__problem *p,
+                                 const sdpa_tile_config *t, unsigned flags,
+                                 sdpa__cl_plan *pl, bool *forced, bool quiet)
 {
-    const sdpa__cl_props *d = &st->props;
     bool gpu = gpu_style(d);
     /* CPU-style defaults: rows per work-item by head size so the output
      * accumulators (rows x Dv floats) stay in 32 vector registers. */
@@ -216,11 +216,11 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_state *st,
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d (%s) does not suit this "
                       "device", gemm, sdpa__cl_gemm_label(gemm));
     /* AUTO: keep whatever set is in force for the device (0 if none) */
-    if (unfused == 1 && gemm == SDPA_AUTO) gemm = sdpa__cl_gemm_current(st->device);
-    if (gemm == 0 && unfused == 1 && sdpa__cl_gemm_current(st->device) != 0)
+    if (unfused == 1 && gemm == SDPA_AUTO) gemm = sdpa__cl_gemm_current(device);
+    if (gemm == 0 && unfused == 1 && sdpa__cl_gemm_current(device) != 0)
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params 0 (CLBlast's own parameters): "
                       "libsdpa set %d is in force for this device in this process, and "
-                      "CLBlast cannot go back to its own", sdpa__cl_gemm_current(st->device));
+                      "CLBlast cannot go back to its own", sdpa__cl_gemm_current(device));
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
     if (stage) {
@@ -276,7 +276,8 @@ void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned p
     sdpa__cl_plan pl;
     bool forced;
     memset(&pl, 0, sizeof pl);
-    if (choose_config(ctx, st, p, NULL, plan_flags, &pl, &forced, true) == SDPA_OK)
+    if (choose_config(ctx, &st->props, st->device, p, NULL, plan_flags, &pl, &forced, true) ==
+        SDPA_OK)
         config_to_tile(&pl, tile);
     else
         sdpa_tile_config_init(tile);
@@ -290,7 +291,8 @@ static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdp
     sdpa__cl_plan pl;
     bool forced;
     memset(&pl, 0, sizeof pl);
-    if (choose_config(ctx, st, p, t, flags, &pl, &forced, true) != SDPA_OK) return;
+    if (choose_config(ctx, &st->props, st->device, p, t, flags, &pl, &forced, true) != SDPA_OK)
+        return;
     sdpa_tile_config c;
     config_to_tile(&pl, &c);
     for (int i = 0; i < *n && i < max; i++)
@@ -369,6 +371,55 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     return n;
 }
 
+/* Configuration, build options and files of a plan without a device
+ * (cl_internal.h): plan_create uses them, and so does the static GPU gate's
+ * tools/internal/sdpa-gpu-config.c for described devices. */
+sdpa_status sdpa__cl_plan_config(const sdpa__cl_props *d, const sdpa__problem *p,
+                                 const sdpa_tile_config *tile, unsigned flags,
+                                 sdpa__cl_plan *pl)
+{
+    bool forced;
+    SDPA__TRY(choose_config(NULL, d, NULL, p, tile, flags, pl, &forced, true));
+    pl->backward = (flags & SDPA_PLAN_BACKWARD) != 0;
+    return SDPA_OK;
+}
+
+void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *opts,
+                           size_t size)
+{
+    int n = snprintf(opts, size,
+                     "-DSTORE_DT=%d -DHD=%d -DHDV=%d -DWG=%d -DRPW=%d -DKT=%d -DOV=%d -DQV=%d "
+                     "-DSTAGE_KV=%d -DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d "
+                     "-DHAS_STATS=%d",
+                     (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
+                     pl->stage_kv, p->has_mask, p->has_bias, p->softcap > 0,
+                     p->has_stats);
+    if (n < 0 || (size_t)n >= size) return;
+    if (pl->backward)
+        snprintf(opts + n, size - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
+    else if (pl->direct_kv)
+        snprintf(opts + n, size - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
+}
+
+int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
+{
+    static const char *const files[] = {"pack.cl", "stats.cl", "fwd.cl", "combine.cl",
+                                        "bwd.cl"};
+    static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
+                                                "unfused.cl"};
+    static const char *const direct_files[] = {"pack.cl", "decode.cl", "combine.cl"};
+    if (pl->unfused) {
+        *out = unfused_files;
+        return 4;
+    }
+    if (pl->direct_kv) {
+        *out = direct_files;
+        return 3;
+    }
+    *out = files;
+    return pl->backward ? 5 : 4;
+}
+
 sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state)
 {
@@ -378,7 +429,8 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     sdpa__cl_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "opencl: plan");
     bool forced = false;
-    sdpa_status s = choose_config(ctx, st, p, options ? options->tile : NULL,
+    sdpa_status s = choose_config(ctx, &st->props, st->device, p,
+                                  options ? options->tile : NULL,
                                   options ? options->flags : 0, pl, &forced, false);
     if (s != SDPA_OK) goto fail;
     pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
@@ -391,28 +443,10 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     if (pl->direct_kv) pl->SqP = (int)p->Sq; /* decode.cl reads q rows < Sq only */
 
     char opts[512];
-    int n = snprintf(opts, sizeof opts,
-                     "-DSTORE_DT=%d -DHD=%d -DHDV=%d -DWG=%d -DRPW=%d -DKT=%d -DOV=%d -DQV=%d "
-                     "-DSTAGE_KV=%d -DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d "
-                     "-DHAS_STATS=%d",
-                     (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
-                     pl->stage_kv, p->has_mask, p->has_bias, p->softcap > 0,
-                     p->has_stats);
-    if (pl->backward)
-        snprintf(opts + n, sizeof opts - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
-    else if (pl->direct_kv)
-        snprintf(opts + n, sizeof opts - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
-    static const char *const files[] = {"pack.cl", "stats.cl", "fwd.cl", "combine.cl",
-                                        "bwd.cl"};
-    static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
-                                                "unfused.cl"};
-    static const char *const direct_files[] = {"pack.cl", "decode.cl", "combine.cl"};
-    if (pl->unfused)
-        s = sdpa__cl_program(ctx, st, unfused_files, 4, opts, &pl->program);
-    else if (pl->direct_kv)
-        s = sdpa__cl_program(ctx, st, direct_files, 3, opts, &pl->program);
-    else
-        s = sdpa__cl_program(ctx, st, files, pl->backward ? 5 : 4, opts, &pl->program);
+    const char *const *files;
+    int nfiles = sdpa__cl_plan_files(pl, &files);
+    sdpa__cl_plan_options(p, pl, opts, sizeof opts);
+    s = sdpa__cl_program(ctx, st, files, nfiles, opts, &pl->program);
     if (s != SDPA_OK) goto fail;
 
     struct { cl_kernel *k; const char *name; bool want; } ks[] = {

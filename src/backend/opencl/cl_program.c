@@ -129,13 +129,14 @@ sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
                              (int)err);
 }
 
-sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
-                             const char *const *files, int nfiles,
-                             const char *options, cl_program *out)
+sdpa_status sdpa__cl_source(sdpa_context *ctx, const sdpa__cl_props *d,
+                            const char *const *files, int nfiles, char **out, size_t *len)
 {
     sbuf src = {0};
     char quirks[2048];
-    sdpa__cl_quirks(&st->props, quirks, sizeof quirks);
+    *out = NULL;
+    *len = 0;
+    sdpa__cl_quirks(d, quirks, sizeof quirks);
     sb_str(&src, quirks);
     sdpa_status s = add_file(ctx, &src, "prelude.cl");
     for (int i = 0; s == SDPA_OK && i < nfiles; i++) s = add_file(ctx, &src, files[i]);
@@ -147,6 +148,18 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
         free(src.s);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "OpenCL: kernel source");
     }
+    *out = src.s;
+    *len = src.n;
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
+                             const char *const *files, int nfiles,
+                             const char *options, cl_program *out)
+{
+    sbuf src = {0};
+    sdpa_status s = sdpa__cl_source(ctx, &st->props, files, nfiles, &src.s, &src.n);
+    if (s != SDPA_OK) return s;
     uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, src.s, src.n);
     size_t klen = strlen(options) + 32;
     char *key = malloc(klen);

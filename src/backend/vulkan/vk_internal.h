@@ -111,6 +111,8 @@ typedef struct sdpa__vk_state {
     void *dummy;                /* small buffer bound to absent tensors */
     struct sdpa__vk_block *blocks; /* device-memory blocks (vk_alloc.c) */
     int block_count;
+    VkPipelineCreateFlags pipeline_flags; /* 0; the static GPU gate's tool asks for
+                                           * statistics (tools/internal) */
 } sdpa__vk_state;
 
 typedef struct sdpa__vk_buffer {
@@ -208,6 +210,14 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
                                       const uint32_t *code, size_t size,
                                       VkPipelineLayout layout, const uint32_t *spec,
                                       uint32_t nspec, const char *name, VkPipeline *out);
+/* The embedded SPIR-V of a plan's pipeline `name` ("fwd" runs fwd_rows with
+ * plan->rows > 1): its file name <shader>_<dtype>.spv in file, its code
+ * (NULL when not embedded) and *size in bytes. */
+const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
+                                        const sdpa__vk_plan *plan, char *file,
+                                        size_t file_size, size_t *size);
+/* The specialization constants (ids 0..SDPA__VK_MAX_SPEC-1) of plan's pipelines. */
+void sdpa__vk_spec_constants(const sdpa__vk_plan *plan, uint32_t spec[SDPA__VK_MAX_SPEC]);
 /* Compute pipeline for shader `name` ("fwd", ...) in the dtype's variant. */
 sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                      const char *name, sdpa_dtype dtype,
@@ -216,6 +226,12 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
 /* vk_plan.c */
 sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p,
                               unsigned plan_flags);
+/* The configuration plan_create chooses on a device with capabilities caps
+ * (no device needed; tools/internal/sdpa-gpu-config.c): pl's p, flags, tile
+ * fields and spec_flags; failures recorded on ctx (which may be NULL). */
+sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
+                                 const sdpa__problem *p, const sdpa_plan_options *options,
+                                 sdpa__vk_plan *pl);
 sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state);
 void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state);

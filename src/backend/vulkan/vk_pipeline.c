@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 sdpa_status sdpa__vk_layouts_create(sdpa_context *ctx, sdpa__vk_state *s)
 {
@@ -121,6 +122,7 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
             .pSpecializationInfo = &si,
         },
         .layout = layout,
+        .flags = s->pipeline_flags,
     };
     r = vkCreateComputePipelines(s->device, s->pcache, 1, &ci, NULL, out);
     vkDestroyShaderModule(s->device, mod, NULL);
@@ -133,38 +135,55 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
-                                     const char *name, sdpa_dtype dtype,
-                                     const sdpa__vk_plan *plan, VkPipeline *out)
+const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
+                                        const sdpa__vk_plan *plan, char *file,
+                                        size_t file_size, size_t *size)
 {
     /* several rows per invocation is a shader of its own (fwd_rows.comp) */
     if (strcmp(name, "fwd") == 0 && plan->rows > 1) name = "fwd_rows";
     const char *tag = single_variant(name) ? "f32" : sdpa_dtype_name(dtype);
-    char file[64];
-    snprintf(file, sizeof file, "%s_%s.spv", name, tag);
-    const uint32_t *code = NULL;
-    size_t size = 0;
-    uint32_t *owned = NULL;
-    const char *dev_dir = getenv("SDPA_VK_SPIRV_DIR");
-    if (dev_dir && *dev_dir) {
-        owned = load_dev_spirv(dev_dir, file, &size);
-        if (owned) {
-            code = owned;
-            sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: %s loaded from %s", file, dev_dir);
-        }
-    }
-    for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; !code && e->name; e++)
+    snprintf(file, file_size, "%s_%s.spv", name, tag);
+    for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
         if (strcmp(e->name, file) == 0) {
-            code = (const uint32_t *)(const void *)e->data;
-            size = e->size;
+            *size = e->size;
+            return (const uint32_t *)(const void *)e->data;
         }
-    SDPA__CHECK(ctx, code, SDPA_ERR_INTERNAL, "vulkan: SPIR-V '%s' is not embedded", file);
+    *size = 0;
+    return NULL;
+}
 
-    uint32_t spec[SDPA__VK_MAX_SPEC] = {
+void sdpa__vk_spec_constants(const sdpa__vk_plan *plan, uint32_t spec[SDPA__VK_MAX_SPEC])
+{
+    const uint32_t v[SDPA__VK_MAX_SPEC] = {
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
         (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv, (uint32_t)plan->rows,
     };
+    memcpy(spec, v, sizeof v);
+}
+
+sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
+                                     const char *name, sdpa_dtype dtype,
+                                     const sdpa__vk_plan *plan, VkPipeline *out)
+{
+    char file[64];
+    size_t size = 0;
+    const uint32_t *code = sdpa__vk_spirv_embedded(name, dtype, plan, file, sizeof file, &size);
+    uint32_t *owned = NULL;
+    const char *dev_dir = getenv("SDPA_VK_SPIRV_DIR");
+    if (dev_dir && *dev_dir) {
+        size_t dev_size = 0;
+        owned = load_dev_spirv(dev_dir, file, &dev_size);
+        if (owned) {
+            code = owned;
+            size = dev_size;
+            sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: %s loaded from %s", file, dev_dir);
+        }
+    }
+    SDPA__CHECK(ctx, code, SDPA_ERR_INTERNAL, "vulkan: SPIR-V '%s' is not embedded", file);
+
+    uint32_t spec[SDPA__VK_MAX_SPEC];
+    sdpa__vk_spec_constants(plan, spec);
     double t0 = sdpa__now();
     sdpa_status st = sdpa__vk_compute_pipeline(ctx, s, code, size, s->pipe_layout, spec,
                                                SDPA__VK_MAX_SPEC,

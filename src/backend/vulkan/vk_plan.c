@@ -271,20 +271,15 @@ static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pla
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
-                                 const sdpa_plan_options *options, void **plan_state)
+sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
+                                 const sdpa__problem *p, const sdpa_plan_options *options,
+                                 sdpa__vk_plan *pl)
 {
-    *plan_state = NULL;
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
-    SDPA__TRY(sdpa__vk_supports(ctx, p, options ? options->flags : 0));
-    sdpa__vk_plan *pl = calloc(1, sizeof *pl);
-    SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     pl->p = *p;
     pl->flags = options ? options->flags : 0;
-
     const sdpa_tile_config *t = options ? options->tile : NULL;
     if (t && t->struct_size < sizeof(sdpa_tile_config)) t = NULL;
-    int max_wg = (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024);
+    int max_wg = (int)(caps->max_wg < 1024 ? caps->max_wg : 1024);
     pl->wg_size = pick(t, t ? t->wg_size : SDPA_AUTO, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
     pl->k_tile = pick(t, t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE);
     sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
@@ -298,22 +293,19 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.wg_size %d exceeds the device's %d invocations per "
                         "work-group", pl->wg_size, max_wg);
-    else if (stage && shared_need > (int64_t)s->caps.max_shared)
+    else if (stage && shared_need > (int64_t)caps->max_shared)
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.stage_kv = 1 with k_tile %d needs %lld bytes of shared "
                         "memory for the K/V tile (k_tile x (D %lld + Dv %lld) floats) and the "
                         "device's maxComputeSharedMemorySize is %u bytes (use a smaller "
                         "k_tile or stage_kv 0)", pl->k_tile, (long long)shared_need,
-                        (long long)p->D, (long long)p->Dv, s->caps.max_shared);
+                        (long long)p->D, (long long)p->Dv, caps->max_shared);
     else if (stage && forced_split > 1)
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.stage_kv = 1 does not combine with a key split "
                         "(tile.split_kv = %d); leave split_kv at SDPA_AUTO or 1",
                         forced_split);
-    if (st != SDPA_OK) {
-        sdpa__vk_plan_free(ctx, pl);
-        return st;
-    }
+    if (st != SDPA_OK) return st;
     pl->stage_kv = stage;
 
     /* query rows per invocation (q_tile): SDPA_AUTO = 1, fwd.comp, on every
@@ -329,10 +321,7 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.q_tile %d does not combine with stage_kv = 1; use "
                         "q_tile 1 or stage_kv 0", q_rows);
-    if (st != SDPA_OK) {
-        sdpa__vk_plan_free(ctx, pl);
-        return st;
-    }
+    if (st != SDPA_OK) return st;
     pl->rows = q_rows;
 
     int64_t rows = p->B * p->Hq * p->Sq;
@@ -348,7 +337,7 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         int64_t want = (256 + rows - 1) / rows, most = p->Skv / 128;
         nsplit = (int)(want < most ? want : most);
     }
-    if (s->caps.loop_limited && !stage) {
+    if (caps->loop_limited && !stage) {
         /* enough splits that one invocation's key range fits the budget */
         int64_t per = (SDPA__VK_LOOP_BUDGET - fwd_row_iterations(p, q_rows)) /
                       (p->D + p->Dv + 1);
@@ -378,16 +367,26 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
 
     const char *which = "";
     int64_t iters = loop_iterations(pl, &which);
-    if (s->caps.loop_limited && iters > SDPA__VK_LOOP_BUDGET) {
-        st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
-                        "vulkan: llvmpipe ends a shader invocation after 65535 loop iterations "
-                        "and shader '%s' would need about %lld for this shape (use the CPU "
-                        "backend, a larger k_tile, %sor shorter sequences)", which,
-                        (long long)iters, stage ? "stage_kv 0, " : "");
-        sdpa__vk_plan_free(ctx, pl);
-        return st;
+    if (caps->loop_limited && iters > SDPA__VK_LOOP_BUDGET) {
+        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                          "vulkan: llvmpipe ends a shader invocation after 65535 loop "
+                          "iterations and shader '%s' would need about %lld for this shape "
+                          "(use the CPU backend, a larger k_tile, %sor shorter sequences)",
+                          which, (long long)iters, stage ? "stage_kv 0, " : "");
     }
-    st = plan_build(ctx, s, pl);
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+                                 const sdpa_plan_options *options, void **plan_state)
+{
+    *plan_state = NULL;
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    SDPA__TRY(sdpa__vk_supports(ctx, p, options ? options->flags : 0));
+    sdpa__vk_plan *pl = calloc(1, sizeof *pl);
+    SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
+    sdpa_status st = sdpa__vk_plan_config(ctx, &s->caps, p, options, pl);
+    if (st == SDPA_OK) st = plan_build(ctx, s, pl);
     if (st != SDPA_OK) {
         sdpa__vk_plan_free(ctx, pl);
         return st;
