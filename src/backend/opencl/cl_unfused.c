@@ -34,7 +34,8 @@ const char *sdpa__cl_unfused_missing(void)
 #ifdef SDPA_HAVE_CLBLAST
     return sdpa__clblast_api_load();
 #else
-    return "opencl: this build does not have CLBlast (meson option clblast)";
+    return "opencl: tile.unfused: the unfused path needs CLBlast, which this build "
+           "does not have (meson option clblast)";
 #endif
 }
 
