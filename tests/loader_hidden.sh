@@ -62,7 +62,8 @@ except OSError as e:
 sys.exit(1)" || fail "$1 still loads after hiding it"
 }
 
-"$info" --json >"$tmp/before.json" || fail "sdpa-info --json exits $? with the libraries present"
+rc=0; "$info" --json >"$tmp/before.json" || rc=$?
+[ $rc = 0 ] || fail "sdpa-info --json exits $rc with the libraries present"
 read -r has_cl has_vk cl_devs < <(python3 - "$tmp/before.json" <<'PY'
 import json, sys
 b = {x["name"]: x for x in json.load(open(sys.argv[1]))["backends"]}
@@ -73,8 +74,9 @@ PY
 
 hide libclblast.so.1
 if [ "$has_cl" = 1 ] && [ "$cl_devs" -gt 0 ]; then
-  "$check" --backend opencl --unfused "$case_dir" >"$tmp/check.txt" 2>&1 ||
-    { cat "$tmp/check.txt"; fail "sdpa-check --unfused without CLBlast exits $? (want UNSUPPORTED, exit 0)"; }
+  rc=0; "$check" --backend opencl --unfused "$case_dir" >"$tmp/check.txt" 2>&1 || rc=$?
+  [ $rc = 0 ] ||
+    { cat "$tmp/check.txt"; fail "sdpa-check --unfused without CLBlast exits $rc (want UNSUPPORTED, exit 0)"; }
   grep -q "^UNSUPPORTED .*cannot load libclblast.so.1" "$tmp/check.txt" ||
     { cat "$tmp/check.txt"; fail "the unfused path without CLBlast is not refused naming libclblast.so.1"; }
   echo "loader_hidden: without CLBlast, tile.unfused is refused naming libclblast.so.1"
@@ -85,11 +87,13 @@ fi
 hide libOpenCL.so.1
 hide libvulkan.so.1
 
-"$quickstart" >"$tmp/qs.txt" 2>&1 || { cat "$tmp/qs.txt"; fail "quickstart exits $? without the GPU libraries"; }
+rc=0; "$quickstart" >"$tmp/qs.txt" 2>&1 || rc=$?
+[ $rc = 0 ] || { cat "$tmp/qs.txt"; fail "quickstart exits $rc without the GPU libraries"; }
 grep -q "^backend cpu " "$tmp/qs.txt" || { cat "$tmp/qs.txt"; fail "quickstart did not run on the cpu backend"; }
 echo "loader_hidden: quickstart runs on the cpu backend"
 
-"$info" --json >"$tmp/after.json" || fail "sdpa-info --json exits $? without the GPU libraries"
+rc=0; "$info" --json >"$tmp/after.json" || rc=$?
+[ $rc = 0 ] || fail "sdpa-info --json exits $rc without the GPU libraries"
 python3 - "$tmp/after.json" "$has_cl" "$has_vk" <<'PY' || fail "sdpa-info without the GPU libraries"
 import json, sys
 d = json.load(open(sys.argv[1]))
