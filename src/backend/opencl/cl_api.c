@@ -16,9 +16,18 @@
 
 #include <pthread.h>
 
+/* Android has no versioned sonames (the vendor's libOpenCL.so). */
+#ifdef __ANDROID__
+#define CL_SONAME "libOpenCL.so"
+#define CLBLAST_SONAME "libclblast.so"
+#else
+#define CL_SONAME "libOpenCL.so.1"
+#define CLBLAST_SONAME "libclblast.so.1"
+#endif
+
 sdpa__cl_api_table sdpa__cl_api;
 
-SDPA__LIB_DEFINE_LOADER(cl_load, sdpa__cl_api, SDPA__CL_API, "opencl", "libOpenCL.so.1",
+SDPA__LIB_DEFINE_LOADER(cl_load, sdpa__cl_api, SDPA__CL_API, "opencl", CL_SONAME,
                         "install an OpenCL ICD loader (e.g. ocl-icd-libopencl1) and a driver")
 
 const char *sdpa__cl_api_load(void) { return cl_load(); }
@@ -27,7 +36,7 @@ const char *sdpa__cl_api_load(void) { return cl_load(); }
 sdpa__clblast_api_table sdpa__clblast_api;
 
 SDPA__LIB_DEFINE_LOADER(clblast_load, sdpa__clblast_api, SDPA__CLBLAST_API, "opencl",
-                        "libclblast.so.1",
+                        CLBLAST_SONAME,
                         "install CLBlast (e.g. libclblast1) for the unfused path (tile.unfused)")
 
 /* CLBlast calls into OpenCL: its table is only of use after OpenCL's. */

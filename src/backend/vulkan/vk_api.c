@@ -11,9 +11,16 @@
 
 #include <pthread.h>
 
+/* Android's loader has no versioned soname. */
+#ifdef __ANDROID__
+#define VK_SONAME "libvulkan.so"
+#else
+#define VK_SONAME "libvulkan.so.1"
+#endif
+
 sdpa__vk_api_table sdpa__vk_api;
 
-SDPA__LIB_DEFINE_LOADER(vk_load, sdpa__vk_api, SDPA__VK_API, "vulkan", "libvulkan.so.1",
+SDPA__LIB_DEFINE_LOADER(vk_load, sdpa__vk_api, SDPA__VK_API, "vulkan", VK_SONAME,
                         "install the Vulkan loader (e.g. libvulkan1) and a driver")
 
 const char *sdpa__vk_api_load(void) { return vk_load(); }
