@@ -12,7 +12,8 @@
 # hide them: ld.so still searches the system folders.) Where the kernel
 # refuses unprivileged namespaces the test is skipped (exit 77), saying so.
 #
-# Checks, first with only CLBlast hidden (when OpenCL lists a device):
+# Checks, first with only CLBlast hidden (when the build has CLBlast and
+# OpenCL lists a device):
 #  - sdpa-check --backend opencl --unfused: the case is UNSUPPORTED with a
 #    message naming libclblast.so.1;
 # then with all three hidden:
@@ -22,7 +23,7 @@
 #    and AUTO's log names libOpenCL.so.1 and libvulkan.so.1;
 #  - quickstart with SDPA_BACKEND=opencl / vulkan fails, naming the library.
 # Run by meson test (suite loader):
-#   loader_hidden.sh QUICKSTART SDPA_INFO SDPA_CHECK CASE_DIR
+#   loader_hidden.sh QUICKSTART SDPA_INFO SDPA_CHECK CASE_DIR HAVE_CLBLAST(0|1)
 set -euo pipefail
 if [ "${1:-}" != --inside ]; then
   if ! unshare -rm true 2>/dev/null; then
@@ -32,7 +33,7 @@ if [ "${1:-}" != --inside ]; then
   exec unshare -rm bash "$0" --inside "$@"
 fi
 shift
-quickstart=$1 info=$2 check=$3 case_dir=$4
+quickstart=$1 info=$2 check=$3 case_dir=$4 has_clblast=$5
 unset LD_LIBRARY_PATH LD_PRELOAD SDPA_BACKEND SDPA_DEVICE
 export SDPA_LOG=error
 tmp=$(mktemp -d)
@@ -73,7 +74,7 @@ PY
 )
 
 hide libclblast.so.1
-if [ "$has_cl" = 1 ] && [ "$cl_devs" -gt 0 ]; then
+if [ "$has_clblast" = 1 ] && [ "$has_cl" = 1 ] && [ "$cl_devs" -gt 0 ]; then
   rc=0; "$check" --backend opencl --unfused "$case_dir" >"$tmp/check.txt" 2>&1 || rc=$?
   [ $rc = 0 ] ||
     { cat "$tmp/check.txt"; fail "sdpa-check --unfused without CLBlast exits $rc (want UNSUPPORTED, exit 0)"; }
@@ -81,7 +82,7 @@ if [ "$has_cl" = 1 ] && [ "$cl_devs" -gt 0 ]; then
     { cat "$tmp/check.txt"; fail "the unfused path without CLBlast is not refused naming libclblast.so.1"; }
   echo "loader_hidden: without CLBlast, tile.unfused is refused naming libclblast.so.1"
 else
-  echo "loader_hidden: no OpenCL device: the CLBlast check is not run"
+  echo "loader_hidden: no CLBlast in this build or no OpenCL device: the CLBlast check is not run"
 fi
 
 hide libOpenCL.so.1
