@@ -26,10 +26,14 @@
 #   loader_hidden.sh QUICKSTART SDPA_INFO SDPA_CHECK CASE_DIR HAVE_CLBLAST(0|1)
 set -euo pipefail
 if [ "${1:-}" != --inside ]; then
-  if ! unshare -rm true 2>/dev/null; then
-    echo "loader_hidden: SKIP: unshare -rm (user + mount namespaces) is not permitted here"
+  probe=$(mktemp -d)
+  : >"$probe/a"; : >"$probe/b"
+  if ! unshare -rm mount --bind "$probe/a" "$probe/b" 2>/dev/null; then
+    rm -rf "$probe"
+    echo "loader_hidden: SKIP: unshare -rm + mount --bind (user + mount namespaces) is not permitted here"
     exit 77
   fi
+  rm -rf "$probe"
   exec unshare -rm bash "$0" --inside "$@"
 fi
 shift
