@@ -174,9 +174,15 @@ SDPA_API void sdpa_context_options_init(sdpa_context_options *options);
  * naming it; then the CPU backend, which always works, is used (backends with
  * no GPU are skipped silently, at INFO). With an explicit backend, its error
  * is returned instead.
+ * The OpenCL and Vulkan backends open their loader (libOpenCL.so.1,
+ * libvulkan.so.1) at run time, on first use: libsdpa does not link them.
+ * When it cannot be loaded, AUTO skips that backend at INFO and an explicit
+ * request fails with SDPA_ERR_UNSUPPORTED and a message naming the library.
+ * The cpu and reference backends need nothing and always work.
  * Returns SDPA_ERR_NULL, SDPA_ERR_INVALID_ARG (bad options or env value),
- * SDPA_ERR_UNSUPPORTED (backend not compiled in), SDPA_ERR_NO_DEVICE,
- * SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
+ * SDPA_ERR_UNSUPPORTED (backend not compiled in, or its run-time library
+ * cannot be loaded), SDPA_ERR_NO_DEVICE, SDPA_ERR_DEVICE,
+ * SDPA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
 SDPA_API sdpa_status sdpa_context_create(const sdpa_context_options *options,
                                          sdpa_context **out);
 /* Waits for pending work, frees every plan and buffer cache the context owns.
@@ -443,9 +449,12 @@ typedef struct sdpa_device_info {
     char details[1024];      /* backend-specific capability summary */
 } sdpa_device_info;
 
-/* Whether a backend is compiled into this build (1) or not (0). */
+/* Whether a backend is compiled into this build (1) or not (0). A compiled-in
+ * OpenCL or Vulkan backend still needs its loader at run time (see
+ * sdpa_context_create). */
 SDPA_API int sdpa_backend_compiled(sdpa_backend_kind kind);
-/* Number of devices the backend sees now (0 when none or not compiled). */
+/* Number of devices the backend sees now (0 when none, not compiled, or its
+ * run-time library, libOpenCL.so.1 / libvulkan.so.1, cannot be loaded). */
 SDPA_API sdpa_status sdpa_device_count(sdpa_backend_kind kind, int *count);
 SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
                                           sdpa_device_info *info);

@@ -14,7 +14,9 @@
  *
  * Available when the library was built with the OpenCL backend
  * (sdpa_backend_compiled(SDPA_BACKEND_OPENCL)); otherwise these functions
- * return SDPA_ERR_UNSUPPORTED.
+ * return SDPA_ERR_UNSUPPORTED. libsdpa opens libOpenCL.so.1 at run time (it
+ * does not link it); sdpa_opencl_context_create returns
+ * SDPA_ERR_UNSUPPORTED when it cannot be loaded.
  */
 #ifndef SDPA_OPENCL_H
 #define SDPA_OPENCL_H

@@ -53,7 +53,8 @@ SDPA_API void sdpa_vulkan_device_init(sdpa_vulkan_device *dev);
  * may be NULL; its backend/device fields are ignored. The pipeline cache
  * is persisted under the options' cache directory as usual.
  * Returns SDPA_ERR_NULL, SDPA_ERR_INVALID_ARG, SDPA_ERR_UNSUPPORTED (built
- * without Vulkan, or the device is older than 1.1), SDPA_ERR_DEVICE,
+ * without Vulkan, libvulkan.so.1 cannot be loaded: libsdpa opens it at run
+ * time, or the device is older than 1.1), SDPA_ERR_DEVICE,
  * SDPA_ERR_OUT_OF_MEMORY. */
 SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *options,
                                                 const sdpa_vulkan_device *dev,

@@ -8,7 +8,8 @@
 #    found from the library's location, holding every installed profile file,
 #    with the same matching-record count as the build tree's sdpa-info;
 #  - examples/quickstart.c compiles and links with the README's pkg-config
-#    line against the moved install (relocatable sdpa.pc), and runs.
+#    line against the moved install (relocatable sdpa.pc), and runs;
+#  - sdpa.pc requires none of OpenCL, vulkan, clblast (opened at run time).
 # Run by .ci/run after the build; needs no root. Exit status non-zero on the
 # first failed check.
 #   bash scripts/install-check.sh [BUILD_DIR]
@@ -72,6 +73,9 @@ grep -q "^shipped profiles: .*(library location), $files files" "$tmp/info.txt" 
 
 # A program built with the README's line against the moved install.
 export PKG_CONFIG_PATH="$moved/$libdir/pkgconfig"
+# libsdpa opens the GPU libraries at run time: sdpa.pc must not require them.
+reqs=$(pkg-config --print-requires --print-requires-private sdpa)
+! grep -qiE '^(OpenCL|vulkan|clblast)\b' <<<"$reqs" || fail "sdpa.pc requires: $(echo $reqs)"
 cd "$tmp"
 cc "$src/examples/quickstart.c" -o quickstart $(pkg-config --cflags --libs sdpa) -lm \
   -Wl,-rpath,"$(pkg-config --variable=libdir sdpa)" || fail "quickstart does not build with pkg-config"

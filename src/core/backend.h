@@ -89,6 +89,12 @@ typedef struct sdpa__backend {
     const char *name;
     bool host_memory; /* buffers are host memory: refs carry host pointers */
 
+    /* optional (NULL = nothing to load): loads the backend's run-time
+     * library (dlopen, once per process, thread safe; src/core/dynlib.h).
+     * NULL when usable, else a message naming the library that cannot be
+     * loaded; the front end then treats the backend as unavailable. */
+    const char *(*load)(void);
+
     /* Devices (callable without a context). */
     sdpa_status (*device_count)(int *count);
     sdpa_status (*device_info)(int index, sdpa_device_info *info);
@@ -167,6 +173,9 @@ extern const sdpa__backend sdpa__backend_vulkan;
 
 /* Backend table for a kind, or NULL when not compiled in. */
 const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind);
+/* NULL when be's run-time library is loaded (or it needs none), else why
+ * not (be->load's message). */
+const char *sdpa__backend_unavailable(const sdpa__backend *be);
 
 /* The backend's private context state (what context_init stored). */
 void *sdpa__context_backend_state(const sdpa_context *ctx);

@@ -7,7 +7,10 @@
  * OpenCL or Vulkan device that matches it, GPU or not; when none matches, one
  * WARN line says so before the CPU backend is used. A device that fails to
  * start gets one WARN line and the next backend is tried; a backend without a
- * GPU is skipped at INFO. Options set in code win over the environment.
+ * GPU, or whose run-time library (libOpenCL.so.1, libvulkan.so.1) cannot be
+ * loaded, is skipped at INFO. An explicit backend whose library cannot be
+ * loaded fails with SDPA_ERR_UNSUPPORTED and the loader's message. Options
+ * set in code win over the environment.
  */
 #include "dispatch.h"
 
@@ -155,6 +158,8 @@ static sdpa_status start_explicit(sdpa_context *ctx, sdpa_backend_kind kind,
     SDPA__CHECK(ctx, be, SDPA_ERR_UNSUPPORTED,
                 "backend '%s' is not compiled into this build of libsdpa",
                 sdpa_backend_name(kind));
+    const char *why = sdpa__backend_unavailable(be);
+    SDPA__CHECK(ctx, !why, SDPA_ERR_UNSUPPORTED, "%s", why);
     int n = 0;
     sdpa_status st = be->device_count(&n);
     SDPA__CHECK(ctx, st == SDPA_OK || st == SDPA_ERR_NO_DEVICE, st,
@@ -177,6 +182,11 @@ static sdpa_status start_auto(sdpa_context *ctx, const char *sel)
         if (!be) {
             sdpa__log(ctx, SDPA_LOG_INFO, "auto: %s not compiled in",
                       sdpa_backend_name(order[k]));
+            continue;
+        }
+        const char *why = sdpa__backend_unavailable(be);
+        if (why) {
+            sdpa__log(ctx, SDPA_LOG_INFO, "auto: %s; trying the next backend", why);
             continue;
         }
         int idx = match_device(be, sel, true, ctx->device_name,

@@ -1,7 +1,8 @@
 /*
  * registry.c — which backends this build has, and device listing through
  * them. The CPU fallback is the fast CPU backend when compiled in, else the
- * reference (a build always has a working CPU path).
+ * reference (a build always has a working CPU path). A compiled-in backend
+ * whose run-time library cannot be loaded (backend.h, load) lists no device.
  */
 #include "context_impl.h"
 
@@ -22,6 +23,11 @@ const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind)
     }
 }
 
+const char *sdpa__backend_unavailable(const sdpa__backend *be)
+{
+    return be->load ? be->load() : NULL;
+}
+
 int sdpa_backend_compiled(sdpa_backend_kind kind)
 {
     return sdpa__backend_get(kind) != NULL;
@@ -32,7 +38,7 @@ sdpa_status sdpa_device_count(sdpa_backend_kind kind, int *count)
     if (!count) return SDPA_ERR_NULL;
     *count = 0;
     const sdpa__backend *be = sdpa__backend_get(kind);
-    if (!be) return SDPA_OK;
+    if (!be || sdpa__backend_unavailable(be)) return SDPA_OK; /* none: library absent */
     sdpa_status st = be->device_count(count);
     if (st != SDPA_OK) *count = 0;
     /* "no platform" is not an error when counting */
@@ -44,7 +50,7 @@ sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
 {
     if (!info) return SDPA_ERR_NULL;
     const sdpa__backend *be = sdpa__backend_get(kind);
-    if (!be) return SDPA_ERR_UNSUPPORTED;
+    if (!be || sdpa__backend_unavailable(be)) return SDPA_ERR_UNSUPPORTED;
     int n = 0;
     sdpa_status st = be->device_count(&n);
     if (st != SDPA_OK) return st;

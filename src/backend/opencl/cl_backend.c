@@ -12,6 +12,7 @@ const sdpa__backend sdpa__backend_opencl = {
     .kind = SDPA_BACKEND_OPENCL,
     .name = "opencl",
     .host_memory = false,
+    .load = sdpa__cl_api_load,
     .device_count = sdpa__cl_device_count,
     .device_info = sdpa__cl_device_info,
     .context_init = sdpa__cl_context_init,

@@ -29,6 +29,9 @@ static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n);
 
 sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n)
 {
+    *out = NULL;
+    *n = 0;
+    if (sdpa__cl_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libOpenCL.so.1 */
     pthread_mutex_lock(&discovery_lock);
     sdpa_status st = enumerate_locked(out, n);
     pthread_mutex_unlock(&discovery_lock);

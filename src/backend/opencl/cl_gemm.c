@@ -26,7 +26,7 @@
 #include <string.h>
 
 #ifdef SDPA_HAVE_CLBLAST
-#include <clblast_c.h>
+#include "clblast_api.h"
 #endif
 
 enum { NPARAM = 16 };

@@ -19,6 +19,8 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 
+#include "cl_api.h"
+
 #include "internal.h"
 
 /* One device as found through the ICD loader. */
@@ -189,8 +191,10 @@ sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_pl
 /* ---- cl_unfused.c (scores through CLBlast; forward only) ---- */
 /* The default of sdpa_plan_options.workspace_limit (SDPA_AUTO). */
 #define SDPA__CL_DEFAULT_WORKSPACE_LIMIT ((uint64_t)256 << 20)
-/* Whether CLBlast is built in. */
+/* Whether CLBlast is built in and libclblast.so.1 loads (loading it on first
+ * call); when not, _missing says why (NULL when available). */
 bool sdpa__cl_unfused_available(void);
+const char *sdpa__cl_unfused_missing(void);
 /* Workspace bytes of the unfused path without CLBlast's temporary buffer. */
 uint64_t sdpa__cl_unfused_bytes(const sdpa__problem *p);
 /* Checks the workspace limit (SDPA_ERR_WORKSPACE with the bytes needed),

@@ -22,6 +22,7 @@ sdpa_status sdpa_opencl_context_create(const sdpa_context_options *options,
     if (!out) return SDPA_ERR_NULL;
     *out = NULL;
     if (!context || !device || !queue) return SDPA_ERR_NULL;
+    if (sdpa__cl_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libOpenCL.so.1 */
     cl_context qctx = NULL;
     cl_device_id qdev = NULL;
     cl_platform_id plat = NULL;

@@ -204,8 +204,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
                       "(create the backward plan without unfused = 1)");
     if (unfused == 1 && !sdpa__cl_unfused_available())
-        return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path needs CLBlast, "
-                      "which this build does not have (meson option clblast)");
+        return REFUSE(quiet, ctx, "%s", sdpa__cl_unfused_missing());
     if (gemm != SDPA_AUTO && unfused != 1)
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params %d applies to the unfused path "
                       "only (set tile.unfused = 1)", gemm);

@@ -16,8 +16,9 @@
  * temporary buffer are allocated at plan creation, and only when their total
  * fits options->workspace_limit (SDPA_AUTO = 256 MiB; 0 = never), otherwise
  * SDPA_ERR_WORKSPACE names the bytes needed. Forward only (cl_plan.c
- * refuses unfused backward plans). Without CLBlast the path is refused with
- * SDPA_ERR_UNSUPPORTED. Called by cl_plan.c and cl_forward.c.
+ * refuses unfused backward plans). Without CLBlast (not built in, or
+ * libclblast.so.1 cannot be loaded at run time: clblast_api.h) the path is
+ * refused with SDPA_ERR_UNSUPPORTED. Called by cl_plan.c and cl_forward.c.
  */
 #include "cl_internal.h"
 
@@ -25,16 +26,22 @@
 #include "cl_gemm.h"
 
 #ifdef SDPA_HAVE_CLBLAST
-#include <clblast_c.h>
+#include "clblast_api.h"
 #endif
+
+const char *sdpa__cl_unfused_missing(void)
+{
+#ifdef SDPA_HAVE_CLBLAST
+    return sdpa__clblast_api_load();
+#else
+    return "opencl: tile.unfused: the unfused path needs CLBlast, which this build "
+           "does not have (meson option clblast)";
+#endif
+}
 
 bool sdpa__cl_unfused_available(void)
 {
-#ifdef SDPA_HAVE_CLBLAST
-    return true;
-#else
-    return false;
-#endif
+    return sdpa__cl_unfused_missing() == NULL;
 }
 
 /* Floats of each unfused workspace array. */
@@ -136,6 +143,8 @@ sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
                                    int64_t workspace_limit)
 {
 #ifdef SDPA_HAVE_CLBLAST
+    const char *why = sdpa__cl_unfused_missing();
+    SDPA__CHECK(ctx, !why, SDPA_ERR_UNSUPPORTED, "%s", why);
     /* The plan's CLBlast parameter set first: the temporary buffer's size
      * depends on it. */
     if (pl->gemm > 0) SDPA__TRY(sdpa__cl_gemm_apply(ctx, st->device, pl->gemm));

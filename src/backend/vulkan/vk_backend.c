@@ -15,6 +15,7 @@ const sdpa__backend sdpa__backend_vulkan = {
     .kind = SDPA_BACKEND_VULKAN,
     .name = "vulkan",
     .host_memory = false,
+    .load = sdpa__vk_api_load,
     .device_count = sdpa__vk_device_count,
     .device_info = sdpa__vk_device_info,
     .context_init = sdpa__vk_context_init,
@@ -55,6 +56,7 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     if (dev->struct_size < sizeof *dev) return SDPA_ERR_INVALID_ARG;
     if (!dev->instance || !dev->physical_device || !dev->device || !dev->queue)
         return SDPA_ERR_NULL;
+    if (sdpa__vk_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libvulkan.so.1 */
     sdpa__vk_state *s = calloc(1, sizeof *s);
     if (!s) return SDPA_ERR_OUT_OF_MEMORY;
     s->owns_device = false;

@@ -123,6 +123,7 @@ static VkResult create_instance(bool validation, VkInstance *out, bool *debug)
     uint32_t nl = 0, ne = 0;
     VkInstanceCreateFlags flags = 0;
     *debug = false;
+    if (sdpa__vk_api_load()) return VK_ERROR_INITIALIZATION_FAILED; /* no libvulkan.so.1 */
     if (validation && has_layer("VK_LAYER_KHRONOS_validation")) {
         layers[nl++] = "VK_LAYER_KHRONOS_validation";
         if (has_instance_ext(NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||

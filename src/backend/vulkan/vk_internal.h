@@ -18,6 +18,8 @@
 
 #include <vulkan/vulkan.h>
 
+#include "vk_api.h"
+
 /* Descriptor bindings, identical in every shader (shaders/vulkan/common.glsl). */
 enum {
     SDPA__VK_T_Q = 0, SDPA__VK_T_K, SDPA__VK_T_V, SDPA__VK_T_OUT,
