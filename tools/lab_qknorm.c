@@ -34,6 +34,43 @@ static void help(void)
            "\n%s", lab_global_help);
 }
 
+/* Sentences under the summary, each printed only when the two runs show
+ * it: the logit bound when the normed run stayed inside it, the entropy
+ * collapse when the run without the norm went lower, divergence, and a
+ * warning that accuracy cannot show diffuse attention when a run is accurate
+ * with a high entropy. Loss and accuracy are printed, not interpreted: they
+ * depend on seed and backend (docs/lab.md). */
+static void qknorm_footer(const lab_epoch *ep, int E, const double *peak,
+                          const double *emin, double bound, int pairs)
+{
+    const lab_epoch *none = ep, *rms = ep + (E + 1);
+    char a[32], b[32];
+    printf("\n");
+    for (int m = 0; m < 2; m++) {
+        int dv = lab_diverged(ep + (size_t)m * (E + 1), E);
+        if (dv >= 0)
+            printf("qk_norm %s diverged at epoch %d: non-finite values, shown as nan.\n",
+                   m ? "rms" : "none", dv);
+    }
+    if (isfinite(peak[1]) && peak[1] <= bound * (1 + 1e-5))
+        printf("With RMS QK-norm every score stayed within scale * d = %.3g (peak %s),\n"
+               "however large the weights grew.\n", bound, lab_fmt(a, 32, peak[1], 3));
+    if (isfinite(peak[0]) && peak[0] > bound)
+        printf("Without the norm the scores reached %s, past that bound.\n",
+               lab_fmt(a, 32, peak[0], 3));
+    if (isfinite(emin[0]) && isfinite(emin[1]) && emin[0] < 0.5 * emin[1])
+        printf("The attention entropy fell to %s nats without the norm, %s with it\n"
+               "(uniform attention: log(%d) = %.3f).\n", lab_fmt(a, 32, emin[0], 3),
+               lab_fmt(b, 32, emin[1], 3), pairs, log((double)pairs));
+    for (int m = 0; m < 2; m++) {
+        const lab_epoch *x = m ? rms : none;
+        if (x[E].acc >= 0.9 && x[E].entropy > 0.5 * log((double)pairs))
+            printf("qk_norm %s: accuracy %.3f with entropy %.2f nats and loss %.3f: the\n"
+                   "argmax is right while the attention stays diffuse.\n",
+                   m ? "rms" : "none", x[E].acc, x[E].entropy, x[E].loss);
+    }
+}
+
 int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
 {
     lab_task_opts o;
@@ -114,6 +151,8 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
         }
     }
 
+    double bound = (o.cfg.scale == SDPA_SCALE_DEFAULT ? 1 / sqrt((double)o.cfg.d)
+                    : o.cfg.scale == SDPA_SCALE_MUP ? 1.0 / o.cfg.d : o.cfg.scale) * o.cfg.d;
     double peak[2], emin[2];
     for (int m = 0; m < 2; m++) {
         peak[m] = -INFINITY, emin[m] = INFINITY;
@@ -128,6 +167,8 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
         printf(",\"d\":%d,\"scale\":\"%s\",\"optim\":\"%s\",\"lr\":", o.cfg.d,
                lab_scale_name(o.cfg.scale, 1, sb, 32), o.cfg.adam ? "adam" : "sgd");
         lab_json_num(stdout, o.cfg.lr);
+        printf(",\"logit_bound\":");
+        lab_json_num(stdout, bound);
         printf(",\"runs\":[");
         for (int m = 0; m < 2; m++) {
             const lab_epoch *x = ep + (size_t)m * (E + 1);
@@ -137,7 +178,9 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
             lab_json_num(stdout, emin[m]);
             printf(",\"final_acc\":");
             lab_json_num(stdout, x[E].acc);
-            printf(",");
+            printf(",\"final_loss\":");
+            lab_json_num(stdout, x[E].loss);
+            printf(",\"diverged\":%s,", lab_diverged(x, E) >= 0 ? "true" : "false");
             lab_json_epochs(x, E);
             printf("}");
         }
@@ -145,28 +188,27 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
     } else {
         printf("\nsummary\n\n");
         const char *head[] = {"qk_norm", "peak logit_max", "min entropy", "final entropy",
-                              "final acc", "final |W|"};
-        const int right[] = {0, 1, 1, 1, 1, 1};
+                              "final sat", "final acc", "final loss", "final |W|"};
+        const int right[] = {0, 1, 1, 1, 1, 1, 1, 1};
         tu_table t;
-        tu_table_init(&t, 6, head, right);
+        tu_table_init(&t, 8, head, right);
         for (int m = 0; m < 2; m++) {
             const lab_epoch *x = ep + (size_t)m * (E + 1);
-            char c[6][32];
+            char c[8][32];
             snprintf(c[0], 32, "%s", mname[m]);
             lab_fmt(c[1], 32, peak[m], 2);
             lab_fmt(c[2], 32, emin[m], 4);
             lab_fmt(c[3], 32, x[E].entropy, 4);
-            lab_fmt(c[4], 32, x[E].acc, 3);
-            lab_fmt(c[5], 32, x[E].wnorm, 2);
-            const char *cells[6] = {c[0], c[1], c[2], c[3], c[4], c[5]};
+            lab_fmt(c[4], 32, x[E].sat_frac, 2);
+            lab_fmt(c[5], 32, x[E].acc, 3);
+            lab_fmt(c[6], 32, x[E].loss, 3);
+            lab_fmt(c[7], 32, x[E].wnorm, 2);
+            const char *cells[8] = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
             tu_table_add(&t, cells);
         }
         tu_table_print(&t, stdout);
         tu_table_free(&t);
-        printf("\nWith RMS QK-norm the scores are bounded by scale * d (here %.3g) however\n"
-               "large the weights grow.\n",
-               (o.cfg.scale == SDPA_SCALE_DEFAULT ? 1 / sqrt((double)o.cfg.d)
-                : o.cfg.scale == SDPA_SCALE_MUP ? 1.0 / o.cfg.d : o.cfg.scale) * o.cfg.d);
+        qknorm_footer(ep, E, peak, emin, bound, o.cfg.pairs);
     }
 
     int rc = LAB_EXIT_OK;

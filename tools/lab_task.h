@@ -49,16 +49,25 @@ void lab_task_cfg_init(lab_task_cfg *cfg);
 int64_t lab_task_elems(const lab_task_cfg *cfg, int d);
 
 /* Measurements after an epoch (epoch 0 = before training), on the held-out
- * batches. */
+ * batches. The attention statistics are per query row: the evaluation runs
+ * every query of a sequence as its own head (Hq = queries, Hkv = 1), so the
+ * library's per-head statistics are per-row values, and the tool reports
+ * their mean and distribution. A row whose inputs or output are not finite
+ * makes every attention statistic of the epoch NaN (divergence reads as
+ * divergence, on every backend). */
 typedef struct lab_epoch {
     double loss;        /* mean cross-entropy */
     double acc;         /* fraction of queries whose argmax o is the right value */
     double entropy;     /* mean attention entropy (nats), from entropy_mean */
-    double jacobian;    /* mean softmax-Jacobian Frobenius norm */
+    double jacobian;    /* mean softmax-Jacobian Frobenius norm over rows */
+    double jac_median;  /* median row ||J||_F */
+    double jac_q10;     /* 10 % quantile of row ||J||_F */
     double pmax;        /* mean max attention probability */
+    double sat_frac;    /* fraction of rows with p_max > 0.99 (saturated_frac) */
     double logit_max;   /* largest score seen (logit_max) */
     double wnorm;       /* sqrt(||Wq||^2 + ||Wk||^2) */
     double grad_norm;   /* mean over the epoch's steps of ||dL/d(Wq,Wk)|| */
+    int nonfinite;      /* rows with non-finite inputs or output */
 } lab_epoch;
 
 /* Runs the task: out[0..epochs] receives the measurements. Returns 0;
@@ -67,6 +76,10 @@ typedef struct lab_epoch {
  * printing the library's error. */
 #define LAB_TASK_UNSUPPORTED 2
 int lab_task_run(lab_env *env, const lab_task_cfg *cfg, lab_epoch *out);
+
+/* Linear-interpolated quantile u in [0, 1] of x[0..n) (sorts x); NaN for
+ * n = 0. */
+double lab_quantile(double *x, int n, double u);
 
 /* "1", "1/sqrt(d)", "1/d" or the number, for tables; "1", "rsqrt", "inv" or
  * the number for JSON (`key` = 1). */
@@ -90,6 +103,9 @@ int lab_task_flag(ta_args *a, lab_task_opts *o);
 /* One aligned line per epoch, under lab_print_epoch_head(). */
 void lab_print_epoch_head(void);
 void lab_print_epoch(int e, const lab_epoch *x);
+/* First epoch whose loss, gradient or attention statistics are not finite
+ * (a diverged run), or -1. */
+int lab_diverged(const lab_epoch *ep, int epochs);
 /* `"epochs":[{...}, ...]` for epochs 0..epochs. */
 void lab_json_epochs(const lab_epoch *ep, int epochs);
 

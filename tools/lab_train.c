@@ -3,9 +3,12 @@
  * run for every (d, scale) pair, with the attention forward and backward on
  * the chosen backend. Prints a line per epoch (loss, accuracy, entropy,
  * Jacobian norm, max logit) for each run and a summary table; --plot draws
- * accuracy against epoch. The point it makes: unscaled attention at large d
- * starts saturated (entropy and Jacobian near 0) and barely learns, while
- * 1/sqrt(d) learns at every d.
+ * accuracy against epoch. Beside the means it reports how the rows are
+ * distributed (median row ||J||_F, saturated_frac) and the weight-gradient
+ * norm, because unscaled attention at large d starts with most rows
+ * saturated while a few near-tied rows still carry large gradients: the mean
+ * alone hides both. Every sentence under the table is computed from the runs
+ * above it and printed only when their numbers support it.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -89,16 +92,19 @@ int lab_task_flag(ta_args *a, lab_task_opts *o)
 
 void lab_print_epoch_head(void)
 {
-    printf("  %5s %8s %7s %8s %10s %10s %9s\n", "epoch", "loss", "acc", "entropy",
-           "||J||_F", "logit_max", "|W|");
+    printf("  %5s %8s %7s %8s %10s %10s %6s %10s %9s %9s\n", "epoch", "loss", "acc",
+           "entropy", "||J||_F", "med ||J||", "sat", "logit_max", "|W|", "|grad|");
 }
 
 void lab_print_epoch(int e, const lab_epoch *x)
 {
-    char j[32], l[32];
-    printf("  %5d %8.4f %7.3f %8.4f %10s %10s %9.3f\n", e, x->loss, x->acc, x->entropy,
-           lab_fmt(j, sizeof j, x->jacobian, 4), lab_fmt(l, sizeof l, x->logit_max, 2),
-           x->wnorm);
+    char c[9][32];
+    printf("  %5d %8s %7s %8s %10s %10s %6s %10s %9s %9s\n", e,
+           lab_fmt(c[0], 32, x->loss, 4), lab_fmt(c[1], 32, x->acc, 3),
+           lab_fmt(c[2], 32, x->entropy, 4), lab_fmt(c[3], 32, x->jacobian, 4),
+           lab_fmt(c[4], 32, x->jac_median, 4), lab_fmt(c[5], 32, x->sat_frac, 2),
+           lab_fmt(c[6], 32, x->logit_max, 2), lab_fmt(c[7], 32, x->wnorm, 3),
+           e ? lab_fmt(c[8], 32, x->grad_norm, 3) : "-");
 }
 
 void lab_json_epochs(const lab_epoch *ep, int epochs)
@@ -106,12 +112,14 @@ void lab_json_epochs(const lab_epoch *ep, int epochs)
     printf("\"epochs\":[");
     for (int e = 0; e <= epochs; e++) {
         const lab_epoch *x = &ep[e];
-        const char *names[] = {"loss", "acc", "entropy", "jacobian_fro", "pmax",
-                               "logit_max", "wnorm", "grad_norm"};
-        double vals[] = {x->loss, x->acc, x->entropy, x->jacobian, x->pmax,
-                         x->logit_max, x->wnorm, x->grad_norm};
-        printf("%s{\"epoch\":%d", e ? "," : "", e);
-        for (int c = 0; c < 8; c++) {
+        const char *names[] = {"loss", "acc", "entropy", "jacobian_fro",
+                               "jacobian_fro_median", "jacobian_fro_q10", "pmax",
+                               "saturated_frac", "logit_max", "wnorm", "grad_norm"};
+        double vals[] = {x->loss, x->acc, x->entropy, x->jacobian, x->jac_median,
+                         x->jac_q10, x->pmax, x->sat_frac, x->logit_max, x->wnorm,
+                         e ? x->grad_norm : NAN};
+        printf("%s{\"epoch\":%d,\"nonfinite_rows\":%d", e ? "," : "", e, x->nonfinite);
+        for (int c = 0; c < 11; c++) {
             printf(",\"%s\":", names[c]);
             lab_json_num(stdout, vals[c]);
         }
@@ -127,6 +135,69 @@ static int epochs_to(const lab_epoch *ep, int epochs, double level)
         if (ep[e].acc >= level)
             return e;
     return -1;
+}
+
+/* First epoch with non-finite statistics or loss, or -1. */
+int lab_diverged(const lab_epoch *ep, int epochs)
+{
+    for (int e = 0; e <= epochs; e++)
+        if (ep[e].nonfinite || !isfinite(ep[e].loss) || !isfinite(ep[e].grad_norm))
+            return e;
+    return -1;
+}
+
+/* The sentences under the summary, each printed only when the runs' numbers
+ * show it: divergence, saturated starts (with the per-row figures and the
+ * gradient norm against the 1/sqrt(d) run of the same d, whichever way that
+ * comparison goes), and what "> E" in the last column means. */
+static void train_footer(const lab_epoch *ep, int E, const int *ok, const int64_t *dims,
+                         int ndims, const double *scales, int nsc, int pairs)
+{
+    char sb[32], a[32], b[32], g[32], h[32];
+    int open = 0, late = 0;
+    printf("\nmax entropy is log(%d) = %.3f nats; sat = fraction of rows with p_max > 0.99;\n"
+           "med ||J|| = median over rows of the softmax-Jacobian norm; |grad| ep1 = mean\n"
+           "||dL/d(Wq,Wk)|| over the first epoch's steps.\n", pairs, log((double)pairs));
+    for (int i = 0; i < ndims; i++)
+        for (int s = 0; s < nsc; s++) {
+            int r = i * nsc + s;
+            const lab_epoch *x = ep + (size_t)r * (E + 1);
+            if (!ok[r])
+                continue;
+            if (epochs_to(x, E, 0.9) < 0)
+                late = 1;
+            const char *sn = lab_scale_name(scales[s], 0, sb, 32);
+            int dv = lab_diverged(x, E);
+            if (dv >= 0) {
+                printf("%sd=%d, scale %s diverged at epoch %d: non-finite values, shown as "
+                       "nan.\n", open++ ? "" : "\n", (int)dims[i], sn, dv);
+                continue;
+            }
+            if (!(x[0].sat_frac >= 0.5))
+                continue;
+            printf("%sd=%d, scale %s starts saturated: %.0f%% of rows have p_max > 0.99,\n"
+                   "  median row ||J|| %s (mean %s).\n", open++ ? "" : "\n", (int)dims[i], sn,
+                   100 * x[0].sat_frac, lab_fmt(a, 32, x[0].jac_median, 3),
+                   lab_fmt(b, 32, x[0].jacobian, 3));
+            for (int t = 0; t < nsc; t++) {
+                const lab_epoch *y = ep + (size_t)(i * nsc + t) * (E + 1);
+                if (scales[t] != SDPA_SCALE_DEFAULT || t == s || !ok[i * nsc + t] ||
+                    !isfinite(x[1].grad_norm) || !isfinite(y[1].grad_norm))
+                    continue;
+                if (x[1].grad_norm > y[1].grad_norm)
+                    printf("  Its weight gradient is still larger than at 1/sqrt(d) (%s vs "
+                           "%s):\n  only the %.0f%% of rows that are not saturated can "
+                           "carry it.\n", lab_fmt(g, 32, x[1].grad_norm, 3),
+                           lab_fmt(h, 32, y[1].grad_norm, 3), 100 * (1 - x[0].sat_frac));
+                else
+                    printf("  Its weight gradient is smaller than at 1/sqrt(d) (%s vs %s).\n",
+                           lab_fmt(g, 32, x[1].grad_norm, 3),
+                           lab_fmt(h, 32, y[1].grad_norm, 3));
+            }
+        }
+    if (late)
+        printf("\n'> %d': 90%% accuracy not reached within the %d epochs run (a longer "
+               "--epochs may reach it).\n", E, E);
 }
 
 int lab_cmd_train(lab_env *env, int argc, char **argv)
@@ -250,7 +321,7 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
     }
 
     if (env->json) {
-        printf("{\"command\":\"train\",");
+        printf("{\"command\":\"train\",\"epochs\":%d,", E);
         lab_json_env(stdout, env);
         printf(",\"optim\":\"%s\",\"lr\":", c->adam ? "adam" : "sgd");
         lab_json_num(stdout, c->lr);
@@ -272,6 +343,12 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
             lab_json_num(stdout, x[0].entropy);
             printf(",\"final_acc\":");
             lab_json_num(stdout, x[E].acc);
+            printf(",\"final_loss\":");
+            lab_json_num(stdout, x[E].loss);
+            printf(",\"grad_norm_epoch1\":");
+            lab_json_num(stdout, x[1].grad_norm);
+            printf(",\"diverged\":%s", lab_diverged(x, E) >= 0 ? "true" : "false");
+            /* -1: not reached within the epochs run (not "never") */
             printf(",\"epochs_to_90\":%d,", epochs_to(x, E, 0.9));
             lab_json_epochs(x, E);
             printf("}");
@@ -280,37 +357,40 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
     } else {
         printf("\nsummary (%d runs, %.1f s; chance accuracy about %.2f)\n\n", nruns, secs,
                1.0 / c->pairs);
-        const char *head[] = {"d", "scale", "entropy@0", "||J||@0", "acc@0", "final acc",
-                              "final loss", "epochs to 90%"};
-        const int right[] = {1, 0, 1, 1, 1, 1, 1, 1};
+        const char *head[] = {"d", "scale", "entropy@0", "||J||@0", "med ||J||@0",
+                              "sat@0", "|grad| ep1", "final acc", "final loss",
+                              "epochs to 90%"};
+        const int right[] = {1, 0, 1, 1, 1, 1, 1, 1, 1, 1};
         tu_table t;
-        tu_table_init(&t, 8, head, right);
+        tu_table_init(&t, 10, head, right);
         for (int r = 0; r < nruns; r++) {
             const lab_epoch *x = ep + (size_t)r * (E + 1);
-            char cl[8][32];
+            char cl[10][32];
             char sb[32];
             snprintf(cl[0], 32, "%d", (int)dims[r / nsc]);
             snprintf(cl[1], 32, "%s", lab_scale_name(scales[r % nsc], 0, sb, 32));
             lab_fmt(cl[2], 32, x[0].entropy, 3);
             lab_fmt(cl[3], 32, x[0].jacobian, 3);
-            lab_fmt(cl[4], 32, x[0].acc, 3);
-            lab_fmt(cl[5], 32, x[E].acc, 3);
-            lab_fmt(cl[6], 32, x[E].loss, 3);
+            lab_fmt(cl[4], 32, x[0].jac_median, 3);
+            lab_fmt(cl[5], 32, x[0].sat_frac, 2);
+            lab_fmt(cl[6], 32, x[1].grad_norm, 3);
+            lab_fmt(cl[7], 32, x[E].acc, 3);
+            lab_fmt(cl[8], 32, x[E].loss, 3);
             int e90 = epochs_to(x, E, 0.9);
             if (e90 < 0)
-                snprintf(cl[7], 32, "never");
+                snprintf(cl[9], 32, "> %d", E);
             else
-                snprintf(cl[7], 32, "%d", e90);
-            for (int j = 2; j < 8 && !ok[r]; j++)
+                snprintf(cl[9], 32, "%d", e90);
+            for (int j = 2; j < 10 && !ok[r]; j++)
                 snprintf(cl[j], 32, "%s", j == 2 ? "unsupported" : "-");
-            const char *cells[8] = {cl[0], cl[1], cl[2], cl[3], cl[4], cl[5], cl[6], cl[7]};
+            const char *cells[10];
+            for (int j = 0; j < 10; j++)
+                cells[j] = cl[j];
             tu_table_add(&t, cells);
         }
         tu_table_print(&t, stdout);
         tu_table_free(&t);
-        printf("\nmax entropy is log(%d) = %.3f nats; entropy@0 near 0 means the softmax\n"
-               "starts saturated, so its Jacobian (and every gradient) is near 0.\n",
-               c->pairs, log((double)c->pairs));
+        train_footer(ep, E, ok, dims, ndims, scales, nsc, c->pairs);
     }
 
     int rc = LAB_EXIT_OK;
