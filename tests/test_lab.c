@@ -99,6 +99,37 @@ static int lab(int with_backend, const char *args)
     return WEXITSTATUS(st);
 }
 
+/* Runs `sdpa-lab --backend BE ARGS`; like lab(). */
+static int lab_on(const char *be, const char *args)
+{
+    char a[1500];
+    snprintf(a, sizeof a, "--backend %s %s", be, args);
+    return lab(0, a);
+}
+
+/* The backends every behaviour test runs on: reference, and cpu when built. */
+static int backends(const char **out)
+{
+    int n = 0;
+    out[n++] = "reference";
+    if (sdpa_backend_compiled(SDPA_BACKEND_CPU))
+        out[n++] = "cpu";
+    return n;
+}
+
+/* Runs a --json command on backend `be` that must succeed and returns the
+ * parsed document. */
+static cJSON *lab_json_on(const char *be, const char *args)
+{
+    char a[1024];
+    snprintf(a, sizeof a, "--json %s", args);
+    int rc = lab_on(be, a);
+    ck_assert_msg(rc == 0, "sdpa-lab --backend %s %s: exit %d, stderr: %s", be, a, rc, g_err);
+    cJSON *doc = cJSON_Parse(g_out);
+    ck_assert_msg(doc != NULL, "sdpa-lab %s: output is not JSON: %.300s", a, g_out);
+    return doc;
+}
+
 /* Runs a --json command that must succeed and returns the parsed document. */
 static cJSON *lab_json(const char *args)
 {
@@ -225,6 +256,110 @@ START_TEST(test_train_quick_scaled_learns_unscaled_saturated)
     doc = lab_json("--seed 3 train --quick");
     ck_assert_str_eq(strstr(g_out, "\"runs\""), first);
     free(first);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+/* Issue 20: the train footer used to say that unscaled scores at large d make
+ * "every gradient near 0" while the JSON showed a larger weight gradient than
+ * at 1/sqrt(d). The per-row figures show why: most rows are dead (median row
+ * ||J|| tiny, most rows saturated), a few carry the gradient. The footer now
+ * says what the numbers say, and "never" became "> E". */
+START_TEST(test_train_footer_from_data)
+{
+    const char *args = "train --steps 1 --epochs 1 --dims 1024 --scales 1,rsqrt";
+    cJSON *doc = lab_json(args);
+    const cJSON *runs = arr(doc, "runs", 2);
+    const cJSON *u = find_run(runs, 1024, "1"), *s = find_run(runs, 1024, "rsqrt");
+    double gu = num(u, "grad_norm_epoch1"), gs = num(s, "grad_norm_epoch1");
+    ck_assert_msg(gu > gs, "unscaled d=1024 gradient %g is larger than scaled %g", gu, gs);
+    const cJSON *u0 = cJSON_GetArrayItem(arr(u, "epochs", 2), 0);
+    const cJSON *s0 = cJSON_GetArrayItem(arr(s, "epochs", 2), 0);
+    ck_assert_msg(num(u0, "saturated_frac") > 0.5, "most unscaled rows saturated: %g",
+                  num(u0, "saturated_frac"));
+    ck_assert_msg(num(s0, "saturated_frac") < 0.1, "scaled rows not saturated");
+    ck_assert_msg(num(u0, "jacobian_fro_median") < 1e-3 * num(u0, "jacobian_fro"),
+                  "median row ||J|| %g far below the mean %g",
+                  num(u0, "jacobian_fro_median"), num(u0, "jacobian_fro"));
+    ck_assert_msg(num(u0, "jacobian_fro_q10") <= num(u0, "jacobian_fro_median"), "q10");
+    ck_assert_msg(fabs(num(s0, "jacobian_fro_median") / num(s0, "jacobian_fro") - 1) < 0.2,
+                  "scaled rows alike");
+    cJSON_Delete(doc);
+
+    ck_assert_int_eq(lab(1, args), 0);
+    ck_assert_msg(!strstr(g_out, "every gradient"), "unsupported claim: %s", g_out);
+    ck_assert_msg(!strstr(g_out, "never"), "'never' is a horizon artefact: %s", g_out);
+    ck_assert_msg(strstr(g_out, "d=1024, scale 1 starts saturated") &&
+                      strstr(g_out, "still larger than at 1/sqrt(d)"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "sat@0") && strstr(g_out, "med ||J||@0") &&
+                      strstr(g_out, "|grad| ep1") && strstr(g_out, "> 1"), "%s", g_out);
+    /* a run that does not start saturated gets no such sentence */
+    ck_assert_int_eq(lab(1, "train --steps 1 --epochs 1 --dims 16 --scales rsqrt"), 0);
+    ck_assert_msg(!strstr(g_out, "starts saturated") && !strstr(g_out, "larger than"), "%s",
+                  g_out);
+}
+END_TEST
+
+/* Issue 20: a diverged run printed entropy 0, ||J|| 0, logit_max 0 on cpu
+ * (NaN rows counted as empty) and nan on reference. Now both say nan. */
+START_TEST(test_diverged_run_reads_nan)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        const char *args = "train --lr 1e300 --dims 64 --scales rsqrt --epochs 1 --steps 2";
+        cJSON *doc = lab_json_on(bes[b], args);
+        const cJSON *r = cJSON_GetArrayItem(arr(doc, "runs", 1), 0);
+        ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "diverged")),
+                      "%s: diverged", bes[b]);
+        const cJSON *e1 = cJSON_GetArrayItem(arr(r, "epochs", 2), 1);
+        const char *keys[] = {"entropy", "jacobian_fro", "logit_max", "saturated_frac",
+                              "loss"};
+        for (int k = 0; k < 5; k++)
+            ck_assert_msg(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(e1, keys[k])),
+                          "%s: %s of a diverged epoch must be null (NaN)", bes[b], keys[k]);
+        ck_assert_msg(num(e1, "nonfinite_rows") > 0, "%s", bes[b]);
+        cJSON_Delete(doc);
+        ck_assert_int_eq(lab_on(bes[b], args), 0);
+        ck_assert_msg(strstr(g_out, "diverged at epoch 1") && strstr(g_out, "nan"), "%s: %s",
+                      bes[b], g_out);
+    }
+}
+END_TEST
+
+/* Issue 20: the saturation footer claimed "orders of magnitude" under
+ * --random tables where ||J|| first rises and then falls about 5x, and
+ * printed the float32 caveat on the float64 reference backend. */
+START_TEST(test_saturation_footer_from_table)
+{
+    ck_assert_int_eq(lab_on("reference", "saturation --random"), 0);
+    ck_assert_msg(!strstr(g_out, "orders of magnitude"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "rises from") && strstr(g_out, "less than 100x"), "%s", g_out);
+    ck_assert_msg(!strstr(g_out, "float32"), "no float32 caveat on reference: %s", g_out);
+    ck_assert_int_eq(lab_on("reference", "saturation"), 0);
+    ck_assert_msg(strstr(g_out, "orders of magnitude") && !strstr(g_out, "rises"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "variance 0.98"), "the quantile row's variance: %s", g_out);
+    if (sdpa_backend_compiled(SDPA_BACKEND_CPU)) {
+        ck_assert_int_eq(lab_on("cpu", "saturation"), 0);
+        ck_assert_msg(strstr(g_out, "float32"), "float32 caveat where it applies: %s", g_out);
+    }
+}
+END_TEST
+
+/* Issue 20: qknorm had no loss column, and argmax accuracy hides diffuse
+ * attention (RMS norm + 1/d: accuracy 1 with entropy near log(pairs)). */
+START_TEST(test_qknorm_loss_and_diffuse)
+{
+    ck_assert_int_eq(lab(1, "qknorm --quiet --scale inv"), 0);
+    ck_assert_msg(strstr(g_out, "final loss"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, "qk_norm rms: accuracy") && strstr(g_out, "diffuse"), "%s",
+                  g_out);
+    ck_assert_msg(!strstr(g_out, "never move"), "%s", g_out);
+    cJSON *doc = lab_json("qknorm --quiet --scale inv");
+    const cJSON *rms = cJSON_GetArrayItem(arr(doc, "runs", 2), 1);
+    ck_assert_msg(num(rms, "final_loss") > 0.5 && num(rms, "final_acc") >= 0.9,
+                  "diffuse but accurate: loss %g acc %g", num(rms, "final_loss"),
+                  num(rms, "final_acc"));
     cJSON_Delete(doc);
 }
 END_TEST
@@ -428,6 +563,10 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_saturation_collapses_jacobian);
     tcase_add_test(tc, test_train_quick_scaled_learns_unscaled_saturated);
     tcase_add_test(tc, test_qknorm_bounds_logits);
+    tcase_add_test(tc, test_train_footer_from_data);
+    tcase_add_test(tc, test_diverged_run_reads_nan);
+    tcase_add_test(tc, test_saturation_footer_from_table);
+    tcase_add_test(tc, test_qknorm_loss_and_diffuse);
     tcase_add_test(tc, test_inspect_random_flags_heads);
     tcase_add_test(tc, test_inspect_case_dir);
     tcase_add_test(tc, test_plots);
