@@ -364,6 +364,73 @@ START_TEST(test_qknorm_loss_and_diffuse)
 }
 END_TEST
 
+/* causal: on every backend, the gradient of output i w.r.t. k_j, v_j is
+ * exactly 0 for j > i and nonzero for j <= i; with Sq != Skv the diagonal
+ * decides which keys each query sees, and bottom-right with Sq > Skv leaves
+ * the first rows empty. */
+START_TEST(test_causal_no_leak_and_diagonals)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        cJSON *doc = lab_json_on(bes[b], "causal --T 8 --d 16");
+        ck_assert_msg(num(doc, "leak_max") == 0, "%s: future gradient %g", bes[b],
+                      num(doc, "leak_max"));
+        const cJSON *cases = arr(doc, "cases", 5), *c;
+        cJSON_ArrayForEach(c, cases) {
+            int sq = (int)num(c, "sq"), skv = (int)num(c, "skv");
+            int br = strcmp(str(c, "diagonal"), "bottom_right") == 0;
+            int off = br ? skv - sq : 0;
+            ck_assert_msg(num(c, "leak_max") == 0, "%s", bes[b]);
+            const cJSON *seen = arr(c, "keys_seen", sq), *last = arr(c, "last_key_seen", sq);
+            int empty = 0;
+            for (int i = 0; i < sq; i++) {
+                int want = i + off + 1;
+                want = want < 0 ? 0 : want > skv ? skv : want;
+                empty += want == 0;
+                ck_assert_msg(cJSON_GetArrayItem(seen, i)->valueint == want,
+                              "%s sq=%d skv=%d %s row %d sees %d keys, want %d", bes[b], sq,
+                              skv, str(c, "diagonal"), i, cJSON_GetArrayItem(seen, i)->valueint,
+                              want);
+                ck_assert_int_eq(cJSON_GetArrayItem(last, i)->valueint, want - 1);
+            }
+            ck_assert_msg(num(c, "empty_rows") == empty, "%s: empty rows %g want %d", bes[b],
+                          num(c, "empty_rows"), empty);
+            if (sq <= skv)
+                ck_assert_msg(num(c, "min_visible_grad") > 0, "visible keys get gradients");
+        }
+        cJSON_Delete(doc);
+        ck_assert_int_eq(lab_on(bes[b], "causal"), 0);
+        ck_assert_msg(strstr(g_out, "No leakage") && strstr(g_out, "0 (exact)"), "%s", g_out);
+    }
+}
+END_TEST
+
+/* online: the streaming forward equals a float64 softmax over materialised
+ * scores, key blocks merged with sdpa_merge equal one call (float32
+ * rounding), and the T=8192, 32-head bf16 score matrix is 4 GiB while the
+ * plan's workspace is far smaller. */
+START_TEST(test_online_matches_full_and_merge)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        cJSON *doc = lab_json_on(bes[b], "online --T 128 --d 32 --heads 2 --blocks 4");
+        ck_assert_msg(num(doc, "stream_vs_materialised") < 1e-5, "%s: %g", bes[b],
+                      num(doc, "stream_vs_materialised"));
+        ck_assert_msg(num(doc, "merge_vs_whole_out") < 1e-5, "%s: %g", bes[b],
+                      num(doc, "merge_vs_whole_out"));
+        ck_assert_msg(num(doc, "merge_vs_whole_lse") < 1e-5, "%s: %g", bes[b],
+                      num(doc, "merge_vs_whole_lse"));
+        ck_assert_double_eq(num(doc, "scores_bf16_bytes"), 4.0 * 1024 * 1024 * 1024);
+        ck_assert_msg(num(doc, "plan_workspace_bytes") < 0.01 * num(doc, "scores_bf16_bytes"),
+                      "%s: workspace %g", bes[b], num(doc, "plan_workspace_bytes"));
+        cJSON_Delete(doc);
+    }
+    ck_assert_int_eq(lab(1, "online --T 10 --blocks 3"), 2); /* blocks must divide T */
+}
+END_TEST
+
 START_TEST(test_qknorm_bounds_logits)
 {
     cJSON *doc = lab_json("qknorm --quick --d 64");
@@ -531,6 +598,8 @@ START_TEST(test_bad_flags_exit_2)
         "inspect --random --shape 1,2,3",   /* three axes */
         "inspect --random somewhere",       /* both inputs */
         "inspect a b",                      /* two case folders */
+        "causal --T 1",                     /* out of range */
+        "online --blocks x",                /* not a number */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = lab(0, bad[i]);
@@ -545,7 +614,8 @@ END_TEST
 START_TEST(test_help_exit_0)
 {
     const char *cmds[] = {"--help", "variance --help", "saturation --help", "train --help",
-                          "qknorm --help", "inspect --help", "-h"};
+                          "qknorm --help", "inspect --help", "causal --help",
+                          "online --help", "-h"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         ck_assert_int_eq(lab(0, cmds[i]), 0);
         ck_assert_msg(strncmp(g_out, "usage: sdpa-lab", 15) == 0, "%s: %s", cmds[i], g_out);
@@ -567,6 +637,8 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_diverged_run_reads_nan);
     tcase_add_test(tc, test_saturation_footer_from_table);
     tcase_add_test(tc, test_qknorm_loss_and_diffuse);
+    tcase_add_test(tc, test_causal_no_leak_and_diagonals);
+    tcase_add_test(tc, test_online_matches_full_and_merge);
     tcase_add_test(tc, test_inspect_random_flags_heads);
     tcase_add_test(tc, test_inspect_case_dir);
     tcase_add_test(tc, test_plots);
