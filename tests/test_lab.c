@@ -431,6 +431,58 @@ START_TEST(test_online_matches_full_and_merge)
 }
 END_TEST
 
+/* heads: one head's best output sits at the float64 distance from the
+ * target to the convex hull of V (> 0); h heads of d_model/h reach the
+ * target with (near) zero entropy each. */
+START_TEST(test_heads_hull_and_recovery)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        cJSON *doc = lab_json_on(bes[b], "heads --keys 8 --head-dim 8 --heads 2");
+        double bound = num(doc, "hull_distance"), e1 = num(doc, "one_head_error");
+        ck_assert_msg(bound > 0.1 * num(doc, "target_norm"), "%s: target outside the hull: %g",
+                      bes[b], bound);
+        ck_assert_msg(e1 >= bound * (1 - 1e-4) && e1 <= bound * (1 + 1e-3),
+                      "%s: one head %g at the bound %g", bes[b], e1, bound);
+        ck_assert_msg(num(doc, "one_head_entropy") > 0.3, "%s: one head averages", bes[b]);
+        ck_assert_msg(num(doc, "multi_head_error") < 1e-4 * num(doc, "target_norm"),
+                      "%s: two heads reach the target: %g", bes[b],
+                      num(doc, "multi_head_error"));
+        const cJSON *ent = arr(doc, "head_entropy", 2), *e;
+        cJSON_ArrayForEach(e, ent)
+            ck_assert_msg(e->valuedouble < 0.01, "%s: sharp heads", bes[b]);
+        cJSON_Delete(doc);
+    }
+}
+END_TEST
+
+/* init: W_Q, W_K shrunk by d^(-1/4) with scale 1 gives the same attention at
+ * initialisation as scale 1/sqrt(d); Adam's first step is then d^(1/4)
+ * times larger relative to the weights, and the runs part. */
+START_TEST(test_init_same_scores_different_training)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        cJSON *doc = lab_json_on(bes[b], "init --d 64 --epochs 3 --steps 5");
+        ck_assert_msg(num(doc, "epoch0_max_diff") < 1e-4, "%s: epoch 0 differs by %g", bes[b],
+                      num(doc, "epoch0_max_diff"));
+        ck_assert_msg(fabs(num(doc, "update_rel_ratio") - pow(64, 0.25)) < 0.05,
+                      "%s: Adam first-step ratio %g vs d^(1/4)", bes[b],
+                      num(doc, "update_rel_ratio"));
+        const cJSON *runs = arr(doc, "runs", 2);
+        const cJSON *a = cJSON_GetArrayItem(arr(cJSON_GetArrayItem(runs, 0), "epochs", 4), 3);
+        const cJSON *c = cJSON_GetArrayItem(arr(cJSON_GetArrayItem(runs, 1), "epochs", 4), 3);
+        ck_assert_msg(fabs(num(a, "logit_max") - num(c, "logit_max")) >
+                          0.1 * num(a, "logit_max"),
+                      "%s: the runs part: logit_max %g vs %g", bes[b], num(a, "logit_max"),
+                      num(c, "logit_max"));
+        cJSON_Delete(doc);
+    }
+}
+END_TEST
+
 START_TEST(test_qknorm_bounds_logits)
 {
     cJSON *doc = lab_json("qknorm --quick --d 64");
@@ -600,6 +652,8 @@ START_TEST(test_bad_flags_exit_2)
         "inspect a b",                      /* two case folders */
         "causal --T 1",                     /* out of range */
         "online --blocks x",                /* not a number */
+        "heads --heads 9 --keys 8",         /* more heads than keys */
+        "init --d 0",                       /* out of range */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = lab(0, bad[i]);
@@ -615,7 +669,7 @@ START_TEST(test_help_exit_0)
 {
     const char *cmds[] = {"--help", "variance --help", "saturation --help", "train --help",
                           "qknorm --help", "inspect --help", "causal --help",
-                          "online --help", "-h"};
+                          "online --help", "heads --help", "init --help", "-h"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         ck_assert_int_eq(lab(0, cmds[i]), 0);
         ck_assert_msg(strncmp(g_out, "usage: sdpa-lab", 15) == 0, "%s: %s", cmds[i], g_out);
@@ -639,6 +693,8 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_qknorm_loss_and_diffuse);
     tcase_add_test(tc, test_causal_no_leak_and_diagonals);
     tcase_add_test(tc, test_online_matches_full_and_merge);
+    tcase_add_test(tc, test_heads_hull_and_recovery);
+    tcase_add_test(tc, test_init_same_scores_different_training);
     tcase_add_test(tc, test_inspect_random_flags_heads);
     tcase_add_test(tc, test_inspect_case_dir);
     tcase_add_test(tc, test_plots);

@@ -39,6 +39,7 @@ void lab_task_cfg_init(lab_task_cfg *c)
     c->lr = 0.01;
     c->beta = 8.0;
     c->init_std = 1.0;
+    c->init_gain = 1.0;
     c->seed = 1;
 }
 
@@ -374,25 +375,34 @@ static void chain(const run *r, const double *gX, double *gW)
         }
 }
 
-static void update(const lab_task_cfg *c, double *W, const double *g, double *m,
-                   double *v, size_t n, long step)
+/* One optimizer step on W; returns the squared norm of the step. */
+static double update(const lab_task_cfg *c, double *W, const double *g, double *m,
+                     double *v, size_t n, long step)
 {
+    double s2 = 0;
     if (!c->adam) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             W[i] -= c->lr * g[i];
-        return;
+            s2 += (c->lr * g[i]) * (c->lr * g[i]);
+        }
+        return s2;
     }
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     double c1 = 1 - pow(b1, (double)step), c2 = 1 - pow(b2, (double)step);
     for (size_t i = 0; i < n; i++) {
         m[i] = b1 * m[i] + (1 - b1) * g[i];
         v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-        W[i] -= c->lr * (m[i] / c1) / (sqrt(v[i] / c2) + eps);
+        double dw = c->lr * (m[i] / c1) / (sqrt(v[i] / c2) + eps);
+        W[i] -= dw;
+        s2 += dw * dw;
     }
+    return s2;
 }
 
-/* One optimizer step on a fresh training batch; returns the gradient norm. */
-static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gnorm)
+/* One optimizer step on a fresh training batch; gives the gradient norm and
+ * the step's size relative to the weights. */
+static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gnorm,
+                      double *rel)
 {
     int correct = 0;
     sample_batch(data, r->c, &r->tr);
@@ -429,8 +439,12 @@ static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gno
     for (size_t i = 0; i < n; i++)
         g2 += r->gWq[i] * r->gWq[i] + r->gWk[i] * r->gWk[i];
     *gnorm = sqrt(g2);
-    update(r->c, r->Wq, r->gWq, r->mq, r->vq, n, step);
-    update(r->c, r->Wk, r->gWk, r->mk, r->vk, n, step);
+    double w2 = 0;
+    for (size_t i = 0; i < n; i++)
+        w2 += r->Wq[i] * r->Wq[i] + r->Wk[i] * r->Wk[i];
+    double s2 = update(r->c, r->Wq, r->gWq, r->mq, r->vq, n, step) +
+                update(r->c, r->Wk, r->gWk, r->mk, r->vk, n, step);
+    *rel = sqrt(s2 / w2);
     return 0;
 }
 
@@ -451,7 +465,7 @@ int lab_task_run(lab_env *env, const lab_task_cfg *c, lab_epoch *out)
     for (size_t i = 0; i < (size_t)r.V * r.M; i++)
         r.E[i] = tu_rng_normal(&rng);
     tu_rng_seed(&rng, c->seed * 1000003u + (uint64_t)c->d);
-    double w0 = c->init_std / sqrt((double)r.M);
+    double w0 = c->init_std * c->init_gain / sqrt((double)r.M);
     for (size_t i = 0; i < (size_t)r.M * r.D; i++) {
         r.Wq[i] = w0 * tu_rng_normal(&rng);
         r.Wk[i] = w0 * tu_rng_normal(&rng);
@@ -473,18 +487,22 @@ int lab_task_run(lab_env *env, const lab_task_cfg *c, lab_epoch *out)
     rc = 1;
     if (evaluate(env, &r, &out[0]))
         goto done;
-    out[0].grad_norm = 0;
+    out[0].grad_norm = out[0].update_rel = out[0].update_rel_first = 0;
     long step = 0;
     for (int e = 1; e <= c->epochs; e++) {
-        double gsum = 0, g;
+        double gsum = 0, usum = 0, g, u;
         for (int s = 0; s < c->steps; s++) {
-            if (train_step(env, &r, &data, ++step, &g))
+            if (train_step(env, &r, &data, ++step, &g, &u))
                 goto done;
             gsum += g;
+            usum += u;
+            if (s == 0)
+                out[e].update_rel_first = u;
         }
         if (evaluate(env, &r, &out[e]))
             goto done;
         out[e].grad_norm = gsum / c->steps;
+        out[e].update_rel = usum / c->steps;
     }
     rc = 0;
 done:

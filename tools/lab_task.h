@@ -37,6 +37,8 @@ typedef struct lab_task_cfg {
     double lr;
     double beta;        /* readout sharpness: logits = beta * o */
     double init_std;    /* std of Wq, Wk entries, times 1/sqrt(d_model) */
+    double init_gain;   /* extra factor on the initial Wq, Wk (1; `init` uses
+                           d^(-1/4)); the random draws do not depend on it */
     uint64_t seed;      /* data and embeddings; Wq/Wk also depend on d */
 } lab_task_cfg;
 
@@ -67,6 +69,8 @@ typedef struct lab_epoch {
     double logit_max;   /* largest score seen (logit_max) */
     double wnorm;       /* sqrt(||Wq||^2 + ||Wk||^2) */
     double grad_norm;   /* mean over the epoch's steps of ||dL/d(Wq,Wk)|| */
+    double update_rel;  /* mean over the epoch's steps of ||dW|| / ||W|| */
+    double update_rel_first; /* ||dW|| / ||W|| of the epoch's first step */
     int nonfinite;      /* rows with non-finite inputs or output */
 } lab_epoch;
 

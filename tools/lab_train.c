@@ -114,12 +114,13 @@ void lab_json_epochs(const lab_epoch *ep, int epochs)
         const lab_epoch *x = &ep[e];
         const char *names[] = {"loss", "acc", "entropy", "jacobian_fro",
                                "jacobian_fro_median", "jacobian_fro_q10", "pmax",
-                               "saturated_frac", "logit_max", "wnorm", "grad_norm"};
+                               "saturated_frac", "logit_max", "wnorm", "grad_norm",
+                               "update_rel"};
         double vals[] = {x->loss, x->acc, x->entropy, x->jacobian, x->jac_median,
                          x->jac_q10, x->pmax, x->sat_frac, x->logit_max, x->wnorm,
-                         e ? x->grad_norm : NAN};
+                         e ? x->grad_norm : NAN, e ? x->update_rel : NAN};
         printf("%s{\"epoch\":%d,\"nonfinite_rows\":%d", e ? "," : "", e, x->nonfinite);
-        for (int c = 0; c < 11; c++) {
+        for (int c = 0; c < 12; c++) {
             printf(",\"%s\":", names[c]);
             lab_json_num(stdout, vals[c]);
         }

@@ -82,7 +82,8 @@ int main(int argc, char **argv)
         {"variance", lab_cmd_variance}, {"saturation", lab_cmd_saturation},
         {"train", lab_cmd_train},       {"qknorm", lab_cmd_qknorm},
         {"inspect", lab_cmd_inspect},   {"causal", lab_cmd_causal},
-        {"online", lab_cmd_online},
+        {"online", lab_cmd_online},     {"heads", lab_cmd_heads},
+        {"init", lab_cmd_init},
     };
     const char *name = argv[a.i];
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
