@@ -553,7 +553,44 @@ START_TEST(test_inspect_case_dir)
 }
 END_TEST
 
-static void check_svg(const char *path)
+/* Numeric attribute `name` of the tag starting at `tag` (NAN if absent). */
+static double svg_attr(const char *tag, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *end = strchr(tag, '>'), *p = strstr(tag, key);
+    if (!p || (end && p > end))
+        return NAN;
+    return strtod(p + strlen(key), NULL);
+}
+
+/* Renders path with rsvg-convert (Debian librsvg2-bin, listed in
+ * scripts/install-deps.sh) and checks the PNG's size is the viewBox's. */
+static void render_svg(const char *path, double W, double H)
+{
+    char png[600], cmd[1400];
+    snprintf(png, sizeof png, "%s.png", path);
+    snprintf(cmd, sizeof cmd, "rsvg-convert -o '%s' '%s' 2>&1", png, path);
+    int st = system(cmd);
+    ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "rsvg-convert failed on %s (install librsvg2-bin: scripts/install-deps.sh)",
+                  path);
+    FILE *f = fopen(png, "rb");
+    unsigned char h[24];
+    ck_assert_msg(f && fread(h, 1, 24, f) == 24 && memcmp(h + 1, "PNG", 3) == 0,
+                  "%s: no PNG", png);
+    fclose(f);
+    unsigned w = (unsigned)h[16] << 24 | h[17] << 16 | h[18] << 8 | h[19];
+    unsigned ht = (unsigned)h[20] << 24 | h[21] << 16 | h[22] << 8 | h[23];
+    ck_assert_msg(w == (unsigned)W && ht == (unsigned)H, "%s: rendered %ux%u, viewBox %gx%g",
+                  png, w, ht, W, H);
+}
+
+/* A well-formed chart whose legend and legend texts lie inside the viewBox
+ * (text width estimated at 7.2 px per 12 px character, as lab_svg.c
+ * does), with `want_entries` legend entries (-1: any) whose colour and dash
+ * pairs are all different; rendered with rsvg-convert. Returns the text. */
+static char *check_svg_n(const char *path, int want_entries)
 {
     char *s = slurp(path);
     size_t n = strlen(s);
@@ -562,8 +599,66 @@ static void check_svg(const char *path)
     ck_assert_msg(n > 8 && strcmp(s + n - 7, "</svg>\n") == 0, "%s is truncated", path);
     ck_assert_msg(!strstr(s, "nan") && !strstr(s, "inf"), "%s has non-finite coordinates",
                   path);
-    free(s);
+    const char *vb = strstr(s, "viewBox=\"0 0 ");
+    ck_assert_ptr_nonnull(vb);
+    double W = strtod(vb + 13, NULL), H = strtod(strchr(vb + 13, ' ') + 1, NULL);
+    /* every horizontal text inside the view (0.6 em per character) */
+    for (const char *t = strstr(s, "<text "); t; t = strstr(t + 1, "<text ")) {
+        const char *end = strchr(t, '>'), *c1 = strstr(end, "</text>");
+        const char *tr = strstr(t, "transform="), *an = strstr(t, "text-anchor=\"");
+        if (tr && tr < end)
+            continue;
+        double fs = svg_attr(t, "font-size"), tx = svg_attr(t, "x");
+        double tw = 0.6 * (isnan(fs) ? 12 : fs) * (double)(c1 - end - 1);
+        double lo = tx, hi = tx + tw;
+        if (an && an < end && strncmp(an + 13, "middle", 6) == 0)
+            lo = tx - tw / 2, hi = tx + tw / 2;
+        else if (an && an < end && strncmp(an + 13, "end", 3) == 0)
+            lo = tx - tw, hi = tx;
+        ck_assert_msg(lo >= 0 && hi <= W, "%s: text '%.*s' (%g..%g) is clipped by the view "
+                      "0..%g", path, (int)(c1 - end - 1), end + 1, lo, hi, W);
+        double ty = svg_attr(t, "y");
+        ck_assert_msg(ty - (isnan(fs) ? 12 : fs) >= 0 && ty + 4 <= H, "%s: text '%.*s' at "
+                      "y %g is clipped by the view height %g", path, (int)(c1 - end - 1),
+                      end + 1, ty, H);
+    }
+    const char *g = strstr(s, "<g id=\"legend\">");
+    ck_assert_msg(g != NULL, "%s: no legend group", path);
+    const char *r = strstr(g, "<rect");
+    double x = svg_attr(r, "x"), y = svg_attr(r, "y");
+    double w = svg_attr(r, "width"), h = svg_attr(r, "height");
+    ck_assert_msg(x >= 0 && y >= 0 && x + w <= W && y + h <= H,
+                  "%s: legend box (%g,%g %gx%g) outside the view %gx%g", path, x, y, w, h, W, H);
+    int entries = 0;
+    char styles[80][96];
+    for (const char *t = strstr(g, "<line"); t && t < strstr(g, "</g>");
+         t = strstr(t + 1, "<line")) {
+        const char *st = strstr(t, "stroke=\"");
+        const char *da = strstr(t, "stroke-dasharray=\"");
+        const char *end = strchr(t, '>');
+        ck_assert_int_lt(entries, 80);
+        snprintf(styles[entries], sizeof styles[0], "%.7s %.12s", st + 8,
+                 da && da < end ? da + 18 : "solid");
+        for (int i = 0; i < entries; i++)
+            ck_assert_msg(strcmp(styles[i], styles[entries]) != 0,
+                          "%s: legend entries %d and %d share colour and dash (%s)", path, i,
+                          entries, styles[i]);
+        const char *txt = strstr(t, "class=\"legend-entry\"");
+        double tx = svg_attr(txt - 5, "x");
+        const char *c0 = strchr(txt, '>') + 1, *c1 = strstr(c0, "</text>");
+        ck_assert_msg(tx + 7.2 * (double)(c1 - c0) <= x + w + 1e-6 && x + w <= W,
+                      "%s: legend text '%.*s' runs past the legend box", path, (int)(c1 - c0),
+                      c0);
+        entries++;
+    }
+    if (want_entries >= 0)
+        ck_assert_msg(entries == want_entries, "%s: %d legend entries, want %d", path,
+                      entries, want_entries);
+    render_svg(path, W, H);
+    return s;
 }
+
+static void check_svg(const char *path) { free(check_svg_n(path, -1)); }
 
 START_TEST(test_plots)
 {
@@ -578,6 +673,74 @@ START_TEST(test_plots)
         check_svg(path);
     }
     ck_assert_int_eq(lab(1, "--plot /nonexistent/dir/x.svg variance --dims 8"), 1);
+}
+END_TEST
+/* Issue 20: train --dims 8..1024 --scales 1,rsqrt,inv,2 drew 24 of 32 runs,
+ * the legend ran off the canvas, colours repeated after 12, and the epoch
+ * axis had fractional ticks. Now: 32 distinct legend entries inside the
+ * view, integer epoch ticks, the mode in the title. */
+START_TEST(test_plot_train_every_run)
+{
+    char args[1024], path[512];
+    snprintf(path, sizeof path, "%s/train.svg", g_tmp);
+    snprintf(args, sizeof args, "--plot '%s' train --dims 8,16,32,64,128,256,512,1024 "
+             "--scales 1,rsqrt,inv,2 --epochs 2 --steps 1 --quiet", path);
+    ck_assert_int_eq(lab(1, args), 0);
+    char *s = check_svg_n(path, 32);
+    ck_assert_msg(strstr(s, "d=1024, 2<") && strstr(s, "d=512, 1<"), "every run named");
+    ck_assert_msg(strstr(s, ">train: "), "the title names the mode");
+    /* x tick labels sit 16 px under the plot (y = 400.0): integers only */
+    int ticks = 0;
+    for (const char *t = strstr(s, "y=\"400.0\" text-anchor=\"middle\">"); t;
+         t = strstr(t + 1, "y=\"400.0\" text-anchor=\"middle\">")) {
+        const char *lab = strchr(t, '>') + 1;
+        ck_assert_msg(strspn(lab, "0123456789") == (size_t)(strstr(lab, "<") - lab),
+                      "epoch tick '%.6s' is not an integer", lab);
+        ticks++;
+    }
+    ck_assert_int_ge(ticks, 2);
+    free(s);
+}
+END_TEST
+
+/* Issue 20: zeros on a log axis vanished silently; the --random saturation
+ * chart had the fixed row's title. A 0 (the cpu's float32 ||J|| at scale
+ * 128) is drawn at the floor with a note; no note when nothing is <= 0. */
+START_TEST(test_plot_log_zeros_and_titles)
+{
+    const char *bes[2];
+    int nb = backends(bes);
+    for (int b = 0; b < nb; b++) {
+        char args[1024], path[512];
+        snprintf(path, sizeof path, "%s/sat-%s.svg", g_tmp, bes[b]);
+        snprintf(args, sizeof args, "--plot '%s' saturation", path);
+        cJSON *doc = lab_json_on(bes[b], args);
+        int zeros = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, arr(doc, "rows", 4)) {
+            const char *k[] = {"jacobian_fro", "exact_jacobian_fro", "pmax", "entropy"};
+            for (int i = 0; i < 4; i++)
+                zeros += num(r, k[i]) <= 0;
+        }
+        cJSON_Delete(doc);
+        char *s = check_svg_n(path, 4);
+        int floor = 0;
+        for (const char *t = strstr(s, "class=\"floor\""); t;
+             t = strstr(t + 1, "class=\"floor\""))
+            floor++;
+        ck_assert_msg(floor == zeros, "%s: %d floor markers for %d zeros", bes[b], floor,
+                      zeros);
+        ck_assert_int_eq(strstr(s, "drawn at the floor") != NULL, zeros > 0);
+        ck_assert_msg(strstr(s, ">saturation: one fixed row") != NULL, "%s: title", bes[b]);
+        free(s);
+    }
+    char args[1024], path[512];
+    snprintf(path, sizeof path, "%s/rand.svg", g_tmp);
+    snprintf(args, sizeof args, "--plot '%s' saturation --random", path);
+    ck_assert_int_eq(lab(1, args), 0);
+    char *s = check_svg_n(path, 4);
+    ck_assert_msg(strstr(s, ">saturation --random: 16 N(0,1) rows") != NULL, "random title");
+    free(s);
 }
 END_TEST
 
@@ -699,6 +862,8 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_inspect_case_dir);
     tcase_add_test(tc, test_plots);
     tcase_add_test(tc, test_plot_refusals);
+    tcase_add_test(tc, test_plot_train_every_run);
+    tcase_add_test(tc, test_plot_log_zeros_and_titles);
     tcase_add_test(tc, test_no_device_exit_1);
     tcase_add_test(tc, test_bad_flags_exit_2);
     tcase_add_test(tc, test_help_exit_0);

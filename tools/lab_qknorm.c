@@ -222,9 +222,9 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
                 y[2 + m][e] = ep[(size_t)m * (E + 1) + e].entropy;
             }
         }
-        lab_chart ch = {.title = "Large learning rate with and without QK-norm",
+        lab_chart ch = {.title = "qknorm: large learning rate with and without RMS QK-norm",
                         .xlabel = "epoch", .ylabel = "logit_max / entropy (nats)",
-                        .logy = 1};
+                        .logy = 1, .xint = 1};
         lab_chart_add(&ch, "logit_max, no norm", n, x, y[0], 1, 0);
         lab_chart_add(&ch, "logit_max, rms norm", n, x, y[1], 0, 0);
         lab_chart_add(&ch, "entropy, no norm", n, x, y[2], 1, 1);

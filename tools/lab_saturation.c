@@ -298,10 +298,10 @@ int lab_cmd_saturation(lab_env *env, int argc, char **argv)
     if (env->plot) {
         char title[96];
         if (random)
-            snprintf(title, sizeof title, "Softmax saturation vs scale: %d random rows of %d "
+            snprintf(title, sizeof title, "saturation --random: %d N(0,1) rows of %d "
                      "keys (means)", R, n);
         else
-            snprintf(title, sizeof title, "Softmax saturation vs scale: one fixed row of %d "
+            snprintf(title, sizeof title, "saturation: one fixed row of %d "
                      "keys", n);
         lab_chart c = {.title = title, .xlabel = "scale", .ylabel = "value", .logx = 1,
                        .logy = 1};

@@ -402,20 +402,22 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
         if (!x || !y || !names) {
             rc = LAB_EXIT_FAIL;
         } else {
-            lab_chart ch = {.title = "Associative recall: held-out accuracy",
-                            .xlabel = "epoch", .ylabel = "accuracy"};
+            char title[96];
+            snprintf(title, sizeof title, "train: held-out accuracy, %d runs (%s backend)",
+                     nruns, sdpa_backend_name(sdpa_context_backend(env->ctx)));
+            lab_chart ch = {.title = title, .xlabel = "epoch", .ylabel = "accuracy",
+                            .xint = 1};
             for (int e = 0; e <= E; e++)
                 x[e] = e;
-            for (int r = 0; r < nruns && r < LAB_SVG_MAX_SERIES; r++) {
+            for (int r = 0; r < nruns; r++) { /* colour by d, line style by scale */
                 char sb[32];
-                if (!ok[r])
-                    continue;
                 for (int e = 0; e <= E; e++)
                     y[(size_t)r * (E + 1) + e] = ep[(size_t)r * (E + 1) + e].acc;
-                snprintf(names[r], 48, "d=%d, %s", (int)dims[r / nsc],
-                         lab_scale_name(scales[r % nsc], 0, sb, 32));
-                lab_chart_add(&ch, names[r], E + 1, x, y + (size_t)r * (E + 1), r,
-                              scales[r % nsc] == 1.0);
+                snprintf(names[r], 48, "d=%d, %s%s", (int)dims[r / nsc],
+                         lab_scale_name(scales[r % nsc], 0, sb, 32),
+                         ok[r] ? "" : " (unsupported)");
+                lab_chart_add(&ch, names[r], ok[r] ? E + 1 : 0, x, y + (size_t)r * (E + 1),
+                              r / nsc, r % nsc);
             }
             if (lab_svg_write(env->plot, &ch) != 0) {
                 perror(env->plot);

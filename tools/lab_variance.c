@@ -204,7 +204,7 @@ int lab_cmd_variance(lab_env *env, int argc, char **argv)
     }
 
     if (env->plot) {
-        lab_chart c = {.title = "Spread of attention scores vs head size",
+        lab_chart c = {.title = "variance: spread of attention scores vs head size",
                        .xlabel = "head size d", .ylabel = "std of scores", .logx = 1,
                        .logy = 1};
         lab_chart_add(&c, "unscaled (libsdpa)", ndims, dd, std_u, 1, 0);
