@@ -483,6 +483,40 @@ START_TEST(test_init_same_scores_different_training)
 }
 END_TEST
 
+/* --seeds N: each seed's figures are those of a run with that --seed, the
+ * mean and sd are theirs, and the tables show mean+-sd. */
+START_TEST(test_seeds_mean_and_spread)
+{
+    cJSON *doc = lab_json("--seed 1 train --dims 64 --scales 1 --epochs 2 --steps 3 --seeds 3");
+    const cJSON *r = cJSON_GetArrayItem(arr(doc, "runs", 1), 0);
+    const cJSON *acc = arr(r, "final_loss_per_seed", 3);
+    double v[3], m = 0, sd = 0;
+    for (int k = 0; k < 3; k++)
+        m += (v[k] = cJSON_GetArrayItem(acc, k)->valuedouble) / 3;
+    for (int k = 0; k < 3; k++)
+        sd += (v[k] - m) * (v[k] - m) / 2;
+    ck_assert_double_eq_tol(num(r, "final_loss_mean"), m, 1e-7 * m);
+    ck_assert_double_eq_tol(num(r, "final_loss_sd"), sqrt(sd), 1e-6 * sqrt(sd));
+    ck_assert_msg(sd > 0, "seeds differ");
+    cJSON_Delete(doc);
+    doc = lab_json("--seed 2 train --dims 64 --scales 1 --epochs 2 --steps 3");
+    r = cJSON_GetArrayItem(arr(doc, "runs", 1), 0);
+    ck_assert_double_eq_tol(num(r, "final_loss"), v[1], 1e-7 * v[1]);
+    cJSON_Delete(doc);
+
+    ck_assert_int_eq(lab(1, "train --dims 64 --scales 1,rsqrt --epochs 2 --steps 3 --seeds 3 "
+                            "--quiet"), 0);
+    ck_assert_msg(strstr(g_out, "+-") && strstr(g_out, "mean+-sd over the seeds"), "%s", g_out);
+    doc = lab_json("qknorm --quick --seeds 2");
+    const cJSON *none = cJSON_GetArrayItem(arr(doc, "runs", 2), 0);
+    arr(none, "peak_logit_max_per_seed", 2);
+    arr(none, "final_loss_per_seed", 2);
+    cJSON_Delete(doc);
+    ck_assert_int_eq(lab(1, "qknorm --quick --quiet --seeds 2"), 0);
+    ck_assert_msg(strstr(g_out, "in every seed") && strstr(g_out, "of 2 seeds"), "%s", g_out);
+}
+END_TEST
+
 START_TEST(test_qknorm_bounds_logits)
 {
     cJSON *doc = lab_json("qknorm --quick --d 64");
@@ -817,6 +851,7 @@ START_TEST(test_bad_flags_exit_2)
         "online --blocks x",                /* not a number */
         "heads --heads 9 --keys 8",         /* more heads than keys */
         "init --d 0",                       /* out of range */
+        "train --seeds 0",                  /* out of range */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = lab(0, bad[i]);
@@ -854,6 +889,7 @@ static Suite *lab_suite(void)
     tcase_add_test(tc, test_diverged_run_reads_nan);
     tcase_add_test(tc, test_saturation_footer_from_table);
     tcase_add_test(tc, test_qknorm_loss_and_diffuse);
+    tcase_add_test(tc, test_seeds_mean_and_spread);
     tcase_add_test(tc, test_causal_no_leak_and_diagonals);
     tcase_add_test(tc, test_online_matches_full_and_merge);
     tcase_add_test(tc, test_heads_hull_and_recovery);

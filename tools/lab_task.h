@@ -93,16 +93,34 @@ int lab_scale_parse(const char *s, double *out);
 
 /* ---- shared by the train and qknorm subcommands (lab_train.c) ---------- */
 
+#define LAB_MAX_SEEDS 32
+
 typedef struct lab_task_opts {
     lab_task_cfg cfg;
     int epochs_set, steps_set, lr_set; /* given on the command line */
     int quiet;                         /* --quiet: no per-epoch lines */
+    int seeds;                         /* --seeds N: seeds seed .. seed+N-1 (1) */
 } lab_task_opts;
 
-/* Handles --epochs, --steps, --batch, --lr, --optim, --pairs, --quiet at the
- * current argument. Returns 0 when it is none of them; errors go to
- * a->error. */
+/* Handles --epochs, --steps, --batch, --lr, --optim, --pairs, --quiet,
+ * --seeds at the current argument. Returns 0 when it is none of them;
+ * errors go to a->error. */
 int lab_task_flag(ta_args *a, lab_task_opts *o);
+
+/* Runs over several seeds are stored [seed][run][epoch]: epoch e of run r
+ * of seed k is ep[(k * nruns + r) * (epochs + 1) + e]. lab_gather copies
+ * one field (offsetof(lab_epoch, field), a double) of epoch e of run r for
+ * every seed into out[0..nseeds). */
+void lab_gather(const lab_epoch *ep, int nruns, int epochs, int nseeds, int r, int e,
+                size_t field, double *out);
+/* The mean of v[0..n), followed by "+-" and the sample standard deviation
+ * when n > 1; "nan" when any value is not finite. Returns buf. */
+const char *lab_fmt_seeds(char *buf, size_t cap, const double *v, int n, int prec);
+/* " .. +N-1 (N seeds)" after the first seed in a header line; "" for 1. */
+const char *lab_seeds_note(char *buf, size_t cap, int nseeds);
+/* Mean and sample standard deviation of v[0..n) (sd 0 for n = 1; NaN when a
+ * value is not finite). */
+void lab_mean_sd(const double *v, int n, double *mean, double *sd);
 
 /* One aligned line per epoch, under lab_print_epoch_head(). */
 void lab_print_epoch_head(void);

@@ -11,6 +11,7 @@
  * above it and printed only when their numbers support it.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,8 @@ static void help(void)
            "  --quick         small settings for tests: dims 64,1024, scales 1,rsqrt,\n"
            "                  5 epochs of 10 steps (explicit flags still win)\n"
            "  --quiet         summary only, no per-epoch lines\n"
+           "  --seeds N       run every configuration with seeds seed .. seed+N-1 and show\n"
+           "                  mean+-sd over them (default 1; per-epoch lines: first seed)\n"
            "\n%s", lab_global_help);
 }
 
@@ -84,6 +87,9 @@ int lab_task_flag(ta_args *a, lab_task_opts *o)
                     c->vocab < c->values ? c->vocab : c->values, v);
     } else if (ta_flag(a, "--quiet")) {
         o->quiet = 1;
+    } else if (ta_value(a, "--seeds", &v)) {
+        if (v && !ta_parse_int(v, 1, LAB_MAX_SEEDS, &o->seeds))
+            ta_fail(a, "--seeds wants an integer in [1, %d], not '%s'", LAB_MAX_SEEDS, v);
     } else {
         return 0;
     }
@@ -129,6 +135,46 @@ void lab_json_epochs(const lab_epoch *ep, int epochs)
     printf("]");
 }
 
+void lab_gather(const lab_epoch *ep, int nruns, int epochs, int nseeds, int r, int e,
+                size_t field, double *out)
+{
+    for (int k = 0; k < nseeds; k++) {
+        const lab_epoch *x = ep + ((size_t)k * nruns + r) * (epochs + 1) + e;
+        memcpy(&out[k], (const char *)x + field, sizeof(double));
+    }
+}
+
+const char *lab_seeds_note(char *buf, size_t cap, int nseeds)
+{
+    if (nseeds > 1)
+        snprintf(buf, cap, " .. +%d (%d seeds)", nseeds - 1, nseeds);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
+void lab_mean_sd(const double *v, int n, double *mean, double *sd)
+{
+    double m = 0, s2 = 0;
+    for (int i = 0; i < n; i++)
+        m += v[i] / n;
+    for (int i = 0; i < n; i++)
+        s2 += (v[i] - m) * (v[i] - m);
+    *mean = m;
+    *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0;
+}
+
+const char *lab_fmt_seeds(char *buf, size_t cap, const double *v, int n, int prec)
+{
+    double m, sd;
+    char a[32], b[32];
+    lab_mean_sd(v, n, &m, &sd);
+    if (n <= 1 || !isfinite(m))
+        return lab_fmt(buf, cap, m, prec);
+    snprintf(buf, cap, "%s+-%s", lab_fmt(a, 32, m, prec), lab_fmt(b, 32, sd, prec));
+    return buf;
+}
+
 /* First epoch whose accuracy reaches `level`, or -1. */
 static int epochs_to(const lab_epoch *ep, int epochs, double level)
 {
@@ -150,55 +196,81 @@ int lab_diverged(const lab_epoch *ep, int epochs)
 /* The sentences under the summary, each printed only when the runs' numbers
  * show it: divergence, saturated starts (with the per-row figures and the
  * gradient norm against the 1/sqrt(d) run of the same d, whichever way that
- * comparison goes), and what "> E" in the last column means. */
-static void train_footer(const lab_epoch *ep, int E, const int *ok, const int64_t *dims,
-                         int ndims, const double *scales, int nsc, int pairs)
+ * comparison goes), and what "> E" in the last column means. With several
+ * seeds every sentence says in how many of them it holds. */
+static void train_footer(const lab_epoch *ep, int E, int S, const int *ok,
+                         const int64_t *dims, int ndims, const double *scales, int nsc,
+                         int pairs)
 {
-    char sb[32], a[32], b[32], g[32], h[32];
-    int open = 0, late = 0;
+    char sb[32], a[32], b[32], g[32], h[32], of[48];
+    int open = 0, late = 0, nruns = ndims * nsc;
+    double v[LAB_MAX_SEEDS], w[LAB_MAX_SEEDS], m, sd;
     printf("\nmax entropy is log(%d) = %.3f nats; sat = fraction of rows with p_max > 0.99;\n"
            "med ||J|| = median over rows of the softmax-Jacobian norm; |grad| ep1 = mean\n"
-           "||dL/d(Wq,Wk)|| over the first epoch's steps.\n", pairs, log((double)pairs));
+           "||dL/d(Wq,Wk)|| over the first epoch's steps.%s\n", pairs, log((double)pairs),
+           S > 1 ? "\nCells are mean+-sd over the seeds." : "");
     for (int i = 0; i < ndims; i++)
         for (int s = 0; s < nsc; s++) {
-            int r = i * nsc + s;
-            const lab_epoch *x = ep + (size_t)r * (E + 1);
+            int r = i * nsc + s, ndiv = 0, nsat = 0, first_div = -1;
             if (!ok[r])
                 continue;
-            if (epochs_to(x, E, 0.9) < 0)
-                late = 1;
+            for (int k = 0; k < S; k++) {
+                const lab_epoch *x = ep + ((size_t)k * nruns + r) * (E + 1);
+                int dv = lab_diverged(x, E);
+                late |= epochs_to(x, E, 0.9) < 0;
+                ndiv += dv >= 0;
+                if (dv >= 0 && (first_div < 0 || dv < first_div))
+                    first_div = dv;
+                nsat += dv < 0 && x[0].sat_frac >= 0.5;
+            }
             const char *sn = lab_scale_name(scales[s], 0, sb, 32);
-            int dv = lab_diverged(x, E);
-            if (dv >= 0) {
-                printf("%sd=%d, scale %s diverged at epoch %d: non-finite values, shown as "
-                       "nan.\n", open++ ? "" : "\n", (int)dims[i], sn, dv);
+            if (S > 1)
+                snprintf(of, sizeof of, " in %d of %d seeds", ndiv, S);
+            else
+                of[0] = '\0';
+            if (ndiv) {
+                printf("%sd=%d, scale %s diverged%s at epoch %d%s: non-finite values, "
+                       "shown as nan.\n", open++ ? "" : "\n", (int)dims[i], sn, of,
+                       first_div, S > 1 ? " or later" : "");
                 continue;
             }
-            if (!(x[0].sat_frac >= 0.5))
+            if (nsat == 0)
                 continue;
-            printf("%sd=%d, scale %s starts saturated: %.0f%% of rows have p_max > 0.99,\n"
-                   "  median row ||J|| %s (mean %s).\n", open++ ? "" : "\n", (int)dims[i], sn,
-                   100 * x[0].sat_frac, lab_fmt(a, 32, x[0].jac_median, 3),
-                   lab_fmt(b, 32, x[0].jacobian, 3));
+            lab_gather(ep, nruns, E, S, r, 0, offsetof(lab_epoch, sat_frac), v);
+            lab_mean_sd(v, S, &m, &sd);
+            if (S > 1)
+                snprintf(of, sizeof of, " in %d of %d seeds", nsat, S);
+            printf("%sd=%d, scale %s starts saturated%s: %.0f%% of rows have p_max > 0.99%s,\n",
+                   open++ ? "" : "\n", (int)dims[i], sn, of, 100 * m, S > 1 ? " (mean)" : "");
+            lab_gather(ep, nruns, E, S, r, 0, offsetof(lab_epoch, jac_median), v);
+            lab_gather(ep, nruns, E, S, r, 0, offsetof(lab_epoch, jacobian), w);
+            printf("  median row ||J|| %s (mean %s).\n", lab_fmt_seeds(a, 32, v, S, 3),
+                   lab_fmt_seeds(b, 32, w, S, 3));
             for (int t = 0; t < nsc; t++) {
-                const lab_epoch *y = ep + (size_t)(i * nsc + t) * (E + 1);
-                if (scales[t] != SDPA_SCALE_DEFAULT || t == s || !ok[i * nsc + t] ||
-                    !isfinite(x[1].grad_norm) || !isfinite(y[1].grad_norm))
+                int q = i * nsc + t, larger = 0;
+                if (scales[t] != SDPA_SCALE_DEFAULT || t == s || !ok[q])
                     continue;
-                if (x[1].grad_norm > y[1].grad_norm)
-                    printf("  Its weight gradient is still larger than at 1/sqrt(d) (%s vs "
-                           "%s):\n  only the %.0f%% of rows that are not saturated can "
-                           "carry it.\n", lab_fmt(g, 32, x[1].grad_norm, 3),
-                           lab_fmt(h, 32, y[1].grad_norm, 3), 100 * (1 - x[0].sat_frac));
+                lab_gather(ep, nruns, E, S, r, 1, offsetof(lab_epoch, grad_norm), v);
+                lab_gather(ep, nruns, E, S, q, 1, offsetof(lab_epoch, grad_norm), w);
+                for (int k = 0; k < S; k++)
+                    larger += v[k] > w[k];
+                lab_fmt_seeds(g, 32, v, S, 3);
+                lab_fmt_seeds(h, 32, w, S, 3);
+                if (S > 1 && larger > 0 && larger < S)
+                    printf("  Its weight gradient is larger than at 1/sqrt(d) in %d of %d "
+                           "seeds (%s vs %s).\n", larger, S, g, h);
+                else if (larger == S)
+                    printf("  Its weight gradient is still larger than at 1/sqrt(d)%s (%s vs "
+                           "%s):\n  only the rows that are not saturated can carry it.\n",
+                           S > 1 ? " in every seed" : "", g, h);
                 else
-                    printf("  Its weight gradient is smaller than at 1/sqrt(d) (%s vs %s).\n",
-                           lab_fmt(g, 32, x[1].grad_norm, 3),
-                           lab_fmt(h, 32, y[1].grad_norm, 3));
+                    printf("  Its weight gradient is smaller than at 1/sqrt(d)%s (%s vs %s).\n",
+                           S > 1 ? " in every seed" : "", g, h);
             }
         }
     if (late)
-        printf("\n'> %d': 90%% accuracy not reached within the %d epochs run (a longer "
-               "--epochs may reach it).\n", E, E);
+        printf("\n'> %d': 90%% accuracy not reached within the %d epochs run%s (a longer "
+               "--epochs may reach it).\n", E, E, S > 1 ? " in some seed" : "");
 }
 
 int lab_cmd_train(lab_env *env, int argc, char **argv)
@@ -210,6 +282,7 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
     memset(&o, 0, sizeof o);
     lab_task_cfg_init(&o.cfg);
     o.cfg.epochs = 15;
+    o.seeds = 1;
 
     ta_args a;
     ta_init(&a, argc, argv);
@@ -271,29 +344,34 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
     if (lab_open(env))
         return LAB_EXIT_FAIL;
 
-    int nruns = ndims * nsc, E = o.cfg.epochs;
-    lab_epoch *ep = calloc((size_t)nruns * (E + 1), sizeof *ep);
+    int nruns = ndims * nsc, E = o.cfg.epochs, S = o.seeds;
+    lab_epoch *ep = calloc((size_t)S * nruns * (E + 1), sizeof *ep);
     int ok[MAX_DIMS * MAX_SCALES], nok = 0; /* run supported by the backend */
     if (!ep) {
         fprintf(stderr, "sdpa-lab train: out of memory\n");
         return LAB_EXIT_FAIL;
     }
     const lab_task_cfg *c = &o.cfg;
+    char seeds_note[48];
     if (!env->json)
         printf("associative recall: %d pairs/sequence, vocab %d, d_model %d, batch %d, "
-               "%s lr %g, %d epochs x %d steps, seed %llu (%s backend)\n",
+               "%s lr %g, %d epochs x %d steps, seed %llu%s (%s backend)\n",
                c->pairs, c->vocab, c->d_model, c->batch, c->adam ? "adam" : "sgd", c->lr,
                E, c->steps, (unsigned long long)env->seed,
+               lab_seeds_note(seeds_note, sizeof seeds_note, S),
                sdpa_backend_name(sdpa_context_backend(env->ctx)));
     double t0 = tu_now();
     for (int i = 0; i < ndims; i++)
         for (int s = 0; s < nsc; s++) {
-            int r = i * nsc + s;
+            int r = i * nsc + s, st = 0;
             lab_task_cfg rc = o.cfg;
             rc.d = (int)dims[i];
             rc.scale = scales[s];
             char sb[32];
-            int st = lab_task_run(env, &rc, ep + (size_t)r * (E + 1));
+            for (int k = 0; k < S && st == 0; k++) {
+                rc.seed = env->seed + (uint64_t)k;
+                st = lab_task_run(env, &rc, ep + ((size_t)k * nruns + r) * (E + 1));
+            }
             ok[r] = st == 0;
             nok += ok[r];
             if (st == LAB_TASK_UNSUPPORTED) {
@@ -307,7 +385,8 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
                 return LAB_EXIT_FAIL;
             }
             if (!env->json && !o.quiet) {
-                printf("\nd = %d, scale %s\n", rc.d, lab_scale_name(rc.scale, 0, sb, 32));
+                printf("\nd = %d, scale %s%s\n", rc.d, lab_scale_name(rc.scale, 0, sb, 32),
+                       S > 1 ? " (first seed)" : "");
                 lab_print_epoch_head();
                 for (int e = 0; e <= E; e++)
                     lab_print_epoch(e, ep + (size_t)r * (E + 1) + e);
@@ -322,7 +401,7 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
     }
 
     if (env->json) {
-        printf("{\"command\":\"train\",\"epochs\":%d,", E);
+        printf("{\"command\":\"train\",\"epochs\":%d,\"seeds\":%d,", E, S);
         lab_json_env(stdout, env);
         printf(",\"optim\":\"%s\",\"lr\":", c->adam ? "adam" : "sgd");
         lab_json_num(stdout, c->lr);
@@ -352,6 +431,29 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
             /* -1: not reached within the epochs run (not "never") */
             printf(",\"epochs_to_90\":%d,", epochs_to(x, E, 0.9));
             lab_json_epochs(x, E);
+            /* over all seeds: mean and sd of the summary figures, and each seed's */
+            const struct { const char *key; int e; size_t off; } agg[] = {
+                {"final_acc", E, offsetof(lab_epoch, acc)},
+                {"final_loss", E, offsetof(lab_epoch, loss)},
+                {"grad_norm_epoch1", 1, offsetof(lab_epoch, grad_norm)},
+                {"saturated_frac_epoch0", 0, offsetof(lab_epoch, sat_frac)},
+                {"jacobian_fro_median_epoch0", 0, offsetof(lab_epoch, jac_median)},
+            };
+            for (size_t j = 0; j < sizeof agg / sizeof agg[0]; j++) {
+                double v[LAB_MAX_SEEDS], m, sd;
+                lab_gather(ep, nruns, E, S, r, agg[j].e, agg[j].off, v);
+                lab_mean_sd(v, S, &m, &sd);
+                printf(",\"%s_mean\":", agg[j].key);
+                lab_json_num(stdout, m);
+                printf(",\"%s_sd\":", agg[j].key);
+                lab_json_num(stdout, sd);
+                printf(",\"%s_per_seed\":[", agg[j].key);
+                for (int k = 0; k < S; k++) {
+                    printf("%s", k ? "," : "");
+                    lab_json_num(stdout, v[k]);
+                }
+                printf("]");
+            }
             printf("}");
         }
         printf("]}\n");
@@ -365,23 +467,37 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
         tu_table t;
         tu_table_init(&t, 10, head, right);
         for (int r = 0; r < nruns; r++) {
-            const lab_epoch *x = ep + (size_t)r * (E + 1);
             char cl[10][32];
             char sb[32];
             snprintf(cl[0], 32, "%d", (int)dims[r / nsc]);
             snprintf(cl[1], 32, "%s", lab_scale_name(scales[r % nsc], 0, sb, 32));
-            lab_fmt(cl[2], 32, x[0].entropy, 3);
-            lab_fmt(cl[3], 32, x[0].jacobian, 3);
-            lab_fmt(cl[4], 32, x[0].jac_median, 3);
-            lab_fmt(cl[5], 32, x[0].sat_frac, 2);
-            lab_fmt(cl[6], 32, x[1].grad_norm, 3);
-            lab_fmt(cl[7], 32, x[E].acc, 3);
-            lab_fmt(cl[8], 32, x[E].loss, 3);
-            int e90 = epochs_to(x, E, 0.9);
-            if (e90 < 0)
-                snprintf(cl[9], 32, "> %d", E);
-            else
-                snprintf(cl[9], 32, "%d", e90);
+            const struct { int e; size_t off; int prec; } col[7] = {
+                {0, offsetof(lab_epoch, entropy), 3}, {0, offsetof(lab_epoch, jacobian), 3},
+                {0, offsetof(lab_epoch, jac_median), 3}, {0, offsetof(lab_epoch, sat_frac), 2},
+                {1, offsetof(lab_epoch, grad_norm), 3}, {E, offsetof(lab_epoch, acc), 3},
+                {E, offsetof(lab_epoch, loss), 3},
+            };
+            for (int j = 0; j < 7; j++) {
+                double v[LAB_MAX_SEEDS];
+                lab_gather(ep, nruns, E, S, r, col[j].e, col[j].off, v);
+                lab_fmt_seeds(cl[2 + j], 32, v, S, col[j].prec);
+            }
+            int reached = 0, e90[LAB_MAX_SEEDS];
+            for (int k = 0; k < S; k++) {
+                e90[k] = epochs_to(ep + ((size_t)k * nruns + r) * (E + 1), E, 0.9);
+                reached += e90[k] >= 0;
+            }
+            if (S == 1)
+                snprintf(cl[9], 32, e90[0] < 0 ? "> %d" : "%d", e90[0] < 0 ? E : e90[0]);
+            else { /* the slowest seed, and how many reached it */
+                int worst = 0;
+                for (int k = 0; k < S; k++)
+                    worst = e90[k] > worst ? e90[k] : worst;
+                if (reached == S)
+                    snprintf(cl[9], 32, "<= %d (all %d)", worst, S);
+                else
+                    snprintf(cl[9], 32, "> %d in %d/%d", E, S - reached, S);
+            }
             for (int j = 2; j < 10 && !ok[r]; j++)
                 snprintf(cl[j], 32, "%s", j == 2 ? "unsupported" : "-");
             const char *cells[10];
@@ -391,7 +507,7 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
         }
         tu_table_print(&t, stdout);
         tu_table_free(&t);
-        train_footer(ep, E, ok, dims, ndims, scales, nsc, c->pairs);
+        train_footer(ep, E, S, ok, dims, ndims, scales, nsc, c->pairs);
     }
 
     int rc = LAB_EXIT_OK;
@@ -403,16 +519,20 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
             rc = LAB_EXIT_FAIL;
         } else {
             char title[96];
-            snprintf(title, sizeof title, "train: held-out accuracy, %d runs (%s backend)",
-                     nruns, sdpa_backend_name(sdpa_context_backend(env->ctx)));
+            snprintf(title, sizeof title, "train: held-out accuracy, %d runs%s (%s backend)",
+                     nruns, S > 1 ? ", mean over seeds" : "",
+                     sdpa_backend_name(sdpa_context_backend(env->ctx)));
             lab_chart ch = {.title = title, .xlabel = "epoch", .ylabel = "accuracy",
                             .xint = 1};
             for (int e = 0; e <= E; e++)
                 x[e] = e;
             for (int r = 0; r < nruns; r++) { /* colour by d, line style by scale */
                 char sb[32];
-                for (int e = 0; e <= E; e++)
-                    y[(size_t)r * (E + 1) + e] = ep[(size_t)r * (E + 1) + e].acc;
+                for (int e = 0; e <= E; e++) { /* mean over the seeds */
+                    double v[LAB_MAX_SEEDS], sd;
+                    lab_gather(ep, nruns, E, S, r, e, offsetof(lab_epoch, acc), v);
+                    lab_mean_sd(v, S, &y[(size_t)r * (E + 1) + e], &sd);
+                }
                 snprintf(names[r], 48, "d=%d, %s%s", (int)dims[r / nsc],
                          lab_scale_name(scales[r % nsc], 0, sb, 32),
                          ok[r] ? "" : " (unsupported)");
