@@ -237,8 +237,8 @@ int lab_cmd_online(lab_env *env, int argc, char **argv)
         printf("  the %s backend plans no such shape (unsupported)\n",
                sdpa_backend_name(sdpa_context_backend(env->ctx)));
     if (wst == SDPA_OK && (double)ws < scores)
-        printf("\nThe plan's workspace is %s of the materialised scores' memory: it cannot\n"
-               "hold them; the kernel streams over key blocks.\n", ws == 0 ? "none" : lab_fmt(a, 32, ws / scores, 2));
+        printf("\nThe plan's workspace is %s of the materialised scores' memory: the\n"
+               "scores are never held whole.\n", ws == 0 ? "none" : lab_fmt(a, 32, ws / scores, 2));
     rc = LAB_EXIT_OK;
 done:
     free(q), free(k), free(v), free(out), free(lse), free(pout), free(plse), free(mout);
