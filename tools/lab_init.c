@@ -44,29 +44,9 @@ int lab_cmd_init(lab_env *env, int argc, char **argv)
     memset(&o, 0, sizeof o);
     lab_task_cfg_init(&o.cfg);
     o.cfg.d = 256;
-    ta_args a;
-    ta_init(&a, argc, argv);
-    while (ta_next(&a) && !a.error) {
-        const char *v;
-        int g = lab_global_flag(env, &a);
-        if (g == LAB_FLAG_HELP) {
-            help();
-            return LAB_EXIT_OK;
-        }
-        if (g == LAB_FLAG_DONE || lab_task_flag(&a, &o))
-            continue;
-        if (ta_value(&a, "--d", &v)) {
-            if (v && !ta_parse_int(v, 1, 4096, &o.cfg.d))
-                ta_fail(&a, "--d wants an integer in [1, 4096], not '%s'", v);
-        } else {
-            lab_unknown_arg(&a);
-        }
-    }
-    if (a.error)
-        return lab_usage_error(env, "%s", a.message);
-    if (lab_task_elems(&o.cfg, o.cfg.d) > LAB_TASK_MAX_ELEMS)
-        return lab_usage_error(env, "batch x pairs x d = %lld elements is too large "
-                                    "(limit 2^26)", (long long)lab_task_elems(&o.cfg, o.cfg.d));
+    int rc;
+    if (!lab_task_parse_one_d(env, argc, argv, help, &o, 0, NULL, &rc))
+        return rc;
     if (!o.lr_set)
         o.cfg.lr = o.cfg.adam ? 0.01 : 0.5;
     o.cfg.seed = env->seed;

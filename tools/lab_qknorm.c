@@ -98,39 +98,11 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
     lab_task_cfg_init(&o.cfg);
     o.cfg.epochs = 10;
     o.seeds = 1;
-    int quick = 0;
-    ta_args a;
-    ta_init(&a, argc, argv);
-    while (ta_next(&a) && !a.error) {
-        const char *v;
-        int g = lab_global_flag(env, &a);
-        if (g == LAB_FLAG_HELP) {
-            help();
-            return LAB_EXIT_OK;
-        }
-        if (g == LAB_FLAG_DONE || lab_task_flag(&a, &o))
-            continue;
-        if (ta_value(&a, "--d", &v)) {
-            if (v && !ta_parse_int(v, 1, 4096, &o.cfg.d))
-                ta_fail(&a, "--d wants an integer in [1, 4096], not '%s'", v);
-        } else if (ta_value(&a, "--scale", &v)) {
-            if (v && !lab_scale_parse(v, &o.cfg.scale))
-                ta_fail(&a, "--scale wants 1, rsqrt, inv or a positive number, not '%s'", v);
-        } else if (ta_flag(&a, "--quick")) {
-            quick = 1;
-        } else {
-            lab_unknown_arg(&a);
-        }
-    }
-    if (a.error)
-        return lab_usage_error(env, "%s", a.message);
-    if (quick) {
-        if (!o.epochs_set)
-            o.cfg.epochs = 5;
-    }
-    if (lab_task_elems(&o.cfg, o.cfg.d) > LAB_TASK_MAX_ELEMS)
-        return lab_usage_error(env, "batch x pairs x d = %lld elements is too large "
-                                    "(limit 2^26)", (long long)lab_task_elems(&o.cfg, o.cfg.d));
+    int quick = 0, rc;
+    if (!lab_task_parse_one_d(env, argc, argv, help, &o, 1, &quick, &rc))
+        return rc;
+    if (quick && !o.epochs_set)
+        o.cfg.epochs = 5;
     if (!o.lr_set)
         o.cfg.lr = o.cfg.adam ? 0.2 : 50.0;
     o.cfg.seed = env->seed;
@@ -259,7 +231,7 @@ int lab_cmd_qknorm(lab_env *env, int argc, char **argv)
         qknorm_footer(ep, E, S, peak, emin, bound, o.cfg.pairs);
     }
 
-    int rc = LAB_EXIT_OK;
+    rc = LAB_EXIT_OK;
     if (env->plot) {
         double x[1024 + 1], y[4][1024 + 1];
         int n = E + 1 > 1025 ? 1025 : E + 1;

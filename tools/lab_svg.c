@@ -120,6 +120,13 @@ static void tick_label(char *buf, size_t cap, double u, int log)
     }
 }
 
+/* The stroke colour and dash attribute of a series. */
+static void series_style(const lab_series *se, const char **col, const char **dash)
+{
+    *col = palette[(se->color % LAB_SVG_COLORS + LAB_SVG_COLORS) % LAB_SVG_COLORS];
+    *dash = dashes[(se->dash % LAB_SVG_DASHES + LAB_SVG_DASHES) % LAB_SVG_DASHES];
+}
+
 /* Where point i of a series goes: 1 drawn, 2 drawn at the floor (y <= 0 on
  * a log y axis), 0 not drawn. */
 static int point_kind(const lab_chart *c, const lab_series *se, int i)
@@ -241,10 +248,8 @@ int lab_svg_write(const char *path, const lab_chart *c)
     /* series: polylines broken at points not drawn normally, markers */
     for (int s = 0; s < c->nseries; s++) {
         const lab_series *se = &c->series[s];
-        const char *col = palette[(se->color % LAB_SVG_COLORS + LAB_SVG_COLORS) %
-                                  LAB_SVG_COLORS];
-        const char *dash = dashes[(se->dash % LAB_SVG_DASHES + LAB_SVG_DASHES) %
-                                  LAB_SVG_DASHES];
+        const char *col, *dash;
+        series_style(se, &col, &dash);
         int open = 0;
         for (int i = 0; i < se->n; i++) {
             if (point_kind(c, se, i) != 1) {
@@ -282,10 +287,8 @@ int lab_svg_write(const char *path, const lab_chart *c)
             lx, ly0, legend_w, legend_h);
     for (int s = 0; s < c->nseries; s++) {
         const lab_series *se = &c->series[s];
-        const char *col = palette[(se->color % LAB_SVG_COLORS + LAB_SVG_COLORS) %
-                                  LAB_SVG_COLORS];
-        const char *dash = dashes[(se->dash % LAB_SVG_DASHES + LAB_SVG_DASHES) %
-                                  LAB_SVG_DASHES];
+        const char *col, *dash;
+        series_style(se, &col, &dash);
         double ly = ly0 + 14 + LEGEND_ROW * s;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                    "stroke-width=\"2\"%s/>\n", lx + 6, ly, lx + 34, ly, col, dash);

@@ -122,6 +122,14 @@ const char *lab_seeds_note(char *buf, size_t cap, int nseeds);
  * value is not finite). */
 void lab_mean_sd(const double *v, int n, double *mean, double *sd);
 
+/* The option loop of a subcommand that runs the task at one head size
+ * (qknorm, init): global flags, lab_task_flag's, --d N, --scale S when
+ * `with_scale`, --quick when `quick` is not NULL; --help calls help(). Then
+ * refuses a d whose tensors are too large. Returns 1 to run; 0 to stop with
+ * exit code *rc (0 after help, LAB_EXIT_USAGE after the message). */
+int lab_task_parse_one_d(lab_env *env, int argc, char **argv, void (*help)(void),
+                         lab_task_opts *o, int with_scale, int *quick, int *rc);
+
 /* One aligned line per epoch, under lab_print_epoch_head(). */
 void lab_print_epoch_head(void);
 void lab_print_epoch(int e, const lab_epoch *x);

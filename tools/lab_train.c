@@ -96,6 +96,45 @@ int lab_task_flag(ta_args *a, lab_task_opts *o)
     return 1;
 }
 
+int lab_task_parse_one_d(lab_env *env, int argc, char **argv, void (*help)(void),
+                         lab_task_opts *o, int with_scale, int *quick, int *rc)
+{
+    ta_args a;
+    *rc = LAB_EXIT_OK;
+    ta_init(&a, argc, argv);
+    while (ta_next(&a) && !a.error) {
+        const char *v;
+        int g = lab_global_flag(env, &a);
+        if (g == LAB_FLAG_HELP) {
+            help();
+            return 0;
+        }
+        if (g == LAB_FLAG_DONE || lab_task_flag(&a, o))
+            continue;
+        if (ta_value(&a, "--d", &v)) {
+            if (v && !ta_parse_int(v, 1, 4096, &o->cfg.d))
+                ta_fail(&a, "--d wants an integer in [1, 4096], not '%s'", v);
+        } else if (with_scale && ta_value(&a, "--scale", &v)) {
+            if (v && !lab_scale_parse(v, &o->cfg.scale))
+                ta_fail(&a, "--scale wants 1, rsqrt, inv or a positive number, not '%s'", v);
+        } else if (quick && ta_flag(&a, "--quick")) {
+            *quick = 1;
+        } else {
+            lab_unknown_arg(&a);
+        }
+    }
+    if (a.error) {
+        *rc = lab_usage_error(env, "%s", a.message);
+        return 0;
+    }
+    if (lab_task_elems(&o->cfg, o->cfg.d) > LAB_TASK_MAX_ELEMS) {
+        *rc = lab_usage_error(env, "batch x pairs x d = %lld elements is too large (limit "
+                                   "2^26)", (long long)lab_task_elems(&o->cfg, o->cfg.d));
+        return 0;
+    }
+    return 1;
+}
+
 void lab_print_epoch_head(void)
 {
     printf("  %5s %8s %7s %8s %10s %10s %6s %10s %9s %9s\n", "epoch", "loss", "acc",
