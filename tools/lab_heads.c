@@ -115,7 +115,10 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
     if (lab_open(env))
         return LAB_EXIT_FAIL;
     const int M = h * dh;
-    double V[64 * 1024], y[1024], p[64];
+    /* at most 64 rows of 1024: static, not on the stack (one call per process) */
+    static double V[64 * 1024];
+    static float k1[64 * 64], v1[64 * 1024];
+    double y[1024], p[64];
     tu_rng rng;
     tu_rng_seed(&rng, env->seed);
     for (int i = 0; i < S * M; i++)
@@ -126,7 +129,7 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
     double bound = hull_distance(V, y, S, M, p);
 
     /* (a) one head, d_k = S, K = I, q = log p*: softmax(q) = p* */
-    float q1[64], k1[64 * 64], v1[64 * 1024], o1[1024], st1[SDPA_STAT_COUNT];
+    float q1[64], o1[1024], st1[SDPA_STAT_COUNT];
     memset(k1, 0, sizeof k1);
     for (int j = 0; j < S; j++) {
         q1[j] = (float)log(fmax(p[j], 1e-30));
