@@ -245,8 +245,9 @@ static void train_footer(const lab_epoch *ep, int E, int S, const int *ok,
     int open = 0, late = 0, nruns = ndims * nsc;
     double v[LAB_MAX_SEEDS], w[LAB_MAX_SEEDS], m, sd;
     printf("\nmax entropy is log(%d) = %.3f nats; sat = fraction of rows with p_max > 0.99;\n"
-           "med ||J|| = median over rows of the softmax-Jacobian norm; |grad| ep1 = mean\n"
-           "||dL/d(Wq,Wk)|| over the first epoch's steps.%s\n", pairs, log((double)pairs),
+           "med / q10 ||J|| = median / 10%% quantile over rows of the softmax-Jacobian norm;\n"
+           "p_max = mean largest probability; |grad| ep1 = mean ||dL/d(Wq,Wk)|| over the\n"
+           "first epoch's steps.%s\n", pairs, log((double)pairs),
            S > 1 ? "\nCells are mean+-sd over the seeds." : "");
     for (int i = 0; i < ndims; i++)
         for (int s = 0; s < nsc; s++) {
@@ -500,23 +501,24 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
         printf("\nsummary (%d runs, %.1f s; chance accuracy about %.2f)\n\n", nruns, secs,
                1.0 / c->pairs);
         const char *head[] = {"d", "scale", "entropy@0", "||J||@0", "med ||J||@0",
-                              "sat@0", "|grad| ep1", "final acc", "final loss",
-                              "epochs to 90%"};
-        const int right[] = {1, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+                              "q10 ||J||@0", "p_max@0", "sat@0", "|grad| ep1", "final acc",
+                              "final loss", "epochs to 90%"};
+        const int right[] = {1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
         tu_table t;
-        tu_table_init(&t, 10, head, right);
+        tu_table_init(&t, 12, head, right);
         for (int r = 0; r < nruns; r++) {
-            char cl[10][32];
+            char cl[12][32];
             char sb[32];
             snprintf(cl[0], 32, "%d", (int)dims[r / nsc]);
             snprintf(cl[1], 32, "%s", lab_scale_name(scales[r % nsc], 0, sb, 32));
-            const struct { int e; size_t off; int prec; } col[7] = {
+            const struct { int e; size_t off; int prec; } col[9] = {
                 {0, offsetof(lab_epoch, entropy), 3}, {0, offsetof(lab_epoch, jacobian), 3},
-                {0, offsetof(lab_epoch, jac_median), 3}, {0, offsetof(lab_epoch, sat_frac), 2},
+                {0, offsetof(lab_epoch, jac_median), 3}, {0, offsetof(lab_epoch, jac_q10), 3},
+                {0, offsetof(lab_epoch, pmax), 3}, {0, offsetof(lab_epoch, sat_frac), 2},
                 {1, offsetof(lab_epoch, grad_norm), 3}, {E, offsetof(lab_epoch, acc), 3},
                 {E, offsetof(lab_epoch, loss), 3},
             };
-            for (int j = 0; j < 7; j++) {
+            for (int j = 0; j < 9; j++) {
                 double v[LAB_MAX_SEEDS];
                 lab_gather(ep, nruns, E, S, r, col[j].e, col[j].off, v);
                 lab_fmt_seeds(cl[2 + j], 32, v, S, col[j].prec);
@@ -527,20 +529,20 @@ int lab_cmd_train(lab_env *env, int argc, char **argv)
                 reached += e90[k] >= 0;
             }
             if (S == 1)
-                snprintf(cl[9], 32, e90[0] < 0 ? "> %d" : "%d", e90[0] < 0 ? E : e90[0]);
+                snprintf(cl[11], 32, e90[0] < 0 ? "> %d" : "%d", e90[0] < 0 ? E : e90[0]);
             else { /* the slowest seed, and how many reached it */
                 int worst = 0;
                 for (int k = 0; k < S; k++)
                     worst = e90[k] > worst ? e90[k] : worst;
                 if (reached == S)
-                    snprintf(cl[9], 32, "<= %d (all %d)", worst, S);
+                    snprintf(cl[11], 32, "<= %d (all %d)", worst, S);
                 else
-                    snprintf(cl[9], 32, "> %d in %d/%d", E, S - reached, S);
+                    snprintf(cl[11], 32, "> %d in %d/%d", E, S - reached, S);
             }
-            for (int j = 2; j < 10 && !ok[r]; j++)
+            for (int j = 2; j < 12 && !ok[r]; j++)
                 snprintf(cl[j], 32, "%s", j == 2 ? "unsupported" : "-");
-            const char *cells[10];
-            for (int j = 0; j < 10; j++)
+            const char *cells[12];
+            for (int j = 0; j < 12; j++)
                 cells[j] = cl[j];
             tu_table_add(&t, cells);
         }
