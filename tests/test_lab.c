@@ -856,6 +856,7 @@ START_TEST(test_bad_flags_exit_2)
         "heads --heads 9 --keys 8",         /* more heads than keys */
         "init --d 0",                       /* out of range */
         "train --seeds 0",                  /* out of range */
+        "init --seeds 3",                   /* one seed at a time */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = lab(0, bad[i]);

@@ -47,6 +47,8 @@ int lab_cmd_init(lab_env *env, int argc, char **argv)
     int rc;
     if (!lab_task_parse_one_d(env, argc, argv, help, &o, 0, NULL, &rc))
         return rc;
+    if (o.seeds > 1) /* its claims are exact per seed; one seed at a time */
+        return lab_usage_error(env, "init runs one seed: use --seed N, not --seeds");
     if (!o.lr_set)
         o.cfg.lr = o.cfg.adam ? 0.01 : 0.5;
     o.cfg.seed = env->seed;
