@@ -18,6 +18,8 @@ packages=(
   libvulkan1 libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools vulkan-validationlayers
   # JSON for the tools, profiles and conformance cases
   libcjson-dev
+  # rsvg-convert: the lab suite renders sdpa-lab's --plot charts
+  librsvg2-bin
 )
 
 # --- hardening (scripts/hardening.sh only; not needed by the README's

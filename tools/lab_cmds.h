@@ -14,6 +14,10 @@ int lab_cmd_saturation(lab_env *env, int argc, char **argv);
 int lab_cmd_train(lab_env *env, int argc, char **argv);
 int lab_cmd_qknorm(lab_env *env, int argc, char **argv);
 int lab_cmd_inspect(lab_env *env, int argc, char **argv);
+int lab_cmd_causal(lab_env *env, int argc, char **argv);
+int lab_cmd_online(lab_env *env, int argc, char **argv);
+int lab_cmd_init(lab_env *env, int argc, char **argv);
+int lab_cmd_heads(lab_env *env, int argc, char **argv);
 
 /* The text printed for `sdpa-lab --help` after the subcommand list. */
 extern const char lab_global_help[];

@@ -217,3 +217,35 @@ void lab_fill_normal(tu_rng *r, float *x, size_t n, double sigma)
     for (size_t i = 0; i < n; i++)
         x[i] = (float)(sigma * tu_rng_normal(r));
 }
+
+int lab_parse_int_opts(lab_env *env, int argc, char **argv, void (*help)(void),
+                       const lab_int_opt *opts, int n, int *rc)
+{
+    *rc = LAB_EXIT_OK;
+    ta_args a;
+    ta_init(&a, argc, argv);
+    while (ta_next(&a) && !a.error) {
+        const char *v;
+        int g = lab_global_flag(env, &a), hit = 0;
+        if (g == LAB_FLAG_HELP) {
+            help();
+            return 0;
+        }
+        if (g == LAB_FLAG_DONE)
+            continue;
+        for (int i = 0; i < n && !hit; i++)
+            if (ta_value(&a, opts[i].name, &v)) {
+                hit = 1;
+                if (v && !ta_parse_int(v, opts[i].lo, opts[i].hi, opts[i].value))
+                    ta_fail(&a, "%s wants an integer in [%d, %d], not '%s'", opts[i].name,
+                            opts[i].lo, opts[i].hi, v);
+            }
+        if (!hit)
+            lab_unknown_arg(&a);
+    }
+    if (a.error) {
+        *rc = lab_usage_error(env, "%s", a.message);
+        return 0;
+    }
+    return 1;
+}

@@ -84,6 +84,21 @@ sdpa_status lab_forward_stats(lab_env *env, float *q, float *k, float *v, int64_
                       int64_t H, int64_t Sq, int64_t Skv, int64_t D, int64_t Dv,
                       double scale, float *out, float *stats);
 
+/* An integer option of a subcommand: --name N with N in [lo, hi]. */
+typedef struct lab_int_opt {
+    const char *name;
+    int lo, hi;
+    int *value;
+} lab_int_opt;
+
+/* The option loop of a subcommand whose options are integers only (the
+ * init, heads, causal and online subcommands): global flags, the `n`
+ * options and --help (which calls help()). Returns 1 when the subcommand
+ * should run; 0 when it should stop with exit code *rc (0 after help,
+ * LAB_EXIT_USAGE after printing the error). */
+int lab_parse_int_opts(lab_env *env, int argc, char **argv, void (*help)(void),
+                       const lab_int_opt *opts, int n, int *rc);
+
 /* Fills n floats with N(0, sigma^2) values. */
 void lab_fill_normal(tu_rng *r, float *x, size_t n, double sigma);
 

@@ -3,9 +3,11 @@
  * Called by lab_train.c and lab_qknorm.c, once per (d, scale, qk_norm) run.
  *
  * One plan per run (forward + SDPA_PLAN_BACKWARD, host f32 tensors, lse and
- * stats requested) serves every step and every evaluation batch. Shapes:
- * batch b = one sequence, one head, Sq = queries, Skv = pairs, D = d,
- * Dv = values. Everything the tool computes itself (projections, readout,
+ * stats requested) serves every step. Shapes: batch b = one sequence, one
+ * head, Sq = queries, Skv = pairs, D = d, Dv = values. A second, forward-only
+ * plan evaluates the held-out batches over the same memory viewed as
+ * Hq = queries heads of one query each sharing one KV head (Hkv = 1), so its
+ * per-head statistics are per-row values. Everything the tool computes itself (projections, readout,
  * chain rule, optimizer) is in float64; the attention is the library's.
  *
  * Determinism: embeddings, training batches and evaluation batches depend
@@ -37,6 +39,7 @@ void lab_task_cfg_init(lab_task_cfg *c)
     c->lr = 0.01;
     c->beta = 8.0;
     c->init_std = 1.0;
+    c->init_gain = 1.0;
     c->seed = 1;
 }
 
@@ -101,10 +104,11 @@ typedef struct run {
     const lab_task_cfg *c;
     int B, Sq, P, D, Dv, M, V; /* batch, queries, pairs, d, values, d_model, vocab */
     double *E, *Wq, *Wk, *PQ, *PK, *gQ, *gK, *gWq, *gWk, *mq, *vq, *mk, *vk;
-    float *q, *k, *v, *o, *lse, *stats, *dout, *dq, *dk, *dv;
+    float *q, *k, *v, *o, *lse, *stats, *rstats, *dout, *dq, *dk, *dv;
+    double *rows;       /* per-row ||J||_F of one evaluation */
     batch tr, ev;
-    sdpa_plan *plan;
-    sdpa_forward_tensors ft;
+    sdpa_plan *plan, *eplan;
+    sdpa_forward_tensors ft, eft;
     sdpa_backward_tensors bt;
 } run;
 
@@ -112,11 +116,13 @@ static void run_free(run *r)
 {
     void *p[] = {r->E, r->Wq, r->Wk, r->PQ, r->PK, r->gQ, r->gK, r->gWq, r->gWk,
                  r->mq, r->vq, r->mk, r->vk, r->q, r->k, r->v, r->o, r->lse,
-                 r->stats, r->dout, r->dq, r->dk, r->dv, r->tr.key, r->tr.val,
+                 r->stats, r->rstats, r->rows, r->dout, r->dq, r->dk, r->dv,
+                 r->tr.key, r->tr.val,
                  r->tr.qpos, r->ev.key, r->ev.val, r->ev.qpos};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     sdpa_plan_destroy(r->plan);
+    sdpa_plan_destroy(r->eplan);
 }
 
 static int run_alloc(run *r)
@@ -142,6 +148,7 @@ static int run_alloc(run *r)
     r->dout = malloc(B * Sq * Dv * sizeof(float));
     r->lse = malloc(B * Sq * sizeof(float));
     r->stats = malloc(B * SDPA_STAT_COUNT * sizeof(float));
+    r->rstats = malloc(B * Sq * SDPA_STAT_COUNT * sizeof(float));
     r->tr.key = malloc(B * P * sizeof(int));
     r->tr.val = malloc(B * P * sizeof(int));
     r->tr.qpos = malloc(B * Sq * sizeof(int));
@@ -149,7 +156,9 @@ static int run_alloc(run *r)
     r->ev.key = malloc(EB * P * sizeof(int));
     r->ev.val = malloc(EB * P * sizeof(int));
     r->ev.qpos = malloc(EB * Sq * sizeof(int));
-    return r->E && r->q && r->dq && r->k && r->dk && r->v && r->dv && r->o && r->dout &&
+    r->rows = malloc(EB * Sq * sizeof(double));
+    return r->rows && r->rstats && r->E && r->q && r->dq && r->k && r->dk && r->v &&
+           r->dv && r->o && r->dout &&
            r->lse && r->stats && r->tr.key && r->tr.val && r->tr.qpos && r->ev.key &&
            r->ev.val && r->ev.qpos;
 }
@@ -249,39 +258,106 @@ static int plan_create(lab_env *env, run *r)
     sdpa_status st = sdpa_plan_create(env->ctx, &d, &po, &r->plan);
     if (st == SDPA_ERR_UNSUPPORTED)
         return LAB_TASK_UNSUPPORTED;
-    return lab_failed(env, st, "plan_create");
+    if (lab_failed(env, st, "plan_create"))
+        return 1;
+    /* evaluation: the same memory, one query per head, one shared KV head */
+    sdpa_forward_tensors *e = &r->eft;
+    memset(e, 0, sizeof *e);
+    e->q = sdpa_tensor_host(r->q, SDPA_DTYPE_F32, r->B, r->Sq, 1, r->D);
+    e->k = t->k;
+    e->v = t->v;
+    e->out = sdpa_tensor_host(r->o, SDPA_DTYPE_F32, r->B, r->Sq, 1, r->Dv);
+    e->stats = sdpa_tensor_host(r->rstats, SDPA_DTYPE_F32, r->B, r->Sq, 1,
+                                SDPA_STAT_COUNT);
+    d.tensors = *e;
+    st = sdpa_plan_create(env->ctx, &d, NULL, &r->eplan);
+    if (st == SDPA_ERR_UNSUPPORTED)
+        return LAB_TASK_UNSUPPORTED;
+    return lab_failed(env, st, "plan_create (evaluation)");
 }
 
-/* Evaluates the held-out batches into *e. */
+static int all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double lab_quantile(double *x, int n, double u)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    double pos = u * (n - 1);
+    int i = (int)floor(pos);
+    if (i >= n - 1)
+        return x[n - 1];
+    return x[i] + (pos - i) * (x[i + 1] - x[i]);
+}
+
+/* Evaluates the held-out batches into *e, with per-row statistics from the
+ * evaluation plan. A row is counted as non-finite when its query, its
+ * sequence's keys or its output are not finite, or when the library reports
+ * it empty (there is no mask, so only non-finite scores make a row empty). */
 static int evaluate(lab_env *env, run *r, lab_epoch *e)
 {
-    int correct = 0, nb = r->c->eval_batches;
-    double loss = 0, ent = 0, jac = 0, pmax = 0, lmax = -INFINITY;
+    int correct = 0, nb = r->c->eval_batches, nrow = 0, bad = 0;
+    double loss = 0, ent = 0, jac = 0, pmax = 0, sat = 0, lmax = -INFINITY;
     project(r, r->Wq, r->PQ);
     project(r, r->Wk, r->PK);
     for (int b = 0; b < nb; b++) {
         fill_inputs(r, &r->ev, b * r->B);
-        if (lab_failed(env, sdpa_plan_forward(r->plan, &r->ft), "forward"))
+        if (lab_failed(env, sdpa_plan_forward(r->eplan, &r->eft), "forward"))
             return 1;
         loss += readout(r, &r->ev, b * r->B, 0, &correct);
         for (int s = 0; s < r->B; s++) {
-            const float *st = r->stats + (size_t)s * SDPA_STAT_COUNT;
-            ent += st[SDPA_STAT_ENTROPY_MEAN];
-            jac += st[SDPA_STAT_JACOBIAN_FRO_MEAN];
-            pmax += st[SDPA_STAT_PMAX_MEAN];
-            lmax = fmax(lmax, st[SDPA_STAT_LOGIT_MAX]);
+            int keys_ok = all_finite(r->k + (size_t)s * r->P * r->D, (size_t)r->P * r->D);
+            for (int i = 0; i < r->Sq; i++) {
+                size_t row = (size_t)s * r->Sq + i;
+                const float *st = r->rstats + row * SDPA_STAT_COUNT;
+                if (!keys_ok || !all_finite(r->q + row * r->D, (size_t)r->D) ||
+                    !all_finite(r->o + row * r->Dv, (size_t)r->Dv) ||
+                    !all_finite(st, SDPA_STAT_COUNT) || st[SDPA_STAT_EMPTY_ROWS] != 0) {
+                    bad++;
+                    continue;
+                }
+                ent += st[SDPA_STAT_ENTROPY_MEAN];
+                jac += st[SDPA_STAT_JACOBIAN_FRO_MEAN];
+                pmax += st[SDPA_STAT_PMAX_MEAN];
+                sat += st[SDPA_STAT_SATURATED_FRAC];
+                lmax = fmax(lmax, st[SDPA_STAT_LOGIT_MAX]);
+                r->rows[nrow++] = st[SDPA_STAT_JACOBIAN_FRO_MEAN];
+            }
         }
     }
-    double nq = (double)nb * r->B * r->Sq, ns = (double)nb * r->B, w = 0;
+    double nq = (double)nb * r->B * r->Sq, w = 0;
     for (size_t i = 0; i < (size_t)r->M * r->D; i++)
         w += r->Wq[i] * r->Wq[i] + r->Wk[i] * r->Wk[i];
     e->loss = loss / nq;
     e->acc = correct / nq;
-    e->entropy = ent / ns;
-    e->jacobian = jac / ns;
-    e->pmax = pmax / ns;
-    e->logit_max = lmax;
+    e->nonfinite = bad;
     e->wnorm = sqrt(w);
+    if (bad || nrow == 0) {
+        e->entropy = e->jacobian = e->jac_median = e->jac_q10 = NAN;
+        e->pmax = e->sat_frac = e->logit_max = NAN;
+        if (bad)
+            e->loss = e->acc = NAN;
+        return 0;
+    }
+    e->entropy = ent / nrow;
+    e->jacobian = jac / nrow;
+    e->pmax = pmax / nrow;
+    e->sat_frac = sat / nrow;
+    e->logit_max = lmax;
+    e->jac_median = lab_quantile(r->rows, nrow, 0.5);
+    e->jac_q10 = lab_quantile(r->rows, nrow, 0.1);
     return 0;
 }
 
@@ -299,25 +375,34 @@ static void chain(const run *r, const double *gX, double *gW)
         }
 }
 
-static void update(const lab_task_cfg *c, double *W, const double *g, double *m,
-                   double *v, size_t n, long step)
+/* One optimizer step on W; returns the squared norm of the step. */
+static double update(const lab_task_cfg *c, double *W, const double *g, double *m,
+                     double *v, size_t n, long step)
 {
+    double s2 = 0;
     if (!c->adam) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             W[i] -= c->lr * g[i];
-        return;
+            s2 += (c->lr * g[i]) * (c->lr * g[i]);
+        }
+        return s2;
     }
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     double c1 = 1 - pow(b1, (double)step), c2 = 1 - pow(b2, (double)step);
     for (size_t i = 0; i < n; i++) {
         m[i] = b1 * m[i] + (1 - b1) * g[i];
         v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-        W[i] -= c->lr * (m[i] / c1) / (sqrt(v[i] / c2) + eps);
+        double dw = c->lr * (m[i] / c1) / (sqrt(v[i] / c2) + eps);
+        W[i] -= dw;
+        s2 += dw * dw;
     }
+    return s2;
 }
 
-/* One optimizer step on a fresh training batch; returns the gradient norm. */
-static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gnorm)
+/* One optimizer step on a fresh training batch; gives the gradient norm and
+ * the step's size relative to the weights. */
+static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gnorm,
+                      double *rel)
 {
     int correct = 0;
     sample_batch(data, r->c, &r->tr);
@@ -354,8 +439,12 @@ static int train_step(lab_env *env, run *r, tu_rng *data, long step, double *gno
     for (size_t i = 0; i < n; i++)
         g2 += r->gWq[i] * r->gWq[i] + r->gWk[i] * r->gWk[i];
     *gnorm = sqrt(g2);
-    update(r->c, r->Wq, r->gWq, r->mq, r->vq, n, step);
-    update(r->c, r->Wk, r->gWk, r->mk, r->vk, n, step);
+    double w2 = 0;
+    for (size_t i = 0; i < n; i++)
+        w2 += r->Wq[i] * r->Wq[i] + r->Wk[i] * r->Wk[i];
+    double s2 = update(r->c, r->Wq, r->gWq, r->mq, r->vq, n, step) +
+                update(r->c, r->Wk, r->gWk, r->mk, r->vk, n, step);
+    *rel = sqrt(s2 / w2);
     return 0;
 }
 
@@ -376,7 +465,7 @@ int lab_task_run(lab_env *env, const lab_task_cfg *c, lab_epoch *out)
     for (size_t i = 0; i < (size_t)r.V * r.M; i++)
         r.E[i] = tu_rng_normal(&rng);
     tu_rng_seed(&rng, c->seed * 1000003u + (uint64_t)c->d);
-    double w0 = c->init_std / sqrt((double)r.M);
+    double w0 = c->init_std * c->init_gain / sqrt((double)r.M);
     for (size_t i = 0; i < (size_t)r.M * r.D; i++) {
         r.Wq[i] = w0 * tu_rng_normal(&rng);
         r.Wk[i] = w0 * tu_rng_normal(&rng);
@@ -398,18 +487,22 @@ int lab_task_run(lab_env *env, const lab_task_cfg *c, lab_epoch *out)
     rc = 1;
     if (evaluate(env, &r, &out[0]))
         goto done;
-    out[0].grad_norm = 0;
+    out[0].grad_norm = out[0].update_rel = out[0].update_rel_first = 0;
     long step = 0;
     for (int e = 1; e <= c->epochs; e++) {
-        double gsum = 0, g;
+        double gsum = 0, usum = 0, g, u;
         for (int s = 0; s < c->steps; s++) {
-            if (train_step(env, &r, &data, ++step, &g))
+            if (train_step(env, &r, &data, ++step, &g, &u))
                 goto done;
             gsum += g;
+            usum += u;
+            if (s == 0)
+                out[e].update_rel_first = u;
         }
         if (evaluate(env, &r, &out[e]))
             goto done;
         out[e].grad_norm = gsum / c->steps;
+        out[e].update_rel = usum / c->steps;
     }
     rc = 0;
 done:

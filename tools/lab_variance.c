@@ -56,6 +56,39 @@ static double mean_col(const float *stats, int64_t heads, int col)
     return s / (double)heads;
 }
 
+/* The sentences under the table, each only when the measured rows show it:
+ * the spreads' largest relative deviation from sqrt(d) and from 1, and
+ * whether p_max grows with d unscaled (over the rows in increasing d). */
+static void variance_footer(const int64_t *dims, int n, const int *ran, const double *su,
+                            const double *ss, const double *pu, const double *ps)
+{
+    double du = 0, ds = 0, psmax = 0;
+    int grows = 1, count = 0, last = -1;
+    for (int i = 0; i < n; i++) {
+        if (!ran[i])
+            continue;
+        count++;
+        du = fmax(du, fabs(su[i] / sqrt((double)dims[i]) - 1));
+        ds = fmax(ds, fabs(ss[i] - 1));
+        psmax = fmax(psmax, ps[i]);
+        if (last >= 0 && dims[i] > dims[last] && !(pu[i] > pu[last]))
+            grows = 0;
+        last = i;
+    }
+    printf("\n");
+    if (du < 0.1)
+        printf("Unscaled, the scores spread as sqrt(d) (within %.1f%% at every d).\n",
+               100 * du);
+    else
+        printf("Unscaled, the spread differs from sqrt(d) by up to %.1f%%.\n", 100 * du);
+    if (ds < 0.1)
+        printf("Scaled by 1/sqrt(d), their spread is 1 (within %.1f%%) at every d.\n",
+               100 * ds);
+    if (count > 1 && grows)
+        printf("Unscaled p_max grows with d (to %.3f); scaled, it stays at or below %.3f.\n",
+               pu[last], psmax);
+}
+
 int lab_cmd_variance(lab_env *env, int argc, char **argv)
 {
     int64_t dims[MAX_DIMS] = {8, 64, 512, 4096};
@@ -199,12 +232,11 @@ int lab_cmd_variance(lab_env *env, int argc, char **argv)
         }
         tu_table_print(&t, stdout);
         tu_table_free(&t);
-        printf("\nUnscaled scores spread as sqrt(d), so their softmax saturates (p_max -> 1)"
-               "\nas d grows; scaling by 1/sqrt(d) keeps unit spread at every d.\n");
+        variance_footer(dims, ndims, ran, std_u, std_s, pmax_u, pmax_s);
     }
 
     if (env->plot) {
-        lab_chart c = {.title = "Spread of attention scores vs head size",
+        lab_chart c = {.title = "variance: spread of attention scores vs head size",
                        .xlabel = "head size d", .ylabel = "std of scores", .logx = 1,
                        .logy = 1};
         lab_chart_add(&c, "unscaled (libsdpa)", ndims, dd, std_u, 1, 0);

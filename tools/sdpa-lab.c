@@ -10,6 +10,10 @@
  *   qknorm      the same task at a large learning rate, with and without
  *               RMS QK-norm
  *   inspect     per-head statistics of one call, with warnings
+ *   init        d^(-1/4) weights instead of the scale: same at init, not after
+ *   heads       one head stays in the convex hull of V; h heads leave it
+ *   causal      no leakage through the backward; top-left vs bottom-right
+ *   online      streaming softmax = full softmax; merged blocks = whole
  *
  * This file only reads the global flags that come before the subcommand and
  * dispatches; each subcommand lives in its own lab_<name>.c. Uses sdpa.h only.
@@ -43,6 +47,10 @@ static void usage(FILE *f)
             "  train        learn associative recall with scale 1, 1/sqrt(d), 1/d\n"
             "  qknorm       large learning rate with and without RMS QK-norm\n"
             "  inspect      per-head statistics of one call (CASE_DIR or --random)\n"
+            "  init         W_Q, W_K shrunk by d^(-1/4) instead of the scale, under Adam\n"
+            "  heads        one head vs h heads: the convex hull of the values\n"
+            "  causal       no leakage, through the backward; diagonal alignment\n"
+            "  online       streaming softmax, sdpa_merge of key blocks, memory\n"
             "\n%s"
             "\nExit status: 0 success, 1 library or I/O failure, 2 usage error.\n",
             lab_global_help);
@@ -73,7 +81,7 @@ int main(int argc, char **argv)
     }
     if (a.i >= argc)
         return lab_usage_error(&env, "missing subcommand (variance, saturation, train, "
-                                     "qknorm, inspect)");
+                                     "qknorm, inspect, init, heads, causal, online)");
 
     static const struct {
         const char *name;
@@ -81,7 +89,9 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"variance", lab_cmd_variance}, {"saturation", lab_cmd_saturation},
         {"train", lab_cmd_train},       {"qknorm", lab_cmd_qknorm},
-        {"inspect", lab_cmd_inspect},
+        {"inspect", lab_cmd_inspect},   {"causal", lab_cmd_causal},
+        {"online", lab_cmd_online},     {"heads", lab_cmd_heads},
+        {"init", lab_cmd_init},
     };
     const char *name = argv[a.i];
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
@@ -92,5 +102,5 @@ int main(int argc, char **argv)
             return rc;
         }
     return lab_usage_error(&env, "unknown subcommand '%s' (variance, saturation, train, "
-                                 "qknorm, inspect)", name);
+                                 "qknorm, inspect, init, heads, causal, online)", name);
 }
