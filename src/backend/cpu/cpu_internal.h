@@ -19,7 +19,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-/* ---- thread pool (cpu_pool.c) ------------------------------------------- */
+/* ---- thread pool (cpu_pool.c); idle threads spin SDPA_CPU_SPIN_US (default
+ * 200) microseconds before they sleep ---------------------------------------- */
 typedef struct sdpa__cpu_pool sdpa__cpu_pool;
 typedef void (*sdpa__cpu_job)(void *arg, int tid, int nthreads);
 sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
@@ -27,6 +28,9 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
 void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool);
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
 int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
+/* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
+ * run) and went to the condition variable: a test and diagnostic counter. */
+long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 
 /* ---- vector kernels (cpu_kernels_generic.c, cpu_kernels_avx512.c) -------- */
 typedef struct sdpa__cpu_kernels {
