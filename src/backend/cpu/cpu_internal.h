@@ -1,6 +1,6 @@
 /*
  * cpu_internal.h — shared declarations of the fast CPU backend (issue 3):
- * the thread pool, the table of vector kernels (portable and AVX-512), the
+ * the thread pool, the table of vector kernels (portable, AVX2, AVX-512), the
  * backend's context and plan state, and the entry points of the forward,
  * backward and decode drivers.
  *
@@ -32,7 +32,7 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
  * run) and went to the condition variable: a test and diagnostic counter. */
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 
-/* ---- vector kernels (cpu_kernels_generic.c, cpu_kernels_avx512.c) -------- */
+/* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c) ---------- */
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -76,12 +76,16 @@ typedef struct sdpa__cpu_kernels {
 } sdpa__cpu_kernels;
 
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
+#ifdef SDPA_CPU_HAVE_AVX2
+extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;
+#endif
 #ifdef SDPA_CPU_HAVE_AVX512
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx512;
 #endif
-/* The best table this CPU runs; SDPA_CPU_KERNELS=generic forces the portable
- * one (a developer and test switch). */
-const sdpa__cpu_kernels *sdpa__cpu_kernels_select(void);
+/* The best table this CPU runs (cpu_kernels_select.c); SDPA_CPU_KERNELS=
+ * generic|avx2|avx512 forces one the CPU runs (a developer and test switch).
+ * Writes the reason into why (cap bytes; why may be NULL). */
+const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap);
 
 /* ---- backend state ---------------------------------------------------------- */
 typedef struct sdpa__cpu_state {
