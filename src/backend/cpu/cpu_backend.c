@@ -26,15 +26,16 @@ static sdpa_status cpu_context_init(sdpa_context *ctx, int device_index, void **
     sdpa__cpu_state *s = sdpa__calloc(1, sizeof *s);
     SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "cpu: context state");
     char why[160];
-    s->k = sdpa__cpu_kernels_select(why, sizeof why);
+    bool ignored;
+    s->k = sdpa__cpu_kernels_select(why, sizeof why, &ignored);
     sdpa_status st = sdpa__cpu_pool_create(ctx, sdpa__context_threads(ctx), &s->pool);
     if (st != SDPA_OK) {
         free(s);
         return st;
     }
     s->nthreads = sdpa__cpu_pool_size(s->pool);
-    sdpa__log(ctx, SDPA_LOG_INFO, "cpu: %d threads, %s kernels (%s)", s->nthreads,
-              s->k->name, why);
+    sdpa__log(ctx, ignored ? SDPA_LOG_WARN : SDPA_LOG_INFO, "cpu: %d threads, %s kernels (%s)",
+              s->nthreads, s->k->name, why);
     *state = s;
     return SDPA_OK;
 }
@@ -46,7 +47,7 @@ static sdpa_status cpu_device_info(int index, sdpa_device_info *info)
     sdpa_status st = sdpa__host_device_info(index, info);
     if (st != SDPA_OK) return st;
     char why[160];
-    const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(why, sizeof why);
+    const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(why, sizeof why, NULL);
     snprintf(info->details, sizeof info->details, "kernels %s: %s", k->name, why);
     return SDPA_OK;
 }

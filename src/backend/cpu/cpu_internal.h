@@ -84,8 +84,9 @@ extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx512;
 #endif
 /* The best table this CPU runs (cpu_kernels_select.c); SDPA_CPU_KERNELS=
  * generic|avx2|avx512 forces one the CPU runs (a developer and test switch).
- * Writes the reason into why (cap bytes; why may be NULL). */
-const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap);
+ * Writes the reason into why (cap bytes; why may be NULL) and sets *ignored
+ * (may be NULL) when SDPA_CPU_KERNELS named a set it could not use. */
+const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *ignored);
 
 /* ---- backend state ---------------------------------------------------------- */
 typedef struct sdpa__cpu_state {

@@ -46,8 +46,9 @@ static bool cpu_has_avx2(void)
 #endif
 }
 
-const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap)
+const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *ignored)
 {
+    if (ignored) *ignored = false;
     char dummy[1];
     if (!why || cap == 0) {
         why = dummy;
@@ -95,6 +96,7 @@ const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap)
         snprintf(why, cap, "forced by SDPA_CPU_KERNELS=%s", env);
         return want;
     }
+    if (ignored) *ignored = true;
     if (strcmp(env, "avx2") == 0 || strcmp(env, "avx512") == 0)
         snprintf(why, cap, "SDPA_CPU_KERNELS=%.32s: this CPU or build lacks them; %s", env,
                  best_why);
