@@ -319,38 +319,6 @@ START_TEST(nonfinite_inputs)
 }
 END_TEST
 
-/* The portable kernels (what non-AVX-512 CPUs run) agree with the reference. */
-START_TEST(generic_kernels)
-{
-    setenv("SDPA_CPU_KERNELS", "generic", 1);
-    sdpa_context *gen = cpu_context(2);
-    unsetenv("SDPA_CPU_KERNELS");
-    tcase c = fcase_make(&fcases[17], 1234u); /* everything */
-    {
-        /* the switch took effect: the plan reports the portable kernels */
-        tproblem p;
-        tproblem_make(&p, &c);
-        sdpa_plan *plan = NULL;
-        ck_assert_int_eq(sdpa_plan_create(gen, &p.desc, NULL, &plan), SDPA_OK);
-        sdpa_plan_info info;
-        memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-        ck_assert_msg(strstr(info.config, "kernels=generic") != NULL, "%s", info.config);
-        sdpa_plan_destroy(plan);
-        tproblem_free(&p);
-    }
-    tparity_forward(gen, g_ref, &c, NULL);
-    c = fcase_make(&fcases[26], 1234u); /* decode_gqa */
-    tparity_forward(gen, g_ref, &c, NULL);
-    c = fcase_make(&bcases[11], 1234u);
-    tparity_backward(gen, g_ref, &c, NULL);
-    c = fcase_make(&bcases[12], 1234u);
-    tparity_backward(gen, g_ref, &c, NULL);
-    sdpa_context_destroy(gen);
-}
-END_TEST
-
 /* The fused plan's workspace does not depend on Skv. */
 static size_t workspace_for(sdpa_context *ctx, int64_t Sq, int64_t Skv, bool stats,
                             unsigned flags)
@@ -395,9 +363,10 @@ END_TEST
 
 /* Sq = 1 with one KV head and a long cache takes the split-KV decode path
  * with two threads (its parity is checked by the decode_long case). */
-START_TEST(decode_uses_split_kv)
+/* sdpa_plan_get_info of g_cpu's default plan for forward case f. */
+static sdpa_plan_info plan_info_of(const fcase *f)
 {
-    tcase c = fcase_make(&fcases[27], 1234u); /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    tcase c = fcase_make(f, 1234u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_plan *plan = NULL;
@@ -406,9 +375,16 @@ START_TEST(decode_uses_split_kv)
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
     sdpa_plan_destroy(plan);
     tproblem_free(&p);
+    return info;
+}
+
+START_TEST(decode_uses_split_kv)
+{
+    /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    sdpa_plan_info info = plan_info_of(&fcases[27]);
+    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
 }
 END_TEST
 
@@ -457,20 +433,10 @@ END_TEST
 /* The fixture's kernel set is the one the plans run (the switch took effect). */
 START_TEST(kset_in_effect)
 {
-    tcase c = fcase_make(&fcases[0], 1234u);
-    tproblem p;
-    tproblem_make(&p, &c);
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(g_cpu, &p.desc, NULL, &plan), SDPA_OK);
-    sdpa_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    sdpa_plan_info info = plan_info_of(&fcases[0]);
     char want[64];
     snprintf(want, sizeof want, "kernels=%s", g_kset);
     ck_assert_msg(strstr(info.config, want) != NULL, "%s: %s", want, info.config);
-    sdpa_plan_destroy(plan);
-    tproblem_free(&p);
 }
 END_TEST
 
@@ -509,7 +475,6 @@ int main(void)
     tcase_add_loop_test(tc, backward_parity_one_thread, 0, 3);
     tcase_add_test(tc, backward_deterministic);
     tcase_add_test(tc, empty_rows_are_clean);
-    tcase_add_test(tc, generic_kernels);
     suite_add_tcase(s, tc);
     /* Every kernel set this CPU runs besides its default: the parity cases again. */
     static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {

@@ -75,6 +75,18 @@ typedef struct sdpa__cpu_kernels {
                       int64_t stride, int n);
 } sdpa__cpu_kernels;
 
+/* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
+static inline void sdpa__cpu_gemm_k0(int M, int N, float *C, ptrdiff_t ldc, int accumulate,
+                                     const float *c_scale)
+{
+    for (int r = 0; r < M; r++) {
+        if (!accumulate)
+            for (int n = 0; n < N; n++) C[r * ldc + n] = 0.0f;
+        else if (c_scale)
+            for (int n = 0; n < N; n++) C[r * ldc + n] *= c_scale[r];
+    }
+}
+
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
 #ifdef SDPA_CPU_HAVE_AVX2
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;
