@@ -23,85 +23,73 @@
 #define SDPA__CPU_HAS_F16C __builtin_cpu_supports("f16c")
 #endif
 
+#ifdef SDPA_CPU_HAVE_AVX512
 static bool cpu_has_avx512(void)
 {
-#ifdef SDPA_CPU_HAVE_AVX512
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("fma") && SDPA__CPU_HAS_F16C;
-#else
-    return false;
-#endif
 }
+#endif
 
+#ifdef SDPA_CPU_HAVE_AVX2
 static bool cpu_has_avx2(void)
 {
-#ifdef SDPA_CPU_HAVE_AVX2
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
            SDPA__CPU_HAS_F16C;
-#else
-    return false;
-#endif
 }
+#endif
+
+static bool cpu_runs_anything(void) { return true; }
+
+/* The sets this build has, best first; the last always runs. */
+static const struct kset {
+    const char *name;
+    const sdpa__cpu_kernels *k;
+    bool (*runs)(void);
+    const char *why; /* why it is the best when it is */
+} ksets[] = {
+#ifdef SDPA_CPU_HAVE_AVX512
+    {"avx512", &sdpa__cpu_kernels_avx512, cpu_has_avx512,
+     "the CPU has AVX-512 (F, BW, DQ, VL), FMA and F16C"},
+#endif
+#ifdef SDPA_CPU_HAVE_AVX2
+    {"avx2", &sdpa__cpu_kernels_avx2, cpu_has_avx2,
+     "the CPU has AVX2, FMA and F16C, and no AVX-512 (or this build lacks its kernels)"},
+#endif
+    {"generic", &sdpa__cpu_kernels_generic, cpu_runs_anything,
+     "the CPU (or this build) has neither AVX-512 nor AVX2+FMA+F16C"},
+};
+enum { N_KSETS = sizeof ksets / sizeof ksets[0] };
 
 const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *ignored)
 {
-    if (ignored) *ignored = false;
     char dummy[1];
     if (!why || cap == 0) {
         why = dummy;
         cap = sizeof dummy;
     }
-    const bool avx512 = cpu_has_avx512(), avx2 = cpu_has_avx2();
-    const sdpa__cpu_kernels *best = &sdpa__cpu_kernels_generic;
-    const char *best_why = "the CPU (or this build) has neither AVX-512 nor AVX2+FMA+F16C";
-#ifdef SDPA_CPU_HAVE_AVX2
-    if (avx2) {
-        best = &sdpa__cpu_kernels_avx2;
-        best_why = "the CPU has AVX2, FMA and F16C but not AVX-512";
-    }
-#endif
-#ifdef SDPA_CPU_HAVE_AVX512
-    if (avx512) {
-        best = &sdpa__cpu_kernels_avx512;
-        best_why = "the CPU has AVX-512 (F, BW, DQ, VL), FMA and F16C";
-    }
-#endif
+    if (ignored) *ignored = false;
+    int best = 0;
+    while (!ksets[best].runs()) best++;
     const char *env = getenv("SDPA_CPU_KERNELS");
     if (!env || !*env || strcmp(env, "auto") == 0) {
-        snprintf(why, cap, "%s", best_why);
-        return best;
+        snprintf(why, cap, "%s", ksets[best].why);
+        return ksets[best].k;
     }
-    const sdpa__cpu_kernels *want = NULL;
-    bool runs = false;
-    if (strcmp(env, "generic") == 0) {
-        want = &sdpa__cpu_kernels_generic;
-        runs = true;
-    }
-#ifdef SDPA_CPU_HAVE_AVX2
-    if (strcmp(env, "avx2") == 0) {
-        want = &sdpa__cpu_kernels_avx2;
-        runs = avx2;
-    }
-#endif
-#ifdef SDPA_CPU_HAVE_AVX512
-    if (strcmp(env, "avx512") == 0) {
-        want = &sdpa__cpu_kernels_avx512;
-        runs = avx512;
-    }
-#endif
-    if (want && runs) {
-        snprintf(why, cap, "forced by SDPA_CPU_KERNELS=%s", env);
-        return want;
-    }
+    for (int i = 0; i < N_KSETS; i++)
+        if (strcmp(env, ksets[i].name) == 0 && ksets[i].runs()) {
+            snprintf(why, cap, "forced by SDPA_CPU_KERNELS=%s", env);
+            return ksets[i].k;
+        }
     if (ignored) *ignored = true;
-    if (strcmp(env, "avx2") == 0 || strcmp(env, "avx512") == 0)
-        snprintf(why, cap, "SDPA_CPU_KERNELS=%.32s: this CPU or build lacks them; %s", env,
-                 best_why);
+    if (strcmp(env, "generic") == 0 || strcmp(env, "avx2") == 0 || strcmp(env, "avx512") == 0)
+        snprintf(why, cap, "SDPA_CPU_KERNELS=%s: this CPU or build lacks them; %s", env,
+                 ksets[best].why);
     else
         snprintf(why, cap, "SDPA_CPU_KERNELS=%.32s is not generic, avx2, avx512 or auto; %s",
-                 env, best_why);
-    return best;
+                 env, ksets[best].why);
+    return ksets[best].k;
 }

@@ -31,8 +31,7 @@
 #include <stdlib.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
+#define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
 #elif defined(__aarch64__) || defined(__arm__)
 #define cpu_relax() __asm__ __volatile__("yield")
 #else
