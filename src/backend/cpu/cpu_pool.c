@@ -17,8 +17,11 @@
  * the condition variable; the caller publishes a run by bumping the counter
  * and broadcasts only when some worker sleeps, before it starts its own share.
  * The caller likewise spins up to spin_us for the workers to finish before it
- * sleeps. Spinning threads call sched_yield between rounds of pauses, so a
- * machine with fewer free cores than threads still makes progress. Lost wake-ups are ruled out by a Dekker pair: a worker registers in
+ * sleeps, when every worker has started the run (one that has not may be
+ * waiting for the caller's core). The spin never yields (sched_yield would hand the core to any
+ * background process and the worker would start a time slice late); a
+ * spinner that finds it was descheduled mid-spin (fewer free cores than
+ * threads) turns spinning off for the next 64 runs instead. Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
  * at least one of them sees the other.
@@ -27,7 +30,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -46,10 +48,12 @@ struct sdpa__cpu_pool {
     pthread_cond_t wake, done;
     atomic_ullong generation; /* bumped for every run */
     atomic_int pending;       /* workers still running the current job */
+    atomic_int started;       /* workers that have picked up the current job */
     atomic_int sleepers;      /* workers waiting (or about to) on `wake` */
     atomic_int caller_waits;  /* the caller waits (or is about to) on `done` */
     atomic_bool quit;
     atomic_llong sleeps;      /* times a worker stopped spinning to sleep */
+    atomic_int nospin;        /* runs left with spinning off (oversubscribed) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
 };
@@ -66,45 +70,44 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Between rounds of pauses: whether the spin may go on (before `end`). It
- * also yields, so that on an oversubscribed machine (more threads than free
- * cores) the thread it waits for can run here. */
-static bool spin_on(int64_t end)
+/* Spin predicates: a new run (or quit) since generation `old`; the workers
+ * done with the current run. */
+static bool new_run(sdpa__cpu_pool *pool, unsigned long long old)
 {
-    const int64_t t = now_ns();
-    if (t >= end) return false;
-    sched_yield();
-    return true;
+    return atomic_load_explicit(&pool->generation, memory_order_acquire) != old ||
+           atomic_load_explicit(&pool->quit, memory_order_relaxed);
 }
 
-/* Spins up to spin_ns until `generation` differs from `old` or quit is set;
- * returns whether that happened within the time. */
-static bool spin_gen(sdpa__cpu_pool *pool, unsigned long long old)
+static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
 {
-    if (pool->spin_ns <= 0) return false;
-    const int64_t end = now_ns() + pool->spin_ns;
-    for (;;) {
-        for (int i = 0; i < 16; i++) {
-            if (atomic_load_explicit(&pool->generation, memory_order_acquire) != old ||
-                atomic_load_explicit(&pool->quit, memory_order_relaxed))
-                return true;
-            cpu_relax();
-        }
-        if (!spin_on(end)) return false;
-    }
+    (void)old;
+    return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
-/* Spins up to spin_ns until every worker has finished the current run. */
-static bool spin_done(sdpa__cpu_pool *pool)
+/* Spins up to spin_ns until ready(pool, old); returns whether it came in
+ * time. A spinner that finds it was descheduled between two looks at the
+ * clock (the machine has fewer free cores than threads: spinning only takes
+ * the core from the thread it waits for) turns spinning off for the next
+ * NOSPIN_RUNS runs, after which the pool tries again. */
+enum { NOSPIN_RUNS = 64 };
+#define DESCHEDULED_NS 50000
+
+static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                 unsigned long long old)
 {
-    if (pool->spin_ns <= 0) return false;
-    const int64_t end = now_ns() + pool->spin_ns;
+    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
+        return false;
+    int64_t t = now_ns();
+    const int64_t end = t + pool->spin_ns;
     for (;;) {
-        for (int i = 0; i < 16; i++) {
-            if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return true;
-            cpu_relax();
-        }
-        if (!spin_on(end)) return false;
+        bool ok = false;
+        for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
+        const int64_t prev = t;
+        t = now_ns();
+        if (t - prev > DESCHEDULED_NS)
+            atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
+        if (ok) return true;
+        if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
     }
 }
 
@@ -115,7 +118,7 @@ static void *worker_main(void *p)
     sdpa__cpu_pool *pool = wa.pool;
     unsigned long long seen = 0;
     for (;;) {
-        if (!spin_gen(pool, seen)) {
+        if (!spin(pool, new_run, seen)) {
             pthread_mutex_lock(&pool->mu);
             atomic_fetch_add(&pool->sleepers, 1);
             atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
@@ -126,6 +129,7 @@ static void *worker_main(void *p)
         }
         if (atomic_load(&pool->quit)) break;
         seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
         pool->job(pool->arg, wa.tid, pool->n);
         if (atomic_fetch_sub(&pool->pending, 1) == 1 &&
             atomic_load(&pool->caller_waits)) {
@@ -165,10 +169,12 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     pool->spin_ns = spin_ns_from_env(ctx);
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->pending, 0);
+    atomic_init(&pool->started, 0);
     atomic_init(&pool->sleepers, 0);
     atomic_init(&pool->caller_waits, 0);
     atomic_init(&pool->quit, false);
     atomic_init(&pool->sleeps, 0);
+    atomic_init(&pool->nospin, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -232,9 +238,12 @@ void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
         job(arg, 0, 1);
         return;
     }
+    const int nospin = atomic_load_explicit(&pool->nospin, memory_order_relaxed);
+    if (nospin > 0) atomic_store_explicit(&pool->nospin, nospin - 1, memory_order_relaxed);
     pool->job = job;
     pool->arg = arg;
     atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool->started, 0, memory_order_relaxed);
     /* Publish (release: job, arg, pending), then wake sleepers before doing
      * our own share, so a call after a pause still gets every thread. */
     atomic_fetch_add(&pool->generation, 1);
@@ -244,7 +253,11 @@ void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
         pthread_mutex_unlock(&pool->mu);
     }
     job(arg, 0, pool->n);
-    if (spin_done(pool)) return;
+    /* Spin for the workers only when they all run: one that has not started
+     * by now may be waiting for this very core. */
+    if (atomic_load_explicit(&pool->started, memory_order_relaxed) == pool->n - 1 &&
+        spin(pool, workers_done, 0))
+        return;
     pthread_mutex_lock(&pool->mu);
     atomic_store(&pool->caller_waits, 1);
     while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->mu);
