@@ -18,13 +18,16 @@
  * and broadcasts only when some worker sleeps, before it starts its own share.
  * The caller likewise spins up to spin_us for the workers to finish before it
  * sleeps, when every worker has started the run (one that has not may be
- * waiting for the caller's core). The spin never yields (sched_yield would hand the core to any
- * background process and the worker would start a time slice late); a
- * spinner that finds it was descheduled mid-spin (fewer free cores than
- * threads) turns spinning off for the next 64 runs instead. Lost wake-ups are ruled out by a Dekker pair: a worker registers in
+ * waiting for the caller's core). The spin never yields (sched_yield would
+ * hand the core to any background process and the worker would start a time
+ * slice late); a spinner that finds it was descheduled mid-spin (fewer free
+ * cores than threads) turns spinning off for the next 64 runs instead.
+ *
+ * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
- * at least one of them sees the other.
+ * at least one of them sees the other; `pending` and `caller_waits` pair the
+ * same way for the caller's sleep.
  */
 #include "cpu_internal.h"
 
