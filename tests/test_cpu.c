@@ -3,8 +3,11 @@
  * feature and combinations, lengths that cross tile edges (1, 7, 63, 65, 257,
  * 1000), head sizes 32..256, f16/bf16 storage, GQA with Dv != D, decode
  * shapes (Sq = 1, long Skv, split-KV), statistics, backward with every
- * gradient, determinism, 1 and 2 threads, the portable kernels
- * (SDPA_CPU_KERNELS=generic), and a workspace that does not grow with Skv.
+ * gradient, determinism, 1 and 2 threads, and a workspace that does not grow
+ * with Skv. The parity cases run with the kernels the CPU picks and again
+ * with every other kernel set it runs (SDPA_CPU_KERNELS=generic, avx2,
+ * avx512: TCases kernels_<set>); a set the CPU lacks is named on stderr as
+ * not run.
  *
  * Every output is poisoned with NaN first (testutil). Run time: about 5 s on
  * the 2-core development VM (the float64 reference dominates; the 1000 x 1000
@@ -41,6 +44,20 @@ static void setup(void)
     g_ref = tcontext(SDPA_BACKEND_REFERENCE, &st);
     ck_assert_msg(g_ref != NULL, "reference context: %s", sdpa_status_name(st));
 }
+
+/* The kernel-set TCases: the contexts of setup() with SDPA_CPU_KERNELS=set. */
+static const char *g_kset;
+
+static void setup_kset(const char *set)
+{
+    g_kset = set;
+    setenv("SDPA_CPU_KERNELS", set, 1);
+    setup();
+    unsetenv("SDPA_CPU_KERNELS");
+}
+static void setup_generic(void) { setup_kset("generic"); }
+static void setup_avx2(void) { setup_kset("avx2"); }
+static void setup_avx512(void) { setup_kset("avx512"); }
 
 static void teardown(void)
 {
@@ -302,38 +319,6 @@ START_TEST(nonfinite_inputs)
 }
 END_TEST
 
-/* The portable kernels (what non-AVX-512 CPUs run) agree with the reference. */
-START_TEST(generic_kernels)
-{
-    setenv("SDPA_CPU_KERNELS", "generic", 1);
-    sdpa_context *gen = cpu_context(2);
-    unsetenv("SDPA_CPU_KERNELS");
-    tcase c = fcase_make(&fcases[17], 1234u); /* everything */
-    {
-        /* the switch took effect: the plan reports the portable kernels */
-        tproblem p;
-        tproblem_make(&p, &c);
-        sdpa_plan *plan = NULL;
-        ck_assert_int_eq(sdpa_plan_create(gen, &p.desc, NULL, &plan), SDPA_OK);
-        sdpa_plan_info info;
-        memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-        ck_assert_msg(strstr(info.config, "kernels=generic") != NULL, "%s", info.config);
-        sdpa_plan_destroy(plan);
-        tproblem_free(&p);
-    }
-    tparity_forward(gen, g_ref, &c, NULL);
-    c = fcase_make(&fcases[26], 1234u); /* decode_gqa */
-    tparity_forward(gen, g_ref, &c, NULL);
-    c = fcase_make(&bcases[11], 1234u);
-    tparity_backward(gen, g_ref, &c, NULL);
-    c = fcase_make(&bcases[12], 1234u);
-    tparity_backward(gen, g_ref, &c, NULL);
-    sdpa_context_destroy(gen);
-}
-END_TEST
-
 /* The fused plan's workspace does not depend on Skv. */
 static size_t workspace_for(sdpa_context *ctx, int64_t Sq, int64_t Skv, bool stats,
                             unsigned flags)
@@ -378,9 +363,10 @@ END_TEST
 
 /* Sq = 1 with one KV head and a long cache takes the split-KV decode path
  * with two threads (its parity is checked by the decode_long case). */
-START_TEST(decode_uses_split_kv)
+/* sdpa_plan_get_info of g_cpu's default plan for forward case f. */
+static sdpa_plan_info plan_info_of(const fcase *f)
 {
-    tcase c = fcase_make(&fcases[27], 1234u); /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    tcase c = fcase_make(f, 1234u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_plan *plan = NULL;
@@ -389,9 +375,16 @@ START_TEST(decode_uses_split_kv)
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
     sdpa_plan_destroy(plan);
     tproblem_free(&p);
+    return info;
+}
+
+START_TEST(decode_uses_split_kv)
+{
+    /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
+    sdpa_plan_info info = plan_info_of(&fcases[27]);
+    ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
 }
 END_TEST
 
@@ -437,6 +430,30 @@ START_TEST(tile_candidates_are_valid)
 }
 END_TEST
 
+/* The fixture's kernel set is the one the plans run (the switch took effect). */
+START_TEST(kset_in_effect)
+{
+    sdpa_plan_info info = plan_info_of(&fcases[0]);
+    char want[64];
+    snprintf(want, sizeof want, "kernels=%s", g_kset);
+    ck_assert_msg(strstr(info.config, want) != NULL, "%s: %s", want, info.config);
+}
+END_TEST
+
+/* Which kernels a cpu context picks with SDPA_CPU_KERNELS=set (NULL: unset),
+ * and the reason (the cpu device's details). */
+static void kernels_picked(const char *set, char *details, size_t cap)
+{
+    if (set)
+        setenv("SDPA_CPU_KERNELS", set, 1);
+    sdpa_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_status st = sdpa_device_get_info(SDPA_BACKEND_CPU, 0, &info);
+    unsetenv("SDPA_CPU_KERNELS");
+    snprintf(details, cap, "%s", st == SDPA_OK ? info.details : sdpa_status_name(st));
+}
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -458,7 +475,32 @@ int main(void)
     tcase_add_loop_test(tc, backward_parity_one_thread, 0, 3);
     tcase_add_test(tc, backward_deterministic);
     tcase_add_test(tc, empty_rows_are_clean);
-    tcase_add_test(tc, generic_kernels);
     suite_add_tcase(s, tc);
+    /* Every kernel set this CPU runs besides its default: the parity cases again. */
+    static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
+        {"generic", "kernels_generic", setup_generic},
+        {"avx2", "kernels_avx2", setup_avx2},
+        {"avx512", "kernels_avx512", setup_avx512}};
+    char def[1024], forced[1024], want[64];
+    kernels_picked(NULL, def, sizeof def);
+    for (size_t i = 0; i < sizeof ksets / sizeof ksets[0]; i++) {
+        snprintf(want, sizeof want, "kernels %s:", ksets[i].name);
+        if (strncmp(def, want, strlen(want)) == 0)
+            continue; /* the default TCases above ran it */
+        kernels_picked(ksets[i].name, forced, sizeof forced);
+        if (strncmp(forced, want, strlen(want)) != 0) {
+            fprintf(stderr, "cpu suite: %s kernels not run on this CPU (%s)\n", ksets[i].name,
+                    forced);
+            continue;
+        }
+        tc = tcase_create(ksets[i].tcase);
+        tcase_add_checked_fixture(tc, ksets[i].setup, teardown);
+        tcase_set_timeout(tc, 600);
+        tcase_add_test(tc, kset_in_effect);
+        tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
+        tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
+        tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
+        suite_add_tcase(s, tc);
+    }
     return trun_suite(s);
 }

@@ -7,7 +7,11 @@
  *   - one context and one plan shared by several threads under the documented
  *     rule (one thread at a time: the threads take a mutex around each call);
  *   - the free functions (version, status strings, options _init, device
- *     listing) called from many threads at once.
+ *     listing) called from many threads at once;
+ *   - the cpu backend's thread pool (cpu_pool.c): every thread runs each job
+ *     exactly once, with any SDPA_CPU_SPIN_US (the sleep/wake race included),
+ *     a run after a pause wakes every worker, and idle workers spin between
+ *     back-to-back runs instead of sleeping.
  * Every result is compared bit for bit with the same job run single-threaded
  * first (each backend is deterministic for a fixed thread count).
  *
@@ -15,11 +19,13 @@
  */
 #include "testutil.h"
 #include "backend.h"
+#include "../src/backend/cpu/cpu_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define N_THREADS 4
 #define ROUNDS 3
@@ -376,6 +382,119 @@ START_TEST(threads_free_functions)
 }
 END_TEST
 
+/* ---- the cpu thread pool ---------------------------------------------------- */
+#define POOL_THREADS 3
+
+static double tnow(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void tsleep_ms(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct pool_probe {
+    atomic_int calls[POOL_THREADS]; /* job calls per tid in this run */
+    atomic_int started;             /* bit per tid that entered the job */
+    int wait_all;                   /* tid 0 waits (up to 2 s) for every worker */
+    int all_seen;                   /* ... and saw them all */
+} pool_probe;
+
+static void probe_job(void *arg, int tid, int n)
+{
+    pool_probe *p = arg;
+    atomic_fetch_add(&p->calls[tid], 1);
+    atomic_fetch_or(&p->started, 1 << tid);
+    if (tid != 0 || !p->wait_all) return;
+    const double end = tnow() + 2.0;
+    while (atomic_load(&p->started) != (1 << n) - 1 && tnow() < end) {
+    }
+    p->all_seen = atomic_load(&p->started) == (1 << n) - 1;
+}
+
+static sdpa__cpu_pool *make_pool(sdpa_context **ctx, const char *spin_us, int n)
+{
+    if (spin_us)
+        setenv("SDPA_CPU_SPIN_US", spin_us, 1);
+    else
+        unsetenv("SDPA_CPU_SPIN_US");
+    *ctx = make_ctx(SDPA_BACKEND_REFERENCE); /* only for error messages */
+    ck_assert_ptr_nonnull(*ctx);
+    sdpa__cpu_pool *pool = NULL;
+    ck_assert_int_eq(sdpa__cpu_pool_create(*ctx, n, &pool), SDPA_OK);
+    unsetenv("SDPA_CPU_SPIN_US");
+    ck_assert_int_eq(sdpa__cpu_pool_size(pool), n);
+    return pool;
+}
+
+/* Each tid runs every job exactly once, whatever the spin (0 = sleep at once,
+ * 1 us = the sleep path races every publish, 200 = the default); after a
+ * pause (workers asleep) the caller wakes them before its own share. */
+START_TEST(threads_pool_every_tid_once)
+{
+    const char *spins[] = {"0", "1", "200"};
+    sdpa_context *ctx;
+    sdpa__cpu_pool *pool = make_pool(&ctx, spins[_i], POOL_THREADS);
+    for (int run = 0; run < 400; run++) {
+        pool_probe p;
+        memset(&p, 0, sizeof p);
+        if (run % 40 == 0) {
+            tsleep_ms(3);
+            p.wait_all = 1;
+        }
+        sdpa__cpu_pool_run(pool, probe_job, &p);
+        for (int t = 0; t < POOL_THREADS; t++)
+            ck_assert_msg(atomic_load(&p.calls[t]) == 1, "run %d tid %d: %d calls", run, t,
+                          atomic_load(&p.calls[t]));
+        if (p.wait_all) ck_assert_msg(p.all_seen, "run %d: a worker did not wake", run);
+    }
+    sdpa__cpu_pool_destroy(pool);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
+/* Worker sleeps during `runs` back-to-back runs of a fresh 2-thread pool. */
+static long long pool_sleeps_in(const char *spin_us, int runs)
+{
+    sdpa_context *ctx;
+    sdpa__cpu_pool *pool = make_pool(&ctx, spin_us, 2);
+    pool_probe p;
+    memset(&p, 0, sizeof p);
+    sdpa__cpu_pool_run(pool, probe_job, &p); /* workers have started */
+    const long long before = sdpa__cpu_pool_sleeps(pool);
+    for (int run = 0; run < runs; run++) sdpa__cpu_pool_run(pool, probe_job, &p);
+    const long long slept = sdpa__cpu_pool_sleeps(pool) - before;
+    sdpa__cpu_pool_destroy(pool);
+    sdpa_context_destroy(ctx);
+    return slept;
+}
+
+/* Back-to-back short runs: with the default spin, workers catch the next run
+ * while spinning and rarely sleep; with SDPA_CPU_SPIN_US=0 they sleep after
+ * every run (what the pool did before it spun). Two threads, so the spinning
+ * worker does not starve the caller on a small machine; up to 3 tries with
+ * the spin, since on a loaded machine a descheduled spinner rightly turns
+ * spinning off for a while. */
+START_TEST(threads_pool_spins_between_runs)
+{
+    const int runs = 200;
+    long long slept = pool_sleeps_in("0", runs);
+    /* +-1: the sleeps after the first and last runs may still be coming */
+    ck_assert_msg(slept >= runs - 1 && slept <= runs + 1,
+                  "spin 0: workers slept %lld times, want %d", slept, runs);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        slept = pool_sleeps_in(NULL, runs);
+        if (slept < runs / 2) break;
+    }
+    ck_assert_msg(slept < runs / 2, "workers slept %lld times in %d runs", slept, runs);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("threads");
@@ -386,6 +505,8 @@ int main(void)
     tcase_add_test(t, threads_free_functions);
     tcase_add_test(t, threads_own_contexts);
     tcase_add_loop_test(t, threads_shared_context, 0, 2);
+    tcase_add_loop_test(t, threads_pool_every_tid_once, 0, 3);
+    tcase_add_test(t, threads_pool_spins_between_runs);
     suite_add_tcase(s, t);
     return trun_suite(s);
 }

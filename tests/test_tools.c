@@ -928,6 +928,39 @@ END_TEST
 
 /* --plot writes SVG, so any other suffix is a usage error (nothing run,
  * nothing written). */
+/* --gap-ms: the pause is taken before every call (warm-up included), outside
+ * the timed interval, and reported in JSON and CSV; bad values are usage
+ * errors. */
+START_TEST(bench_gap_ms)
+{
+    const char *base = "--backend reference --shape 1,1,1,4,4,8 --repeat 4 --warmup 1 --backward";
+    char args[256];
+    snprintf(args, sizeof args, "%s --json --no-peak --gap-ms 60", base);
+    double t0 = now_s();
+    ck_assert_msg(run("sdpa-bench", args) == 0, "%s%s", g_out, g_err);
+    double wall = now_s() - t0;
+    /* 5 forwards + 5 backwards, each after 60 ms */
+    ck_assert_msg(wall >= 10 * 0.060, "took %.3f s", wall);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(cJSON_GetObjectItem(j, "gap_ms")->valuedouble == 60);
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
+    {
+        ck_assert(cJSON_GetObjectItem(r, "gap_ms")->valuedouble == 60);
+        /* the sleep is not in the timings */
+        ck_assert_msg(cJSON_GetObjectItem(r, "min_ms")->valuedouble < 60, "%s", g_out);
+    }
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "%s --csv --no-peak --gap-ms 0.5", base);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, "plan_ms,gap_ms,runs,"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",0.5,4,"));
+    ck_assert_int_eq(run("sdpa-bench", "--gap-ms -1"), 2);
+    ck_assert_ptr_nonnull(strstr(g_err, "--gap-ms"));
+}
+END_TEST
+
 START_TEST(bench_plot_svg_only)
 {
     const char *bad[] = {"x.png", "x.svg.png", "plot", ".svg", "dir/.svg"};
@@ -996,6 +1029,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, bench_flop_counts);
     tcase_add_test(t, bench_table_and_csv);
+    tcase_add_test(t, bench_gap_ms);
     tcase_add_test(t, bench_peak_and_plot);
     tcase_add_test(t, bench_usage_errors);
     tcase_add_test(t, bench_opencl_unfused_rows);

@@ -4,7 +4,7 @@
  *   sdpa-bench [--backend LIST] [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--preset P]...
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
  *              [--dtype f32|f16|bf16] [--backward] [--stats] [--threads N]
- *              [--device SEL] [--repeat N] [--warmup N] [--json | --csv]
+ *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--json | --csv]
  *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
  *              [--refresh-peak] [--profile-dir DIR]
  *              [--help]
@@ -36,11 +36,13 @@
  * and tools/common.
  */
 #include <cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -76,6 +78,7 @@ typedef struct options {
     const char *profile_dir; /* --profile-dir, NULL = the library's default */
     const char *plot;       /* --plot FILE.svg, NULL = none */
     double max_seconds;     /* per backend and shape; 0 = no limit */
+    double gap_ms;          /* pause before every call (ms); 0 = back to back */
 } options;
 
 /* One backend on one shape. */
@@ -129,6 +132,9 @@ static void usage(FILE *f)
             "  --device SEL     device index or name substring for every backend\n"
             "  --repeat N       timed repetitions (default 10)\n"
             "  --warmup N       untimed repetitions first (default 2)\n"
+            "  --gap-ms N       sleep N ms before every call (forward and backward), the\n"
+            "                   way applications call: measures calls that follow a pause\n"
+            "                   (threads asleep, caches cold); default 0 = back to back\n"
             "  --json | --csv   machine-readable output instead of the table\n"
             "  --plot FILE.svg  also draw GFLOP/s against sequence length (Skv) per\n"
             "                   backend and op (SVG only: FILE must end in .svg)\n"
@@ -373,6 +379,10 @@ static int parse_args(options *o, int argc, char **argv, int *help)
         } else if (ta_value(&a, "--max-seconds", &val)) {
             if (val && (!ta_parse_double(val, &o->max_seconds) || o->max_seconds <= 0))
                 ta_fail(&a, "--max-seconds: expected a number > 0, got \"%s\"", val);
+        } else if (ta_value(&a, "--gap-ms", &val)) {
+            if (val && (!ta_parse_double(val, &o->gap_ms) || !(o->gap_ms >= 0) ||
+                        o->gap_ms > 60000))
+                ta_fail(&a, "--gap-ms: expected a number in [0, 60000], got \"%s\"", val);
         } else if (ta_value(&a, "--gemm-params", &val)) {
             if (val && !ta_parse_int(val, 0, 64, &o->gemm_params))
                 ta_fail(&a, "--gemm-params: expected an integer in [0, 64], got \"%s\"", val);
@@ -591,12 +601,26 @@ static void job_teardown(job *j)
     }
 }
 
-/* One forward (and backward); times in ms, or -1 on failure. */
+/* --gap-ms: the pause before a call, outside the timed interval. */
+static void gap_sleep(const options *o)
+{
+    if (o->gap_ms <= 0)
+        return;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(o->gap_ms / 1000.0);
+    ts.tv_nsec = (long)((o->gap_ms - 1000.0 * (double)ts.tv_sec) * 1e6);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* One forward (and backward), each after the --gap-ms pause; times in ms, or
+ * -1 on failure. */
 static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
 {
     *fwd_ms = *bwd_ms = -1;
     if (j->status != SDPA_OK)
         return;
+    gap_sleep(o);
     double t0 = tu_now();
     sdpa_status st = sdpa_plan_forward(j->plan, &j->fwd);
     if (st == SDPA_OK)
@@ -608,6 +632,7 @@ static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
     *fwd_ms = 1e3 * (tu_now() - t0);
     if (!o->backward || j->unfused)
         return;
+    gap_sleep(o);
     t0 = tu_now();
     st = sdpa_plan_backward(j->plan, &j->fwd, &j->bwd);
     if (st == SDPA_OK)
@@ -634,6 +659,7 @@ typedef struct row {
     char config[256];        /* the plan's parameters (sdpa_plan_info.config) */
     char source[64];         /* default, profile, shipped profile, forced */
     double plan_ms, med, min, max, gflops, speedup, mem_mib, peak, peak_frac;
+    double gap_ms;           /* --gap-ms: pause before each call */
     int64_t skv;
     int has_speedup;
     int peak_suspect;        /* above 100 % even against a re-measured peak */
@@ -666,21 +692,21 @@ static void fmt(char *b, size_t cap, const char *f, double v)
 static void print_table(const row *rows, int n, int csv)
 {
     const char *head[] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask", "dtype",
-                          "plan ms", "runs", "median ms", "min ms", "max ms", "GFLOP/s",
+                          "plan ms", "gap ms", "runs", "median ms", "min ms", "max ms", "GFLOP/s",
                           "% peak", "vs first", "mem MiB", "kernel", "config", "source",
                           "status"};
     /* CSV has peak_suspect after peak_frac; the table shows it as >100? */
     const char *head_csv[] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
-                              "runs", "median_ms", "min_ms", "max_ms", "gflops", "peak_frac",
+                              "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops", "peak_frac",
                               "peak_suspect", "vs_first", "mem_mib", "kernel", "config",
                               "source", "status"};
-    enum { SUSPECT = 13 };
-    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    enum { SUSPECT = 14, NCOL = 21 };
+    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
     tu_table t;
-    tu_table_init(&t, csv ? 20 : 19, csv ? head_csv : head, right);
+    tu_table_init(&t, csv ? NCOL : NCOL - 1, csv ? head_csv : head, right);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char c[9][48], dev[48], st[300], pk[48], runs[16];
+        char c[9][48], dev[48], st[300], pk[48], runs[16], gap[32];
         if (!csv && strlen(r->device) > 28)
             snprintf(dev, sizeof dev, "%.25s...", r->device);
         else
@@ -693,6 +719,7 @@ static void print_table(const row *rows, int n, int csv)
         fmt(c[5], 48, csv ? "%.3f" : "%.2fx", r->has_speedup ? r->speedup : NAN);
         fmt(c[6], 48, "%.1f", r->mem_mib);
         snprintf(runs, sizeof runs, "%d", r->runs);
+        snprintf(gap, sizeof gap, "%g", r->gap_ms);
         fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
         if (r->peak_suspect && !csv)
             snprintf(pk, sizeof pk, ">100?");
@@ -700,12 +727,12 @@ static void print_table(const row *rows, int n, int csv)
             snprintf(st, sizeof st, "%s: %s", r->status, r->error);
         else
             snprintf(st, sizeof st, "%s", r->status);
-        const char *cells[] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0], runs, c[1],
+        const char *cells[] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0], gap, runs, c[1],
                                c[2], c[3], c[4], pk, r->peak_suspect ? "1" : "0", c[5], c[6],
                                r->kernel[0] ? r->kernel : "-", r->config[0] ? r->config : "-",
                                r->source[0] ? r->source : "-", st};
         if (!csv)
-            memmove(&cells[SUSPECT], &cells[SUSPECT + 1], (20 - SUSPECT - 1) * sizeof cells[0]);
+            memmove(&cells[SUSPECT], &cells[SUSPECT + 1], (NCOL - SUSPECT - 1) * sizeof cells[0]);
         tu_table_add(&t, cells);
     }
     if (csv)
@@ -738,6 +765,7 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     cJSON_AddStringToObject(root, "version", sdpa_version_string());
     cJSON_AddNumberToObject(root, "repeat", o->repeat);
     cJSON_AddNumberToObject(root, "warmup", o->warmup);
+    cJSON_AddNumberToObject(root, "gap_ms", o->gap_ms);
     if (o->threads == SDPA_AUTO)
         cJSON_AddNullToObject(root, "threads");
     else
@@ -778,6 +806,7 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
         cJSON_AddStringToObject(x, "config", r->config);
         cJSON_AddStringToObject(x, "source", r->source);
         add_num(x, "plan_ms", r->plan_ms, 1);
+        cJSON_AddNumberToObject(x, "gap_ms", r->gap_ms);
         cJSON_AddNumberToObject(x, "runs", r->runs);
         add_num(x, "median_ms", r->med, 1);
         add_num(x, "min_ms", r->min, 1);
@@ -1054,6 +1083,7 @@ int main(int argc, char **argv)
                 snprintf(r->config, sizeof r->config, "%s", j->config);
                 snprintf(r->source, sizeof r->source, "%s", j->source);
                 r->plan_ms = j->plan ? j->plan_ms : NAN;
+                r->gap_ms = o.gap_ms;
                 r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
                 r->peak = NAN;

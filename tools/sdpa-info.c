@@ -30,7 +30,8 @@ static const sdpa_backend_kind kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_C
 /* The library's environment variables, reported when set. */
 static const char *const env_vars[] = {"SDPA_BACKEND",     "SDPA_DEVICE",
                                        "SDPA_LOG",         "SDPA_PROFILE_DIR",
-                                       "SDPA_CACHE_DIR",   "SDPA_SHIPPED_PROFILE_DIR"};
+                                       "SDPA_CACHE_DIR",   "SDPA_SHIPPED_PROFILE_DIR",
+                                       "SDPA_CPU_KERNELS", "SDPA_CPU_SPIN_US"};
 
 typedef struct backend_report {
     sdpa_backend_kind kind;

@@ -25,15 +25,30 @@ static sdpa_status cpu_context_init(sdpa_context *ctx, int device_index, void **
     *state = NULL;
     sdpa__cpu_state *s = sdpa__calloc(1, sizeof *s);
     SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "cpu: context state");
-    s->k = sdpa__cpu_kernels_select();
+    char why[160];
+    bool ignored;
+    s->k = sdpa__cpu_kernels_select(why, sizeof why, &ignored);
     sdpa_status st = sdpa__cpu_pool_create(ctx, sdpa__context_threads(ctx), &s->pool);
     if (st != SDPA_OK) {
         free(s);
         return st;
     }
     s->nthreads = sdpa__cpu_pool_size(s->pool);
-    sdpa__log(ctx, SDPA_LOG_INFO, "cpu: %d threads, %s kernels", s->nthreads, s->k->name);
+    sdpa__log(ctx, ignored ? SDPA_LOG_WARN : SDPA_LOG_INFO, "cpu: %d threads, %s kernels (%s)",
+              s->nthreads, s->k->name, why);
     *state = s;
+    return SDPA_OK;
+}
+
+/* The host device, with the kernels a context would run and why in details
+ * (what sdpa-info shows). */
+static sdpa_status cpu_device_info(int index, sdpa_device_info *info)
+{
+    sdpa_status st = sdpa__host_device_info(index, info);
+    if (st != SDPA_OK) return st;
+    char why[160];
+    const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(why, sizeof why, NULL);
+    snprintf(info->details, sizeof info->details, "kernels %s: %s", k->name, why);
     return SDPA_OK;
 }
 
@@ -255,7 +270,7 @@ const sdpa__backend sdpa__backend_cpu = {
     .name = "cpu",
     .host_memory = true,
     .device_count = sdpa__host_device_count,
-    .device_info = sdpa__host_device_info,
+    .device_info = cpu_device_info,
     .context_init = cpu_context_init,
     .context_free = cpu_context_free,
     .buffer_alloc = sdpa__host_buffer_alloc,

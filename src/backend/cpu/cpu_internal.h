@@ -1,6 +1,6 @@
 /*
  * cpu_internal.h — shared declarations of the fast CPU backend (issue 3):
- * the thread pool, the table of vector kernels (portable and AVX-512), the
+ * the thread pool, the table of vector kernels (portable, AVX2, AVX-512), the
  * backend's context and plan state, and the entry points of the forward,
  * backward and decode drivers.
  *
@@ -19,7 +19,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-/* ---- thread pool (cpu_pool.c) ------------------------------------------- */
+/* ---- thread pool (cpu_pool.c); idle threads spin SDPA_CPU_SPIN_US (default
+ * 200) microseconds before they sleep ---------------------------------------- */
 typedef struct sdpa__cpu_pool sdpa__cpu_pool;
 typedef void (*sdpa__cpu_job)(void *arg, int tid, int nthreads);
 sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
@@ -27,8 +28,11 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
 void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool);
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
 int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
+/* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
+ * run) and went to the condition variable: a test and diagnostic counter. */
+long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 
-/* ---- vector kernels (cpu_kernels_generic.c, cpu_kernels_avx512.c) -------- */
+/* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c) ---------- */
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -73,13 +77,30 @@ typedef struct sdpa__cpu_kernels {
                       int64_t stride, int n);
 } sdpa__cpu_kernels;
 
+/* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
+static inline void sdpa__cpu_gemm_k0(int M, int N, float *C, ptrdiff_t ldc, int accumulate,
+                                     const float *c_scale)
+{
+    for (int r = 0; r < M; r++) {
+        if (!accumulate)
+            for (int n = 0; n < N; n++) C[r * ldc + n] = 0.0f;
+        else if (c_scale)
+            for (int n = 0; n < N; n++) C[r * ldc + n] *= c_scale[r];
+    }
+}
+
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
+#ifdef SDPA_CPU_HAVE_AVX2
+extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;
+#endif
 #ifdef SDPA_CPU_HAVE_AVX512
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx512;
 #endif
-/* The best table this CPU runs; SDPA_CPU_KERNELS=generic forces the portable
- * one (a developer and test switch). */
-const sdpa__cpu_kernels *sdpa__cpu_kernels_select(void);
+/* The best table this CPU runs (cpu_kernels_select.c); SDPA_CPU_KERNELS=
+ * generic|avx2|avx512 forces one the CPU runs (a developer and test switch).
+ * Writes the reason into why (cap bytes; why may be NULL) and sets *ignored
+ * (may be NULL) when SDPA_CPU_KERNELS named a set it could not use. */
+const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *ignored);
 
 /* ---- backend state ---------------------------------------------------------- */
 typedef struct sdpa__cpu_state {

@@ -95,12 +95,7 @@ static void gemm_avx512(int M, int N, int K, const float *A, ptrdiff_t a_rs,
                         ptrdiff_t ldc, int accumulate, const float *c_scale)
 {
     if (K == 0) {
-        for (int r = 0; r < M; r++) {
-            if (!accumulate)
-                memset(C + r * ldc, 0, (size_t)N * sizeof(float));
-            else if (c_scale)
-                for (int n = 0; n < N; n++) C[r * ldc + n] *= c_scale[r];
-        }
+        sdpa__cpu_gemm_k0(M, N, C, ldc, accumulate, c_scale);
         return;
     }
     if (M % 8 == 0 && N % 32 == 0) {

@@ -2,11 +2,11 @@
  * cpu_kernels_generic.c — portable versions of the fast CPU backend's vector
  * kernels (see sdpa__cpu_kernels in cpu_internal.h), written as plain loops
  * the compiler can vectorise for whatever CPU it targets. They define the
- * behaviour the AVX-512 versions must match: exp(-inf) = 0 exactly, NaN
+ * behaviour the AVX-512 and AVX2 versions must match: exp(-inf) = 0 exactly, NaN
  * propagates, accumulation in f32.
  *
- * sdpa__cpu_kernels_select() picks AVX-512 when the CPU has it (checked once
- * with __builtin_cpu_supports), unless SDPA_CPU_KERNELS=generic says not to.
+ * sdpa__cpu_kernels_select() (cpu_kernels_select.c) picks AVX-512 or AVX2 when
+ * the CPU has it, unless SDPA_CPU_KERNELS says otherwise.
  */
 #include "cpu_internal.h"
 
@@ -152,24 +152,3 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .band = band_generic,
     .tilestats = tilestats_generic,
 };
-
-const sdpa__cpu_kernels *sdpa__cpu_kernels_select(void)
-{
-    const char *env = getenv("SDPA_CPU_KERNELS");
-    if (env && strcmp(env, "generic") == 0) return &sdpa__cpu_kernels_generic;
-#ifdef SDPA_CPU_HAVE_AVX512
-/* clang (14, 15) rejects "f16c" in __builtin_cpu_supports; every CPU with
- * AVX-512F has F16C, so the AVX-512 checks above imply it there. */
-#if defined(__clang__)
-#define SDPA__CPU_HAS_F16C 1
-#else
-#define SDPA__CPU_HAS_F16C __builtin_cpu_supports("f16c")
-#endif
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("fma") && SDPA__CPU_HAS_F16C)
-        return &sdpa__cpu_kernels_avx512;
-#endif
-    return &sdpa__cpu_kernels_generic;
-}

@@ -1,6 +1,6 @@
 /*
- * cpu_pool.c — the fast CPU backend's thread pool: n-1 worker threads that
- * sleep on a condition variable, plus the calling thread as worker 0.
+ * cpu_pool.c — the fast CPU backend's thread pool: n-1 worker threads plus
+ * the calling thread as worker 0.
  *
  * sdpa__cpu_pool_run(pool, job, arg) calls job(arg, tid, n) once for every
  * tid in [0, n) (tid 0 on the caller) and returns when all calls have
@@ -8,21 +8,56 @@
  * counter), so the pool allocates nothing per run. One run at a time: a
  * context is used by one thread at a time (sdpa.h), so runs never overlap.
  * Created by cpu_backend.c at context init, destroyed at context free.
+ *
+ * Short calls (about a millisecond) are the common case (a ViT layer, one
+ * decode step), and a thread woken from a condition variable can start later
+ * than such a call lasts. So after a run each worker spins for a bounded time
+ * (spin_us, default 200 us; SDPA_CPU_SPIN_US, 0 = never spin) watching an
+ * atomic generation counter, with a pause instruction, and only then sleeps on
+ * the condition variable; the caller publishes a run by bumping the counter
+ * and broadcasts only when some worker sleeps, before it starts its own share.
+ * The caller likewise spins up to spin_us for the workers to finish before it
+ * sleeps, when every worker has started the run (one that has not may be
+ * waiting for the caller's core). The spin never yields (sched_yield would
+ * hand the core to any background process and the worker would start a time
+ * slice late); a spinner that finds it was descheduled mid-spin (fewer free
+ * cores than threads) turns spinning off for the next 64 runs instead.
+ *
+ * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
+ * `sleepers` then rereads `generation` (both under the mutex), the caller
+ * stores `generation` then reads `sleepers` (all sequentially consistent), so
+ * at least one of them sees the other; `pending` and `caller_waits` pair the
+ * same way for the caller's sleep.
  */
 #include "cpu_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
+#elif defined(__aarch64__) || defined(__arm__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 struct sdpa__cpu_pool {
     int n;                    /* threads including the caller */
+    int64_t spin_ns;          /* how long an idle thread spins before sleeping */
     pthread_t *threads;       /* n - 1 workers */
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    uint64_t generation;      /* bumped for every run */
-    int pending;              /* workers still running the current job */
-    bool quit;
-    sdpa__cpu_job job;
+    atomic_ullong generation; /* bumped for every run */
+    atomic_int pending;       /* workers still running the current job */
+    atomic_int started;       /* workers that have picked up the current job */
+    atomic_int sleepers;      /* workers waiting (or about to) on `wake` */
+    atomic_int caller_waits;  /* the caller waits (or is about to) on `done` */
+    atomic_bool quit;
+    atomic_llong sleeps;      /* times a worker stopped spinning to sleep */
+    atomic_int nospin;        /* runs left with spinning off (oversubscribed) */
+    sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
 };
 
@@ -31,27 +66,99 @@ typedef struct worker_arg {
     int tid;
 } worker_arg;
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin predicates: a new run (or quit) since generation `old`; the workers
+ * done with the current run. */
+static bool new_run(sdpa__cpu_pool *pool, unsigned long long old)
+{
+    return atomic_load_explicit(&pool->generation, memory_order_acquire) != old ||
+           atomic_load_explicit(&pool->quit, memory_order_relaxed);
+}
+
+static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
+{
+    (void)old;
+    return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
+}
+
+/* Spins up to spin_ns until ready(pool, old); returns whether it came in
+ * time. A spinner that finds it was descheduled between two looks at the
+ * clock (the machine has fewer free cores than threads: spinning only takes
+ * the core from the thread it waits for) turns spinning off for the next
+ * NOSPIN_RUNS runs, after which the pool tries again. */
+enum { NOSPIN_RUNS = 64 };
+#define DESCHEDULED_NS 50000
+
+static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                 unsigned long long old)
+{
+    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
+        return false;
+    int64_t t = now_ns();
+    const int64_t end = t + pool->spin_ns;
+    for (;;) {
+        bool ok = false;
+        for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
+        const int64_t prev = t;
+        t = now_ns();
+        if (t - prev > DESCHEDULED_NS)
+            atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
+        if (ok) return true;
+        if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
+    }
+}
+
 static void *worker_main(void *p)
 {
     worker_arg wa = *(worker_arg *)p;
     free(p);
     sdpa__cpu_pool *pool = wa.pool;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&pool->mu);
+    unsigned long long seen = 0;
     for (;;) {
-        while (!pool->quit && pool->generation == seen)
-            pthread_cond_wait(&pool->wake, &pool->mu);
-        if (pool->quit) break;
-        seen = pool->generation;
-        sdpa__cpu_job job = pool->job;
-        void *arg = pool->arg;
-        pthread_mutex_unlock(&pool->mu);
-        job(arg, wa.tid, pool->n);
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        if (!spin(pool, new_run, seen)) {
+            pthread_mutex_lock(&pool->mu);
+            atomic_fetch_add(&pool->sleepers, 1);
+            atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+            while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen)
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            atomic_fetch_sub(&pool->sleepers, 1);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->quit)) break;
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
+        pool->job(pool->arg, wa.tid, pool->n);
+        if (atomic_fetch_sub(&pool->pending, 1) == 1 &&
+            atomic_load(&pool->caller_waits)) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
     }
-    pthread_mutex_unlock(&pool->mu);
     return NULL;
+}
+
+/* SDPA_CPU_SPIN_US: microseconds an idle thread spins (0..100000), default
+ * 200; anything else is ignored with a warning. */
+static int64_t spin_ns_from_env(sdpa_context *ctx)
+{
+    const char *env = getenv("SDPA_CPU_SPIN_US");
+    if (!env || !*env) return 200 * 1000;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (errno || *end || v < 0 || v > 100000) {
+        sdpa__log(ctx, SDPA_LOG_WARN,
+                  "cpu: SDPA_CPU_SPIN_US=%s is not 0..100000; using 200", env);
+        return 200 * 1000;
+    }
+    return (int64_t)v * 1000;
 }
 
 sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
@@ -62,6 +169,15 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     sdpa__cpu_pool *pool = sdpa__calloc(1, sizeof *pool);
     SDPA__CHECK(ctx, pool, SDPA_ERR_OUT_OF_MEMORY, "cpu: thread pool");
     pool->n = 1;
+    pool->spin_ns = spin_ns_from_env(ctx);
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->started, 0);
+    atomic_init(&pool->sleepers, 0);
+    atomic_init(&pool->caller_waits, 0);
+    atomic_init(&pool->quit, false);
+    atomic_init(&pool->sleeps, 0);
+    atomic_init(&pool->nospin, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -98,7 +214,7 @@ void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool)
 {
     if (!pool) return;
     pthread_mutex_lock(&pool->mu);
-    pool->quit = true;
+    atomic_store(&pool->quit, true);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
     for (int t = 1; t < pool->n; t++) pthread_join(pool->threads[t - 1], NULL);
@@ -114,21 +230,40 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool)
     return pool ? pool->n : 1;
 }
 
+long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
+{
+    return pool ? atomic_load_explicit(&pool->sleeps, memory_order_relaxed) : 0;
+}
+
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     if (!pool || pool->n == 1) {
         job(arg, 0, 1);
         return;
     }
-    pthread_mutex_lock(&pool->mu);
+    const int nospin = atomic_load_explicit(&pool->nospin, memory_order_relaxed);
+    if (nospin > 0) atomic_store_explicit(&pool->nospin, nospin - 1, memory_order_relaxed);
     pool->job = job;
     pool->arg = arg;
-    pool->pending = pool->n - 1;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mu);
+    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool->started, 0, memory_order_relaxed);
+    /* Publish (release: job, arg, pending), then wake sleepers before doing
+     * our own share, so a call after a pause still gets every thread. */
+    atomic_fetch_add(&pool->generation, 1);
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->mu);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->mu);
+    }
     job(arg, 0, pool->n);
+    /* Spin for the workers only when they all run: one that has not started
+     * by now may be waiting for this very core. */
+    if (atomic_load_explicit(&pool->started, memory_order_relaxed) == pool->n - 1 &&
+        spin(pool, workers_done, 0))
+        return;
     pthread_mutex_lock(&pool->mu);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    atomic_store(&pool->caller_waits, 1);
+    while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    atomic_store(&pool->caller_waits, 0);
     pthread_mutex_unlock(&pool->mu);
 }

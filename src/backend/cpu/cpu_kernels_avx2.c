@@ -1,0 +1,397 @@
+/*
+ * cpu_kernels_avx2.c — AVX2 + FMA + F16C (x86-64-v3) versions of the fast CPU
+ * backend's vector kernels, for the CPUs without AVX-512 (every Intel desktop
+ * CPU since 12th gen, AMD before Zen 4). This file alone is compiled with
+ * -mavx2 -mfma -mf16c (see meson.build); nothing here runs unless
+ * sdpa__cpu_kernels_select() (cpu_kernels_select.c) found those features at
+ * run time. Same entry points and behaviour as cpu_kernels_avx512.c, 8 lanes
+ * wide: tails use maskload/maskstore (masked-off lanes never touch memory).
+ *
+ * gemm is a register-blocked micro-kernel of up to 6 rows x 16 columns of C
+ * (12 ymm accumulators, 2 for B, 1 broadcast: 15 of the 16 registers), over
+ * all of K. exp is 2^(x log2 e) with round-to-nearest range reduction, the
+ * degree-6 polynomial of the AVX-512 file, and 2^n built from two exponent
+ * fields (n split in halves, so n in [-151, 129] stays exact): exp(-inf) is
+ * exactly 0, +inf gives inf, NaN is put back at the end.
+ */
+#include "cpu_internal.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define SDPA_AI static inline __attribute__((always_inline))
+
+/* Lane mask for the first n lanes (n in 1..8). */
+SDPA_AI __m256i tail_mask(int n)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : n), idx);
+}
+
+SDPA_AI __m256 load_m(__m256i m, const float *p) { return _mm256_maskload_ps(p, m); }
+SDPA_AI void store_m(__m256i m, float *p, __m256 x) { _mm256_maskstore_ps(p, m, x); }
+/* The same with plain loads and stores when all 8 lanes are in (`full`):
+ * masked stores are slow on some CPUs (microcoded on AMD Zen 2). */
+SDPA_AI __m256 ldm(int full, __m256i m, const float *p)
+{
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+SDPA_AI void stm(int full, __m256i m, float *p, __m256 x)
+{
+    if (full)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, m, x);
+}
+
+/* C(MR x NV*8) (+)= A(MR x K) B(K x NV*8); last vector masked by `last`. */
+SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
+                     ptrdiff_t a_rs, ptrdiff_t a_cs, const float *B,
+                     ptrdiff_t ldb, float *C, ptrdiff_t ldc, __m256i last,
+                     int accumulate, const float *c_scale)
+{
+    const __m256i full = _mm256_set1_epi32(-1);
+    __m256 c[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) c[r][v] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const float *b = B + k * ldb;
+        const float *a = A + k * a_cs;
+        __m256 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            bv[v] = v == NV - 1 ? load_m(last, b + 8 * v) : _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            const __m256 av = _mm256_broadcast_ss(a + r * a_rs);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) c[r][v] = _mm256_fmadd_ps(av, bv[v], c[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        float *cr = C + r * ldc;
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            const __m256i m = v == NV - 1 ? last : full;
+            __m256 x = c[r][v];
+            if (accumulate && c_scale)
+                x = _mm256_fmadd_ps(load_m(m, cr + 8 * v), _mm256_set1_ps(c_scale[r]), x);
+            else if (accumulate)
+                x = _mm256_add_ps(x, load_m(m, cr + 8 * v));
+            store_m(m, cr + 8 * v, x);
+        }
+    }
+}
+
+typedef void (*ukernel_fn)(int K, const float *A, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+                           __m256i last, int accumulate, const float *c_scale);
+
+#define UK(MR, NV)                                                               \
+    static void uk_##MR##_##NV(int K, const float *A, ptrdiff_t a_rs,            \
+                               ptrdiff_t a_cs, const float *B, ptrdiff_t ldb,    \
+                               float *C, ptrdiff_t ldc, __m256i last, int acc,   \
+                               const float *cs)                                  \
+    {                                                                            \
+        ukernel(MR, NV, K, A, a_rs, a_cs, B, ldb, C, ldc, last, acc, cs);        \
+    }
+#define UK_ROW(MR) UK(MR, 1) UK(MR, 2)
+UK_ROW(1) UK_ROW(2) UK_ROW(3) UK_ROW(4) UK_ROW(5) UK_ROW(6)
+#define UK_REF(MR) { uk_##MR##_1, uk_##MR##_2 }
+static const ukernel_fn uk_table[6][2] = {
+    UK_REF(1), UK_REF(2), UK_REF(3), UK_REF(4), UK_REF(5), UK_REF(6),
+};
+
+static void gemm_avx2(int M, int N, int K, const float *A, ptrdiff_t a_rs,
+                      ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
+                      ptrdiff_t ldc, int accumulate, const float *c_scale)
+{
+    if (K == 0) {
+        sdpa__cpu_gemm_k0(M, N, C, ldc, accumulate, c_scale);
+        return;
+    }
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        const int nn = N - n0 < 16 ? N - n0 : 16;
+        const int nv = (nn + 7) / 8;
+        const __m256i last = tail_mask(nn - (nv - 1) * 8);
+        for (int m0 = 0; m0 < M; m0 += 6) {
+            const int mr = M - m0 < 6 ? M - m0 : 6;
+            uk_table[mr - 1][nv - 1](K, A + m0 * a_rs, a_rs, a_cs, B + n0, ldb,
+                                     C + m0 * ldc + n0, ldc, last, accumulate,
+                                     c_scale ? c_scale + m0 : NULL);
+        }
+    }
+}
+
+SDPA_AI float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static void dots_avx2(int M, int N, int K, const float *A, ptrdiff_t lda,
+                      const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
+{
+    const int kv = K / 8, kr = K % 8;
+    const __m256i km = tail_mask(kr ? kr : 8);
+    for (int j = 0; j < M; j++) {
+        const float *a = A + j * lda;
+        for (int i = 0; i < N; i++) {
+            const float *b = B + i * ldb;
+            __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+            int c = 0;
+            for (; c + 1 < kv; c += 2) {
+                s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 8 * c), _mm256_loadu_ps(b + 8 * c), s0);
+                s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 8 * c + 8),
+                                     _mm256_loadu_ps(b + 8 * c + 8), s1);
+            }
+            for (; c < kv; c++)
+                s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 8 * c), _mm256_loadu_ps(b + 8 * c), s0);
+            if (kr)
+                s1 = _mm256_fmadd_ps(load_m(km, a + 8 * kv), load_m(km, b + 8 * kv), s1);
+            C[j * ldc + i] = hsum(_mm256_add_ps(s0, s1));
+        }
+    }
+}
+
+static void colmax_avx2(const float *S, ptrdiff_t ld, int nk, int nq, float *m)
+{
+    for (int i0 = 0; i0 < nq; i0 += 8) {
+        const __m256i msk = tail_mask(nq - i0);
+        const int full = nq - i0 >= 8;
+        __m256 mx = ldm(full, msk, m + i0);
+        for (int j = 0; j < nk; j++)
+            /* max(s, m) returns m when s is NaN: NaN never enters the max
+             * (it reaches the output through exp instead). */
+            mx = _mm256_max_ps(ldm(full, msk, S + j * ld + i0), mx);
+        stm(full, msk, m + i0, mx);
+    }
+}
+
+SDPA_AI __m256 exp256(__m256 x)
+{
+    /* t clamped to [-151, 129]: beyond, the result is 0 or inf anyway (min
+     * and max return their second operand on NaN: NaN is restored below). */
+    __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-151.0f)), _mm256_set1_ps(129.0f));
+    const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(t, n); /* in [-1/2, 1/2] */
+    __m256 p = _mm256_set1_ps(1.5403530393381606e-4f);            /* ln2^6/720 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-3f)); /* ln2^5/120 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-3f)); /* ln2^4/24 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-2f)); /* ln2^3/6 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-1f)); /* ln2^2/2 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-1f)); /* ln2 */
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    /* 2^n = 2^n1 2^n2, n1 = floor(n/2), both in [-76, 65]: normal floats */
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+static void expsub_avx2(float *S, ptrdiff_t ld, int nk, int nq, const float *sub,
+                        float *sum)
+{
+    for (int i0 = 0; i0 < nq; i0 += 8) {
+        const __m256i msk = tail_mask(nq - i0);
+        const int full = nq - i0 >= 8;
+        const __m256 sv = ldm(full, msk, sub + i0);
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        int j = 0;
+        for (; j + 1 < nk; j += 2) {
+            float *s0 = S + j * ld + i0, *s1 = s0 + ld;
+            const __m256 e0 = exp256(_mm256_sub_ps(ldm(full, msk, s0), sv));
+            const __m256 e1 = exp256(_mm256_sub_ps(ldm(full, msk, s1), sv));
+            stm(full, msk, s0, e0);
+            stm(full, msk, s1, e1);
+            acc0 = _mm256_add_ps(acc0, e0);
+            acc1 = _mm256_add_ps(acc1, e1);
+        }
+        if (j < nk) {
+            float *s0 = S + j * ld + i0;
+            const __m256 e0 = exp256(_mm256_sub_ps(ldm(full, msk, s0), sv));
+            stm(full, msk, s0, e0);
+            acc0 = _mm256_add_ps(acc0, e0);
+        }
+        if (sum)
+            stm(full, msk, sum + i0,
+                _mm256_add_ps(ldm(full, msk, sum + i0), _mm256_add_ps(acc0, acc1)));
+    }
+}
+
+static void load_row_avx2(const void *src, sdpa_dtype dtype, int64_t stride, int n,
+                          float *dst)
+{
+    if (stride != 1) {
+        for (int e = 0; e < n; e++) dst[e] = sdpa__load_float(src, dtype, e * stride);
+        return;
+    }
+    if (dtype == SDPA_DTYPE_F32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    const uint16_t *s = src;
+    int e = 0;
+    for (; e + 8 <= n; e += 8) {
+        const __m128i h = _mm_loadu_si128((const __m128i *)(s + e));
+        __m256 f;
+        if (dtype == SDPA_DTYPE_F16)
+            f = _mm256_cvtph_ps(h);
+        else
+            f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        _mm256_storeu_ps(dst + e, f);
+    }
+    for (; e < n; e++) dst[e] = sdpa__load_float(src, dtype, e);
+}
+
+static void dsoft_avx2(const float *P, float *dP, const float *th, ptrdiff_t ld, int nk,
+                       int nq, const float *dr)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (int i0 = 0; i0 < nq; i0 += 8) {
+        const __m256i msk = tail_mask(nq - i0);
+        const int full = nq - i0 >= 8;
+        const __m256 d = ldm(full, msk, dr + i0);
+        for (int j = 0; j < nk; j++) {
+            const __m256 p = ldm(full, msk, P + j * ld + i0);
+            __m256 x = _mm256_mul_ps(p, _mm256_sub_ps(ldm(full, msk, dP + j * ld + i0), d));
+            if (th) {
+                const __m256 t = ldm(full, msk, th + j * ld + i0);
+                x = _mm256_mul_ps(x, _mm256_fnmadd_ps(t, t, one));
+            }
+            const __m256 nz = _mm256_cmp_ps(p, zero, _CMP_NEQ_UQ);
+            stm(full, msk, dP + j * ld + i0, _mm256_and_ps(nz, x));
+        }
+    }
+}
+
+static void tilestats_avx2(const float *S, const float *P, ptrdiff_t ld, int nk, int nq,
+                           float *t, ptrdiff_t tld)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
+    for (int i0 = 0; i0 < nq; i0 += 8) {
+        const __m256i msk = tail_mask(nq - i0);
+        const int full = nq - i0 >= 8;
+        __m256 a = _mm256_setzero_ps(), l2 = a, l3 = a, cnt = a, sum = a, sq = a;
+        __m256 mn = _mm256_set1_ps(INFINITY), mx = ninf;
+        for (int j = 0; j < nk; j++) {
+            const __m256 s = ldm(full, msk, S + j * ld + i0);
+            const __m256 e = ldm(full, msk, P + j * ld + i0);
+            /* k: kept keys (s > -inf); lanes outside k keep the accumulator */
+            const __m256 k = _mm256_cmp_ps(s, ninf, _CMP_GT_OQ);
+            const __m256 e2 = _mm256_mul_ps(e, e);
+            a = _mm256_blendv_ps(a, _mm256_fmadd_ps(e, s, a), k);
+            l2 = _mm256_blendv_ps(l2, _mm256_add_ps(l2, e2), k);
+            l3 = _mm256_blendv_ps(l3, _mm256_fmadd_ps(e2, e, l3), k);
+            cnt = _mm256_add_ps(cnt, _mm256_and_ps(k, one));
+            sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, s), k);
+            sq = _mm256_blendv_ps(sq, _mm256_fmadd_ps(s, s, sq), k);
+            mn = _mm256_blendv_ps(mn, _mm256_min_ps(mn, s), k);
+            mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, s), k);
+        }
+        stm(full, msk, t + 0 * tld + i0, a);
+        stm(full, msk, t + 1 * tld + i0, l2);
+        stm(full, msk, t + 2 * tld + i0, l3);
+        stm(full, msk, t + 3 * tld + i0, cnt);
+        stm(full, msk, t + 4 * tld + i0, sum);
+        stm(full, msk, t + 5 * tld + i0, sq);
+        stm(full, msk, t + 6 * tld + i0, mn);
+        stm(full, msk, t + 7 * tld + i0, mx);
+    }
+}
+
+static void band_avx2(float *S, ptrdiff_t ld, int nk, int nq, const int32_t *lo,
+                      const int32_t *hi)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    for (int i0 = 0; i0 < nq; i0 += 8) {
+        const __m256i msk = tail_mask(nq - i0);
+        const __m256i lv = _mm256_maskload_epi32((const int *)(lo + i0), msk);
+        const __m256i hv = _mm256_maskload_epi32((const int *)(hi + i0), msk);
+        for (int j = 0; j < nk; j++) {
+            const __m256i jv = _mm256_set1_epi32(j);
+            /* lanes outside [lo, hi): j < lo or not j < hi */
+            const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(lv, jv),
+                                                   _mm256_cmpgt_epi32(hv, jv));
+            _mm256_maskstore_ps(S + j * ld + i0, _mm256_andnot_si256(in, msk), ninf);
+        }
+    }
+}
+
+static bool nonfinite_avx2(const float *x, ptrdiff_t ld, int n, int m)
+{
+    const __m256i expo = _mm256_set1_epi32(0x7f800000);
+    __m256i bad = _mm256_setzero_si256();
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < m; d += 8) {
+            const __m256i u = _mm256_castps_si256(load_m(tail_mask(m - d), x + j * ld + d));
+            bad = _mm256_or_si256(bad, _mm256_cmpeq_epi32(_mm256_and_si256(u, expo), expo));
+        }
+    return !_mm256_testz_si256(bad, bad);
+}
+
+static void store_row_avx2(const float *src, float mul, void *dst, sdpa_dtype dtype,
+                           int64_t stride, int n)
+{
+    if (stride != 1) {
+        for (int e = 0; e < n; e++) sdpa__store_float(dst, dtype, e * stride, src[e] * mul);
+        return;
+    }
+    const __m256 mv = _mm256_set1_ps(mul);
+    for (int e = 0; e < n; e += 8) {
+        const int cnt = n - e < 8 ? n - e : 8;
+        const __m256i msk = tail_mask(cnt);
+        const __m256 x = _mm256_mul_ps(ldm(cnt == 8, msk, src + e), mv);
+        if (dtype == SDPA_DTYPE_F32) {
+            stm(cnt == 8, msk, (float *)dst + e, x);
+            continue;
+        }
+        __m128i h;
+        if (dtype == SDPA_DTYPE_F16) {
+            h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        } else {
+            /* bf16: round to nearest even; NaN stays NaN (quietened). */
+            const __m256i u = _mm256_castps_si256(x);
+            const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+            __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+            const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+            r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+            r = _mm256_srli_epi32(r, 16);
+            /* pack the 8 16-bit values (in-lane pack, then gather the halves) */
+            r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+            h = _mm256_castsi256_si128(r);
+        }
+        uint16_t *d = (uint16_t *)dst + e;
+        if (cnt == 8)
+            _mm_storeu_si128((__m128i *)d, h);
+        else {
+            uint16_t tmp[8];
+            _mm_storeu_si128((__m128i *)tmp, h);
+            memcpy(d, tmp, (size_t)cnt * sizeof(uint16_t));
+        }
+    }
+}
+
+const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
+    .name = "avx2",
+    .gemm = gemm_avx2,
+    .dots = dots_avx2,
+    .colmax = colmax_avx2,
+    .expsub = expsub_avx2,
+    .load_row = load_row_avx2,
+    .store_row = store_row_avx2,
+    .dsoft = dsoft_avx2,
+    .nonfinite = nonfinite_avx2,
+    .band = band_avx2,
+    .tilestats = tilestats_avx2,
+};
