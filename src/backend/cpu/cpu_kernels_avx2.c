@@ -275,38 +275,48 @@ static void dsoft_avx2(const float *P, float *dP, const float *th, ptrdiff_t ld,
     }
 }
 
-static void tilestats_avx2(const float *S, const float *P, ptrdiff_t ld, int nk, int nq,
-                           float *t, ptrdiff_t tld)
+static void tilestats_avx2(const float *S, const float *P, const float *M, ptrdiff_t ld,
+                           int nk, int nq, float *t, ptrdiff_t tld)
 {
     const __m256 ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
     for (int i0 = 0; i0 < nq; i0 += 8) {
         const __m256i msk = tail_mask(nq - i0);
         const int full = nq - i0 >= 8;
-        __m256 a = _mm256_setzero_ps(), l2 = a, l3 = a, cnt = a, sum = a, sq = a;
+        const __m256 m = ldm(full, msk, M + i0);
+        __m256 a = _mm256_setzero_ps(), l1 = a, l2 = a, l3 = a, ties = a, cnt = a, sum = a,
+               sq = a;
         __m256 mn = _mm256_set1_ps(INFINITY), mx = ninf;
         for (int j = 0; j < nk; j++) {
             const __m256 s = ldm(full, msk, S + j * ld + i0);
             const __m256 e = ldm(full, msk, P + j * ld + i0);
-            /* k: kept keys (s > -inf); lanes outside k keep the accumulator */
+            /* k: kept keys (s > -inf); top: those at the running maximum
+             * (counted, not summed); rest: the others. Lanes outside a mask
+             * keep the accumulator. */
             const __m256 k = _mm256_cmp_ps(s, ninf, _CMP_GT_OQ);
+            const __m256 top = _mm256_and_ps(k, _mm256_cmp_ps(s, m, _CMP_EQ_OQ));
+            const __m256 rest = _mm256_andnot_ps(top, k);
             const __m256 e2 = _mm256_mul_ps(e, e);
-            a = _mm256_blendv_ps(a, _mm256_fmadd_ps(e, s, a), k);
-            l2 = _mm256_blendv_ps(l2, _mm256_add_ps(l2, e2), k);
-            l3 = _mm256_blendv_ps(l3, _mm256_fmadd_ps(e2, e, l3), k);
+            a = _mm256_blendv_ps(a, _mm256_fmadd_ps(e, _mm256_sub_ps(s, m), a), rest);
+            l1 = _mm256_blendv_ps(l1, _mm256_add_ps(l1, e), rest);
+            l2 = _mm256_blendv_ps(l2, _mm256_add_ps(l2, e2), rest);
+            l3 = _mm256_blendv_ps(l3, _mm256_fmadd_ps(e2, e, l3), rest);
+            ties = _mm256_add_ps(ties, _mm256_and_ps(top, one));
             cnt = _mm256_add_ps(cnt, _mm256_and_ps(k, one));
             sum = _mm256_blendv_ps(sum, _mm256_add_ps(sum, s), k);
             sq = _mm256_blendv_ps(sq, _mm256_fmadd_ps(s, s, sq), k);
             mn = _mm256_blendv_ps(mn, _mm256_min_ps(mn, s), k);
             mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, s), k);
         }
-        stm(full, msk, t + 0 * tld + i0, a);
-        stm(full, msk, t + 1 * tld + i0, l2);
-        stm(full, msk, t + 2 * tld + i0, l3);
-        stm(full, msk, t + 3 * tld + i0, cnt);
-        stm(full, msk, t + 4 * tld + i0, sum);
-        stm(full, msk, t + 5 * tld + i0, sq);
-        stm(full, msk, t + 6 * tld + i0, mn);
-        stm(full, msk, t + 7 * tld + i0, mx);
+        stm(full, msk, t + CPU_TS_A * tld + i0, a);
+        stm(full, msk, t + CPU_TS_P1 * tld + i0, l1);
+        stm(full, msk, t + CPU_TS_P2 * tld + i0, l2);
+        stm(full, msk, t + CPU_TS_P3 * tld + i0, l3);
+        stm(full, msk, t + CPU_TS_TIES * tld + i0, ties);
+        stm(full, msk, t + CPU_TS_CNT * tld + i0, cnt);
+        stm(full, msk, t + CPU_TS_SUM * tld + i0, sum);
+        stm(full, msk, t + CPU_TS_SUMSQ * tld + i0, sq);
+        stm(full, msk, t + CPU_TS_MIN * tld + i0, mn);
+        stm(full, msk, t + CPU_TS_MAX * tld + i0, mx);
     }
 }
 
