@@ -440,7 +440,8 @@ END_TEST
 
 /* heads: one head's best output sits at the float64 distance from the
  * target to the convex hull of V (> 0); h heads of d_model/h reach the
- * target with (near) zero entropy each. */
+ * target with (near) zero entropy each; one head's scores, recovered from
+ * the library's output with V = I, have rank d_k (4 of 8 keys). */
 START_TEST(test_heads_hull_and_recovery)
 {
     const char *bes[2];
@@ -459,6 +460,10 @@ START_TEST(test_heads_hull_and_recovery)
         const cJSON *ent = arr(doc, "head_entropy", 2), *e;
         cJSON_ArrayForEach(e, ent)
             ck_assert_msg(e->valuedouble < 0.01, "%s: sharp heads", bes[b]);
+        /* the scores of one head recovered from the library have rank d_k */
+        ck_assert_msg(num(doc, "score_rank_dk") == 4 && num(doc, "score_rank") == 4,
+                      "%s: score rank %g, d_k %g", bes[b], num(doc, "score_rank"),
+                      num(doc, "score_rank_dk"));
         cJSON_Delete(doc);
     }
 }

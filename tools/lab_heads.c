@@ -12,6 +12,11 @@
  * optimal weights p* (K = I, q = log p*, scale 1), which reaches that bound,
  * and (b) h heads with sharp one-hot queries, which reach the target; the
  * per-head entropies come from the library's statistics.
+ *
+ * A head's attention pattern is limited too: its scores Q K^T have rank at
+ * most d_k. With V = I the library's output is the probability matrix P
+ * itself, and log P + lse (per row, from the library) gives back the scores;
+ * their float64 numerical rank is d_k, not the number of keys.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +33,9 @@ static void help(void)
            "the float64 distance to the hull bounds any single head's error. The\n"
            "library then runs one head with the best weights (reaching the bound) and\n"
            "h heads of d_model/h with one sharp query each (reaching the target), and\n"
-           "reports each head's entropy.\n"
+           "reports each head's entropy. Last, one head with d_k = keys/2 over as many\n"
+           "queries as keys and V = I: its scores, recovered from the library's output\n"
+           "as log p + lse, have numerical rank d_k (a head's Q K^T has rank <= d_k).\n"
            "\n"
            "  --keys N        value rows (default 8, 2..64)\n"
            "  --head-dim N    dimensions per head (default 8, 1..64)\n"
@@ -99,6 +106,66 @@ static double hull_distance(const double *V, const double *y, int S, int M, doub
             o[c] += p[j] * V[j * M + c];
     }
     return dist(o, y, M);
+}
+
+/* Numerical rank of the n x n matrix A (destroyed): Gaussian elimination
+ * with full pivoting; a pivot below tol * max|A| ends it. */
+static int numerical_rank(double *A, int n, double tol)
+{
+    double amax = 0;
+    for (int i = 0; i < n * n; i++)
+        amax = fmax(amax, fabs(A[i]));
+    int r = 0;
+    for (; r < n; r++) {
+        int pi = r, pj = r;
+        for (int i = r; i < n; i++)
+            for (int j = r; j < n; j++)
+                if (fabs(A[i * n + j]) > fabs(A[pi * n + pj]))
+                    pi = i, pj = j;
+        if (!(fabs(A[pi * n + pj]) > tol * amax))
+            break;
+        for (int j = 0; j < n; j++) { /* rows r <-> pi */
+            double t = A[r * n + j];
+            A[r * n + j] = A[pi * n + j], A[pi * n + j] = t;
+        }
+        for (int i = 0; i < n; i++) { /* columns r <-> pj */
+            double t = A[i * n + r];
+            A[i * n + r] = A[i * n + pj], A[i * n + pj] = t;
+        }
+        for (int i = r + 1; i < n; i++) {
+            double f = A[i * n + r] / A[r * n + r];
+            for (int j = r; j < n; j++)
+                A[i * n + j] -= f * A[r * n + j];
+        }
+    }
+    return r;
+}
+
+/* One head with d_k = dk over S keys and S queries, V = I: out = P. Returns
+ * the numerical rank of the scores log P + lse recovered from the library's
+ * output (-1 when the forward failed). */
+static int score_rank(lab_env *env, tu_rng *rng, int S, int dk)
+{
+    static float q[64 * 64], k[64 * 64], v[64 * 64], o[64 * 64], lse[64];
+    static double A[64 * 64];
+    lab_fill_normal(rng, q, (size_t)S * dk, 1.0);
+    lab_fill_normal(rng, k, (size_t)S * dk, 1.0);
+    memset(v, 0, sizeof v);
+    for (int j = 0; j < S; j++)
+        v[j * S + j] = 1.0f;
+    sdpa_attention_desc d;
+    sdpa_attention_desc_init(&d);
+    d.scale = 1.0 / sqrt((double)dk);
+    d.tensors.q = sdpa_tensor_host(q, SDPA_DTYPE_F32, 1, 1, S, dk);
+    d.tensors.k = sdpa_tensor_host(k, SDPA_DTYPE_F32, 1, 1, S, dk);
+    d.tensors.v = sdpa_tensor_host(v, SDPA_DTYPE_F32, 1, 1, S, S);
+    d.tensors.out = sdpa_tensor_host(o, SDPA_DTYPE_F32, 1, 1, S, S);
+    d.tensors.lse = sdpa_tensor_host(lse, SDPA_DTYPE_F32, 1, 1, S, 1);
+    if (lab_failed(env, sdpa_attention_forward(env->ctx, &d), "forward (score rank)"))
+        return -1;
+    for (int i = 0; i < S * S; i++)
+        A[i] = log((double)o[i]) + (double)lse[i / S];
+    return numerical_rank(A, S, 1e-4);
 }
 
 int lab_cmd_heads(lab_env *env, int argc, char **argv)
@@ -176,6 +243,10 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
     free(qh), free(kh), free(vh), free(oh), free(sth);
     if (st != SDPA_OK)
         return LAB_EXIT_FAIL;
+    const int rank_dk = S / 2 > 0 ? S / 2 : 1;
+    int rank = score_rank(env, &rng, S, rank_dk);
+    if (rank < 0)
+        return LAB_EXIT_FAIL;
     double ynorm = 0;
     for (int c = 0; c < M; c++)
         ynorm += y[c] * y[c];
@@ -199,7 +270,7 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
             printf("%s", g ? "," : "");
             lab_json_num(stdout, ent[g]);
         }
-        printf("]}\n");
+        printf("],\"score_rank_dk\":%d,\"score_rank\":%d}\n", rank_dk, rank);
         return LAB_EXIT_OK;
     }
     char a[32], b[32], c[32];
@@ -216,6 +287,8 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
     for (int g = 0; g < h; g++)
         printf(" %s", lab_fmt(b, 32, ent[g], 2));
     printf(" nats\n");
+    printf("  one head, d_k = %d over %d keys: its scores (log p + lse, from the\n"
+           "  library's output with V = I) have numerical rank %d\n", rank_dk, S, rank);
     if (bound > 1e-3 && err1 >= bound * (1 - 1e-4))
         printf("\nNo single head can do better than %s: its output is a convex combination\n"
                "of the value rows, and the library's best single head sits at that bound.\n",
@@ -224,5 +297,9 @@ int lab_cmd_heads(lab_env *env, int argc, char **argv)
         printf("%d heads of d_model/%d reach the target (error %s): each head picks its\n"
                "own row, and the concatenation leaves the hull.\n", h, h,
                lab_fmt(a, 32, errh, 2));
+    if (rank == rank_dk && rank < S)
+        printf("A head's scores Q K^T have rank at most d_k = %d: with fewer dimensions\n"
+               "than keys it cannot express an arbitrary pattern over %d keys.\n",
+               rank_dk, S);
     return LAB_EXIT_OK;
 }
