@@ -52,7 +52,7 @@ def main():
             opts = nv.get("options", "").split()
             for o in ("-DHD=128", "-DWG=64", "-DRPW=1", "-DKT=8", "-DSTAGE_KV=1", "-DSTORE_DT=1"):
                 check(o in opts, "nv-sm89 forward D=128 options have %s: %s" % (o, opts))
-            check(nv.get("files") == ["pack.cl", "fwd.cl", "combine.cl", "stats.cl"],
+            check(nv.get("files") == ["pack.cl", "stats.cl", "fwd.cl", "combine.cl"],
                   "forward program files")
             src = open(nv["source"]).read() if nv.get("source") else ""
             check(src.startswith("/* device quirks (cl_device.c) */") and
