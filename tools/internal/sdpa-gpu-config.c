@@ -428,6 +428,13 @@ static int vk_stats(const char *device, const char *outdir)
         fprintf(stderr, "sdpa-gpu-config: unknown device %s\n", device);
         return 2;
     }
+    /* The library opens libvulkan at run time (vk_api.c): fill its table
+     * before any vk* call, which goes through it. */
+    const char *why = sdpa__vk_api_load();
+    if (why) {
+        fprintf(stderr, "sdpa-gpu-config: %s\n", why);
+        return 1;
+    }
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                              .pApplicationName = "sdpa-gpu-config",
                              .apiVersion = VK_API_VERSION_1_1};
