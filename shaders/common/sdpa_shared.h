@@ -1,0 +1,44 @@
+/*
+ * sdpa_shared.h — constants shared by the host code and the kernels.
+ *
+ * This file is included by C (src/backend/...), by OpenCL C (prepended to the
+ * program sources) and by GLSL (#include in shaders/vulkan), so it holds
+ * only comments and #defines of integer literals: no types, no casts, no
+ * suffixes. A value that host and kernel must agree on is defined here once.
+ */
+#ifndef SDPA_SHARED_H
+#define SDPA_SHARED_H
+
+/* Largest head dimension (D and Dv) the GPU kernels are built for. */
+#define SDPA_MAX_HEAD_DIM 256
+
+/* Per-row statistics record in a plan's workspace: the forward writes one
+ * per query row, the stats reduction turns them into the stats output. */
+#define SDPA_RS_N 0     /* kept keys (0: empty row) */
+#define SDPA_RS_MEAN 1  /* running mean of the kept logits */
+#define SDPA_RS_M2 2    /* running sum of squared deviations */
+#define SDPA_RS_MIN 3
+#define SDPA_RS_MAX 4
+#define SDPA_RS_ENT 5   /* entropy of the row's distribution */
+#define SDPA_RS_PMAX 6  /* largest probability */
+#define SDPA_RS_JFRO 7  /* Frobenius norm of the softmax Jacobian */
+#define SDPA_RS_SINK 8  /* probability of key 0 */
+#define SDPA_RS_VALID 9 /* 1 for a non-empty row */
+#define SDPA_RS_SIZE 10 /* floats per record */
+
+/* Split-KV partial record: these floats, then the Dv accumulator values. */
+#define SDPA_PT_M 0
+#define SDPA_PT_L 1
+#define SDPA_PT_A 2
+#define SDPA_PT_L2 3
+#define SDPA_PT_L3 4
+#define SDPA_PT_N 5
+#define SDPA_PT_MEAN 6
+#define SDPA_PT_M2 7
+#define SDPA_PT_MIN 8
+#define SDPA_PT_MAX 9
+#define SDPA_PT_S0 10
+#define SDPA_PT_L1 11
+#define SDPA_PT_SIZE 12
+
+#endif /* SDPA_SHARED_H */
