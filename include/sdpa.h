@@ -27,7 +27,7 @@
  * buffers made from it, must be used by one thread at a time; different
  * contexts may be used from different threads at once. (One exception to
  * independence: the OpenCL unfused path's CLBlast parameter set is
- * process-wide per device; see tile.gemm_params and docs/opencl.md.)
+ * process-wide per device; see SDPA_TILE_OPENCL_GEMM_PARAMS in sdpa_opencl.h.)
  */
 #ifndef SDPA_H
 #define SDPA_H
@@ -462,31 +462,81 @@ SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
 /* ---- experimental ------------------------------------------------------------ */
 #ifdef SDPA_EXPERIMENTAL
 
-/* A kernel configuration. SDPA_AUTO in a field = the backend's default.
+/* ---- tile parameters (experimental) ----
+ * A kernel configuration is a set of parameters addressed by enum, as zstd's
+ * compression parameters are (ZSTD_cParameter, ZSTD_CCtx_setParameter,
+ * ZSTD_cParam_getBounds): set and read them with sdpa_tile_config_set / _get,
+ * ask a backend which values it takes with sdpa_tile_param_get_bounds (the
+ * bounds also carry the parameter's meaning on that backend: q_tile is query
+ * rows per work-group on OpenCL, per CPU task on the cpu backend and per
+ * invocation on Vulkan). Values are pinned and never reused; new parameters
+ * take free numbers, so neither the enum nor the struct changes its ABI.
+ * Numbers SDPA_TILE_BACKEND_FIRST.. are backend parameters, declared in the
+ * backend's header (sdpa_opencl.h) and also found by name
+ * (sdpa_tile_param_from_name). */
+typedef enum sdpa_tile_param {
+    SDPA_TILE_Q_TILE = 0,    /* query rows per unit of work (per backend) */
+    SDPA_TILE_K_TILE = 1,    /* keys per inner tile */
+    SDPA_TILE_WG_SIZE = 2,   /* work-group size (threads) */
+    SDPA_TILE_VEC_WIDTH = 3, /* vector width of the inner loops */
+    SDPA_TILE_STAGE_KV = 4,  /* 1 = stage K/V tiles in local/shared memory */
+    SDPA_TILE_SPLIT_KV = 5,  /* number of key splits; 1 = no split */
+    SDPA_TILE_UNFUSED = 6,   /* 1 = materialise the scores (OpenCL only) */
+    /* 7..23: future core parameters; 24..31: backend parameters */
+    SDPA_TILE_BACKEND_FIRST = 24
+} sdpa_tile_param;
+#define SDPA_TILE_PARAM_SLOTS 32 /* entries of sdpa_tile_config.value */
+
+/* A kernel configuration: one value per sdpa_tile_param, SDPA_AUTO = the
+ * backend decides (sdpa_tile_config_init sets every value to SDPA_AUTO).
  * Forced values are never clamped or rounded: a value outside the backend's
- * range, or a field the backend does not have, makes sdpa_plan_create return
- * SDPA_ERR_UNSUPPORTED with "<backend>: tile.<field> <value> is out of range:
- * must be SDPA_AUTO or lo..hi" (or "... has no such parameter"); AUTO
- * contexts then fall back to the CPU. Ranges: cpu q_tile and k_tile
- * multiples of 16 in 16..256 / 16..512, split_kv 1..256 (others: none);
- * reference none (unfused 0 only); OpenCL and Vulkan in docs/opencl.md and
- * docs/vulkan.md. Device limits (work-group size, local memory) are checked
- * by the backend with their own messages. */
+ * bounds, or a parameter the backend does not have, makes sdpa_plan_create
+ * return SDPA_ERR_UNSUPPORTED with "<backend>: tile.<name> <value> is out of
+ * range: must be SDPA_AUTO or lo..hi[, a multiple of m | , a power of two]"
+ * (or "... has no such parameter (leave it SDPA_AUTO)"), the same on every
+ * backend; AUTO contexts then fall back to the CPU. Limits of the device
+ * (work-group size, local memory, registers) are checked by the backend with
+ * their own messages. struct_size versions the array: the library reads
+ * value[i] only where it lies within struct_size (smaller structs of older
+ * headers read the rest as SDPA_AUTO); struct_size must cover at least the
+ * first seven values (SDPA_TILE_UNFUSED). */
 struct sdpa_tile_config {
-    size_t struct_size;
-    int q_tile;       /* query rows per work-group / CPU task (Vulkan: per
-                         invocation, docs/vulkan.md) */
-    int k_tile;       /* keys per inner tile */
-    int wg_size;      /* work-group size (threads) */
-    int vec_width;    /* vector width of the inner loops */
-    int stage_kv;     /* 1 = stage K/V tiles in local memory */
-    int split_kv;     /* decode: number of key splits; 1 = no split */
-    int unfused;      /* 1 = materialise scores (OpenCL, CLBlast) */
-    int gemm_params;  /* unfused path: CLBlast GEMM parameter set, 0 = CLBlast's
-                         own, 1..n = libsdpa's table (docs/opencl.md); the set
-                         is process-wide per device, see there */
+    size_t struct_size;                /* set by _init */
+    int value[SDPA_TILE_PARAM_SLOTS];  /* by sdpa_tile_param; use _set/_get */
 };
 SDPA_API void sdpa_tile_config_init(sdpa_tile_config *cfg);
+/* Sets one parameter (any int; ranges are the backend's, checked at plan
+ * creation). SDPA_ERR_NULL, or SDPA_ERR_INVALID_ARG when param is not a
+ * parameter number or lies beyond cfg->struct_size. */
+SDPA_API sdpa_status sdpa_tile_config_set(sdpa_tile_config *cfg, sdpa_tile_param param,
+                                          int value);
+/* The parameter's value; SDPA_AUTO when unset, beyond cfg->struct_size, not a
+ * parameter number, or cfg is NULL. */
+SDPA_API int sdpa_tile_config_get(const sdpa_tile_config *cfg, sdpa_tile_param param);
+
+/* What one backend takes for one parameter besides SDPA_AUTO. */
+typedef struct sdpa_tile_bounds {
+    size_t struct_size;      /* set by the call */
+    int lo, hi;              /* inclusive */
+    int multiple;            /* > 1: the value must be a multiple of it */
+    int pow2;                /* 1: the value must be a power of two */
+    int default_value;       /* the backend's default, SDPA_AUTO when it is
+                                derived from the device and the problem */
+    const char *name;        /* the parameter's name, e.g. "q_tile" (static) */
+    const char *description; /* its meaning on this backend (static) */
+} sdpa_tile_bounds;
+/* Fills *bounds for param on backend `kind` (compiled in; no device or
+ * loader needed). Returns SDPA_ERR_NULL, SDPA_ERR_UNSUPPORTED when the
+ * backend is not compiled in or has no such parameter (only SDPA_AUTO is
+ * accepted then), SDPA_ERR_INVALID_ARG for a number that is no parameter. */
+SDPA_API sdpa_status sdpa_tile_param_get_bounds(sdpa_backend_kind kind, sdpa_tile_param param,
+                                                sdpa_tile_bounds *bounds);
+/* The name of a parameter ("q_tile", "gemm_params", ...; the keys of
+ * profile records), or NULL when no compiled-in backend has it. */
+SDPA_API const char *sdpa_tile_param_name(sdpa_tile_param param);
+/* The parameter called `name` (core or of a compiled-in backend):
+ * SDPA_OK, SDPA_ERR_NULL, or SDPA_ERR_INVALID_ARG when none is. */
+SDPA_API sdpa_status sdpa_tile_param_from_name(const char *name, sdpa_tile_param *param);
 
 typedef struct sdpa_plan_info {
     size_t struct_size;

@@ -29,6 +29,16 @@
 extern "C" {
 #endif
 
+/* OpenCL backend tile parameters (sdpa.h, "tile parameters"; define
+ * SDPA_EXPERIMENTAL before including). Also found by name without this
+ * header: sdpa_tile_param_from_name("gemm_params", &p). */
+#ifdef SDPA_EXPERIMENTAL
+/* Unfused path (SDPA_TILE_UNFUSED = 1) only: the CLBlast GEMM parameter set,
+ * 0 = CLBlast's own, 1..n = libsdpa's table (docs/opencl.md); SDPA_AUTO =
+ * the set in force for the device. The set is process-wide per device. */
+#define SDPA_TILE_OPENCL_GEMM_PARAMS ((sdpa_tile_param)(SDPA_TILE_BACKEND_FIRST + 0))
+#endif
+
 /* Creates an OpenCL-backend context around the application's objects. The
  * library retains `context`, `device` and `queue` (and releases them in
  * sdpa_context_destroy); all work is enqueued on `queue`, in order, after

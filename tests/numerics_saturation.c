@@ -138,9 +138,9 @@ START_TEST(saturated_stats)
             if (st->kind != k_kinds[_i]) continue;
             sdpa_tile_config tc;
             sdpa_tile_config_init(&tc);
-            tc.unfused = st->unfused;
-            tc.split_kv = st->split_kv;
-            tc.q_tile = st->q_tile;
+            sdpa_tile_config_set(&tc, SDPA_TILE_UNFUSED, st->unfused);
+            sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, st->split_kv);
+            sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, st->q_tile);
             sat_check(ctx, bn, st->name, dts[d], &tc, &n_small);
         }
     }

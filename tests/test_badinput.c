@@ -55,10 +55,10 @@ static sdpa_plan_options path_opts(const kv_path *k, sdpa_tile_config *tc)
     sdpa_plan_options_init(&po);
     po.flags = k->backward ? SDPA_PLAN_BACKWARD : 0;
     sdpa_tile_config_init(tc);
-    if (k->q_tile) tc->q_tile = k->q_tile;
-    if (k->stage_kv) tc->stage_kv = k->stage_kv;
-    if (k->split_kv) tc->split_kv = k->split_kv;
-    if (k->unfused) tc->unfused = k->unfused;
+    if (k->q_tile) sdpa_tile_config_set(tc, SDPA_TILE_Q_TILE, k->q_tile);
+    if (k->stage_kv) sdpa_tile_config_set(tc, SDPA_TILE_STAGE_KV, k->stage_kv);
+    if (k->split_kv) sdpa_tile_config_set(tc, SDPA_TILE_SPLIT_KV, k->split_kv);
+    if (k->unfused) sdpa_tile_config_set(tc, SDPA_TILE_UNFUSED, k->unfused);
     if (k->q_tile || k->stage_kv || k->split_kv || k->unfused) po.tile = tc;
     return po;
 }

@@ -30,6 +30,9 @@
 #include "corpus.h"
 #include "../src/core/backend.h"
 #include "../src/tune/tune.h"
+#include "sdpa_opencl.h"
+
+#define GEMM_PARAMS SDPA_TILE_OPENCL_GEMM_PARAMS
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +57,8 @@ static sdpa_status plan_with(sdpa_context *ctx, const tproblem *tp, int unfused,
 {
     sdpa_tile_config t;
     sdpa_tile_config_init(&t);
-    t.unfused = unfused;
-    t.gemm_params = gemm;
+    sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, unfused);
+    sdpa_tile_config_set(&t, GEMM_PARAMS, gemm);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &t;
@@ -120,8 +123,8 @@ START_TEST(parameter_sets)
     ck_assert_msg(strstr(cfg, "gemm_params=0") != NULL, "%s", cfg);
     sdpa_tile_config t;
     sdpa_tile_config_init(&t);
-    t.unfused = 1;
-    t.gemm_params = 0;
+    sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 1);
+    sdpa_tile_config_set(&t, GEMM_PARAMS, 0);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &t;
@@ -155,7 +158,7 @@ START_TEST(parameter_sets)
     char expect[32];
     snprintf(expect, sizeof expect, "gemm_params=%d", k);
     ck_assert_msg(strstr(cfg, expect) != NULL, "%s", cfg);
-    t.gemm_params = k;
+    sdpa_tile_config_set(&t, GEMM_PARAMS, k);
     tparity_forward(cl, ref, &c, &o);
     check_against(pk, &tp, want, "libsdpa set");
     /* AUTO keeps the set in force */
@@ -218,13 +221,13 @@ START_TEST(parameter_sets)
     int n = be->tile_candidates(cl, &prob, 0, cand, 64);
     int n_unf = 0, saw_k = 0;
     for (int i = 0; i < n && i < 64; i++) {
-        if (cand[i].unfused != 1) {
-            ck_assert_int_eq(cand[i].gemm_params, SDPA_AUTO);
+        if (sdpa_tile_config_get(&cand[i], SDPA_TILE_UNFUSED) != 1) {
+            ck_assert_int_eq(sdpa_tile_config_get(&cand[i], GEMM_PARAMS), SDPA_AUTO);
             continue;
         }
         n_unf++;
-        ck_assert_int_ge(cand[i].gemm_params, 1);
-        if (cand[i].gemm_params == k) saw_k = 1;
+        ck_assert_int_ge(sdpa_tile_config_get(&cand[i], GEMM_PARAMS), 1);
+        if (sdpa_tile_config_get(&cand[i], GEMM_PARAMS) == k) saw_k = 1;
     }
     ck_assert_int_ge(n_unf, 1);
     ck_assert_int_eq(saw_k, 1);
@@ -239,16 +242,16 @@ START_TEST(parameter_sets)
     rec.dev.compute_units = 2;
     sdpa__bucket_of(&prob, 0, &rec.bucket);
     sdpa_tile_config_init(&rec.tile);
-    rec.tile.unfused = 1;
-    rec.tile.gemm_params = k;
+    sdpa_tile_config_set(&rec.tile, SDPA_TILE_UNFUSED, 1);
+    sdpa_tile_config_set(&rec.tile, GEMM_PARAMS, k);
     rec.best_ms = 1.0, rec.default_ms = 2.0;
     char *json = sdpa__profile_record_to_json(&rec);
     ck_assert_ptr_nonnull(json);
     const char *why = NULL;
     ck_assert_msg(sdpa__profile_record_parse(json, strlen(json), &back, &why), "%s: %s", json,
                   why ? why : "");
-    ck_assert_int_eq(back.tile.gemm_params, k);
-    ck_assert_int_eq(back.tile.unfused, 1);
+    ck_assert_int_eq(sdpa_tile_config_get(&back.tile, GEMM_PARAMS), k);
+    ck_assert_int_eq(sdpa_tile_config_get(&back.tile, SDPA_TILE_UNFUSED), 1);
     free(json);
 
     free(want);
@@ -267,7 +270,7 @@ START_TEST(conformance_cases_unfused)
     ck_assert_msg(cl != NULL, "opencl context: %s", sdpa_status_name(st));
     sdpa_tile_config t;
     sdpa_tile_config_init(&t);
-    t.unfused = 1;
+    sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 1);
     char dirs[TCORPUS_MAX][1024];
     int nd = tcorpus_dirs(dirs, TCORPUS_MAX), no_clblast = 0;
     for (int k = 0; k < nd && !no_clblast; k++) {

@@ -133,9 +133,9 @@ START_TEST(forward_forced_tiles)
     };
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.q_tile = cfg[_i].q;
-    tc.k_tile = cfg[_i].k;
-    tc.split_kv = cfg[_i].split;
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, cfg[_i].q);
+    sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, cfg[_i].k);
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, cfg[_i].split);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -413,11 +413,11 @@ START_TEST(tile_candidates_are_valid)
         int n = be->tile_candidates(NULL, &p, 0, tiles, 64);
         ck_assert_int_ge(n, 2);
         ck_assert_int_le(n, 64);
-        be->default_tile(NULL, &p, 0, &def);
+        be->default_tile(NULL, &p, 0, NULL, &def);
         bool has_default = false;
         for (int i = 0; i < n; i++) {
-            if (tiles[i].q_tile == def.q_tile && tiles[i].k_tile == def.k_tile &&
-                tiles[i].split_kv == def.split_kv)
+            if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE) && sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) == sdpa_tile_config_get(&def, SDPA_TILE_K_TILE) &&
+                sdpa_tile_config_get(&tiles[i], SDPA_TILE_SPLIT_KV) == sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV))
                 has_default = true;
             sdpa_plan_options o;
             sdpa_plan_options_init(&o);

@@ -366,7 +366,7 @@ static void run_layout(sdpa_context *ctx, const config *cfg, const layout *l)
     sdpa_tile_config tile;
     sdpa_tile_config_init(&tile);
     if (cfg->mode >= M_AUTO_HOST) {
-        tile.stage_kv = 2; /* no device backend takes it: AUTO falls back */
+        sdpa_tile_config_set(&tile, SDPA_TILE_STAGE_KV, 2); /* no device backend takes it: AUTO falls back */
         po.tile = &tile;
     }
     sdpa_plan *plan = NULL;

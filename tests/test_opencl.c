@@ -152,12 +152,12 @@ START_TEST(forward_forced_tiles)
     };
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.wg_size = cfg[_i].wg;
-    tc.q_tile = cfg[_i].q;
-    tc.k_tile = cfg[_i].kt;
-    tc.vec_width = cfg[_i].vec;
-    tc.stage_kv = cfg[_i].stage;
-    tc.split_kv = cfg[_i].split;
+    sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, cfg[_i].wg);
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, cfg[_i].q);
+    sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, cfg[_i].kt);
+    sdpa_tile_config_set(&tc, SDPA_TILE_VEC_WIDTH, cfg[_i].vec);
+    sdpa_tile_config_set(&tc, SDPA_TILE_STAGE_KV, cfg[_i].stage);
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, cfg[_i].split);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -312,7 +312,7 @@ START_TEST(garbage_in_dropped_keys)
      * (statistics off: they never split). */
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.split_kv = 3;
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 3);
     sdpa_plan_options_init(&po);
     po.tile = &tc;
     memset(&tp.desc.tensors.stats, 0, sizeof tp.desc.tensors.stats);
@@ -404,7 +404,7 @@ START_TEST(direct_decode_parity)
     if (_i == 0) { /* a forced split count keeps the direct path: chunks of 334 */
         sdpa_tile_config tc;
         sdpa_tile_config_init(&tc);
-        tc.split_kv = 3;
+        sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 3);
         sdpa_plan_options o;
         sdpa_plan_options_init(&o);
         o.tile = &tc;
@@ -591,7 +591,7 @@ START_TEST(direct_decode_not_taken)
         sdpa_tile_config tc;
         sdpa_tile_config_init(&tc);
         if (k == 3) { /* forced work-group size: the packed split-KV kernel */
-            tc.wg_size = 16;
+            sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, 16);
             o.tile = &tc;
         }
         char cfg[320];
@@ -667,14 +667,14 @@ START_TEST(tuning_slots)
         sdpa__problem p = problem_of(f);
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
-        be->default_tile(g_cl, &p, 0, &def);
-        ck_assert_int_ge(def.q_tile, 1);
-        ck_assert_int_ge(def.k_tile, 1);
-        ck_assert_int_ge(def.wg_size, 1);
-        ck_assert_int_ge(def.vec_width, 1);
-        ck_assert_int_ge(def.split_kv, 1);
-        ck_assert_int_eq(def.unfused, 0);
-        if (k == 1) ck_assert_int_gt(def.split_kv, 1); /* decode splits */
+        be->default_tile(g_cl, &p, 0, NULL, &def);
+        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE), 1);
+        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_K_TILE), 1);
+        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE), 1);
+        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_VEC_WIDTH), 1);
+        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV), 1);
+        ck_assert_int_eq(sdpa_tile_config_get(&def, SDPA_TILE_UNFUSED), 0);
+        if (k == 1) ck_assert_int_gt(sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV), 1); /* decode splits */
 
         /* default_tile == what plan_create picks with tile = NULL */
         tcase c = fcase_make(f, 4321u);
@@ -694,22 +694,22 @@ START_TEST(tuning_slots)
         int n = be->tile_candidates(g_cl, &p, 0, cand, 64);
         ck_assert_int_ge(n, 4);
         ck_assert_int_le(n, 26);
-        ck_assert_int_eq(cand[0].q_tile, def.q_tile);
-        ck_assert_int_eq(cand[0].k_tile, def.k_tile);
-        ck_assert_int_eq(cand[0].split_kv, def.split_kv);
+        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_Q_TILE), sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE));
+        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_K_TILE), sdpa_tile_config_get(&def, SDPA_TILE_K_TILE));
+        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_SPLIT_KV), sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV));
         int unf = -1, last_fused = 0;
         for (int i = 0; i < n; i++) {
             const sdpa_tile_config *t = &cand[i];
-            ck_assert_msg(t->q_tile >= 1 && t->k_tile >= 2 && t->wg_size >= 1 &&
-                          t->vec_width >= 1 && (t->stage_kv == 0 || t->stage_kv == 1) &&
-                          t->split_kv >= 1 && (t->unfused == 0 || t->unfused == 1),
+            ck_assert_msg(sdpa_tile_config_get(t, SDPA_TILE_Q_TILE) >= 1 && sdpa_tile_config_get(t, SDPA_TILE_K_TILE) >= 2 && sdpa_tile_config_get(t, SDPA_TILE_WG_SIZE) >= 1 &&
+                          sdpa_tile_config_get(t, SDPA_TILE_VEC_WIDTH) >= 1 && (sdpa_tile_config_get(t, SDPA_TILE_STAGE_KV) == 0 || sdpa_tile_config_get(t, SDPA_TILE_STAGE_KV) == 1) &&
+                          sdpa_tile_config_get(t, SDPA_TILE_SPLIT_KV) >= 1 && (sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 0 || sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 1),
                           "%s candidate %d incomplete", names[k], i);
-            if (t->unfused == 1) {
+            if (sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 1) {
                 if (unf < 0) unf = i; /* the first: CLBlast's own parameters */
             } else {
                 last_fused = i;
             }
-            if (k == 1 && t->split_kv == 1 && !t->unfused) ck_assert_int_gt(i, 0);
+            if (k == 1 && sdpa_tile_config_get(t, SDPA_TILE_SPLIT_KV) == 1 && !sdpa_tile_config_get(t, SDPA_TILE_UNFUSED)) ck_assert_int_gt(i, 0);
         }
         /* fewer candidates than max: max bounds what is written */
         ck_assert_int_eq(be->tile_candidates(g_cl, &p, 0, cand, 2), n);
@@ -718,10 +718,10 @@ START_TEST(tuning_slots)
         ps.has_stats = true;
         sdpa_tile_config cs[64];
         int ns = be->tile_candidates(g_cl, &ps, 0, cs, 64);
-        for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(cs[i].split_kv, 1);
+        for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(sdpa_tile_config_get(&cs[i], SDPA_TILE_SPLIT_KV), 1);
         /* backward plans are never offered the unfused path */
         int nb = be->tile_candidates(g_cl, &p, SDPA_PLAN_BACKWARD, cs, 64);
-        for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(cs[i].unfused, 0);
+        for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(sdpa_tile_config_get(&cs[i], SDPA_TILE_UNFUSED), 0);
 
         be->tile_candidates(g_cl, &p, 0, cand, 64);
         /* fused ones only: the unfused candidates (one per CLBlast
@@ -748,7 +748,7 @@ static bool unfused_built(const tproblem *tp)
 {
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.unfused = 1;
+    sdpa_tile_config_set(&tc, SDPA_TILE_UNFUSED, 1);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -790,7 +790,7 @@ START_TEST(unfused_parity)
     }
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.unfused = 1;
+    sdpa_tile_config_set(&tc, SDPA_TILE_UNFUSED, 1);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -860,7 +860,7 @@ START_TEST(unfused_refused)
     tproblem_make(&tp, &c);
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.unfused = 1;
+    sdpa_tile_config_set(&tc, SDPA_TILE_UNFUSED, 1);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -937,10 +937,10 @@ START_TEST(backward_forced_tiles)
     };
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.wg_size = cfg[_i].wg;
-    tc.q_tile = cfg[_i].q;
-    tc.k_tile = cfg[_i].kt;
-    tc.vec_width = cfg[_i].vec;
+    sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, cfg[_i].wg);
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, cfg[_i].q);
+    sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, cfg[_i].kt);
+    sdpa_tile_config_set(&tc, SDPA_TILE_VEC_WIDTH, cfg[_i].vec);
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
@@ -1128,11 +1128,11 @@ START_TEST(unsupported_requests_refused)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sdpa_tile_config_init(&tc);
         switch (bad[i].field) {
-        case 0: tc.unfused = bad[i].value; break;
-        case 1: tc.k_tile = bad[i].value; break;
-        case 2: tc.vec_width = bad[i].value; break;
-        case 3: tc.stage_kv = bad[i].value; break;
-        default: tc.wg_size = bad[i].value; break;
+        case 0: sdpa_tile_config_set(&tc, SDPA_TILE_UNFUSED, bad[i].value); break;
+        case 1: sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, bad[i].value); break;
+        case 2: sdpa_tile_config_set(&tc, SDPA_TILE_VEC_WIDTH, bad[i].value); break;
+        case 3: sdpa_tile_config_set(&tc, SDPA_TILE_STAGE_KV, bad[i].value); break;
+        default: sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, bad[i].value); break;
         }
         sdpa_plan_options_init(&o);
         o.tile = &tc;

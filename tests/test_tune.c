@@ -107,8 +107,8 @@ static sdpa__profile_record make_record(sdpa_context *ctx, int q_tile, int k_til
     sdpa__problem p = test_problem();
     sdpa__bucket_of(&p, 0, &r.bucket);
     sdpa_tile_config_init(&r.tile);
-    r.tile.q_tile = q_tile;
-    r.tile.k_tile = k_tile;
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_Q_TILE, q_tile);
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_K_TILE, k_tile);
     r.best_ms = 1.25;
     r.default_ms = 2.5;
     snprintf(r.tuned_at, sizeof r.tuned_at, "2026-01-01T00:00:00Z");
@@ -149,7 +149,8 @@ static sdpa_plan_info plan_info(sdpa_context *ctx)
 
 
 /* ---- a cpu backend that offers tile candidates ------------------------------------
- * A copy of the cpu table with tile_candidates filled in (q_tile x k_tile),
+ * A copy of the cpu table with tile_candidates filled in (q_tile x k_tile;
+ * the default stays the cpu backend's: q_tile 64, k_tile 64),
  * sharing a real cpu context's state (its context_free is a no-op), so the
  * tuner's search, rejection and re-measurement run over many candidates
  * whatever the cpu backend itself offers. */
@@ -164,18 +165,10 @@ static int fake_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned f
         for (int j = 0; j < fake_nk; j++, n++)
             if (n < max) {
                 sdpa_tile_config_init(&out[n]);
-                out[n].q_tile = qs[i];
-                out[n].k_tile = ks[j];
+                sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, qs[i]);
+                sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, ks[j]);
             }
     return n;
-}
-static void fake_default(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                         sdpa_tile_config *t)
-{
-    (void)ctx; (void)p; (void)flags;
-    sdpa_tile_config_init(t);
-    t->q_tile = 64;
-    t->k_tile = 64;
 }
 static void noop_free(sdpa_context *ctx, void *state) { (void)ctx; (void)state; }
 static sdpa__backend fake_be;
@@ -184,7 +177,7 @@ static sdpa__backend fake_be;
 static sdpa_status fake_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                     const sdpa_plan_options *options, void **plan_state)
 {
-    if (options && options->tile && options->tile->q_tile == 112)
+    if (options && options->tile && sdpa_tile_config_get(options->tile, SDPA_TILE_Q_TILE) == 112)
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "fake: q_tile 112 exceeds the device");
     return sdpa__backend_get(SDPA_BACKEND_CPU)->plan_create(ctx, p, options, plan_state);
 }
@@ -196,7 +189,6 @@ static sdpa_context *fake_ctx(const char *profile_dir, tlogcap *cap, sdpa_contex
     fake_be = *sdpa__backend_get(SDPA_BACKEND_CPU);
     fake_be.context_free = noop_free;
     fake_be.tile_candidates = fake_candidates;
-    fake_be.default_tile = fake_default;
     fake_be.plan_create = fake_plan_create;
     sdpa_context_options o;
     sdpa_context_options_init(&o);
@@ -255,10 +247,10 @@ START_TEST(record_round_trip)
     tlogcap cap = {0};
     sdpa_context *ctx = cpu_ctx(dir, &cap);
     sdpa__profile_record r = make_record(ctx, 32, 128);
-    r.tile.split_kv = 4;
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_SPLIT_KV, 4);
     r.n_rejected = 1;
     r.rejected[0].tile = r.tile;
-    r.rejected[0].tile.q_tile = 256;
+    sdpa_tile_config_set(&r.rejected[0].tile, SDPA_TILE_Q_TILE, 256);
     snprintf(r.rejected[0].reason, sizeof r.rejected[0].reason, "wrong results: out[3]");
     char *json = sdpa__profile_record_to_json(&r);
     ck_assert_ptr_nonnull(json);
@@ -274,7 +266,7 @@ START_TEST(record_round_trip)
     ck_assert_double_eq(back.best_ms, 1.25);
     ck_assert_double_eq(back.default_ms, 2.5);
     ck_assert_int_eq(back.n_rejected, 1);
-    ck_assert_int_eq(back.rejected[0].tile.q_tile, 256);
+    ck_assert_int_eq(sdpa_tile_config_get(&back.rejected[0].tile, SDPA_TILE_Q_TILE), 256);
     ck_assert_str_eq(back.rejected[0].reason, "wrong results: out[3]");
     free(json);
 
@@ -282,7 +274,7 @@ START_TEST(record_round_trip)
     char path[4096];
     user_path(ctx, path, sizeof path);
     ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
-    r.tile.q_tile = 64;
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_Q_TILE, 64);
     ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
     sdpa__bucket other = r.bucket;
     r.bucket.d = 128;
@@ -292,7 +284,7 @@ START_TEST(record_round_trip)
     ck_assert_uint_eq(f.count, 2);
     ck_assert_uint_eq(f.bad_lines, 0);
     ck_assert(sdpa__bucket_equal(&f.records[0].bucket, &other));
-    ck_assert_int_eq(f.records[0].tile.q_tile, 64);
+    ck_assert_int_eq(sdpa_tile_config_get(&f.records[0].tile, SDPA_TILE_Q_TILE), 64);
     sdpa__profile_file_free(&f);
     ck_assert_str_eq(sdpa_context_profile_path(ctx), path);
     ck_assert_int_eq(cap.warns, 0);
@@ -350,7 +342,7 @@ START_TEST(corrupt_lines_skipped)
     ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
     ck_assert_uint_eq(pf.count, 1);
     ck_assert_uint_eq(pf.bad_lines, 9);
-    ck_assert_int_eq(pf.records[0].tile.q_tile, 32);
+    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].tile, SDPA_TILE_Q_TILE), 32);
     sdpa__profile_file_free(&pf);
     ck_assert_int_eq(cap.warns, 1);
     ck_assert_ptr_nonnull(strstr(cap.last, "skipped 9"));
@@ -527,7 +519,7 @@ START_TEST(concurrent_writers)
             for (int i = 0; i < RECORDS_PER_WRITER; i++) {
                 sdpa__profile_record r = base;
                 r.bucket.d = 1 + w * 1000 + i; /* distinct keys per writer */
-                r.tile.q_tile = 16 + i;
+                sdpa_tile_config_set(&r.tile, SDPA_TILE_SPLIT_KV, 1 + i);
                 if (sdpa__profile_store(NULL, path, &r) != SDPA_OK) bad++;
             }
             _exit(bad ? 1 : 0);
@@ -548,7 +540,7 @@ START_TEST(concurrent_writers)
         int d = pf.records[i].bucket.d - 1;
         int w = d / 1000, k = d % 1000;
         ck_assert(w >= 0 && w < WRITERS && k < RECORDS_PER_WRITER);
-        ck_assert_int_eq(pf.records[i].tile.q_tile, 16 + k);
+        ck_assert_int_eq(sdpa_tile_config_get(&pf.records[i].tile, SDPA_TILE_SPLIT_KV), 1 + k);
         seen[w][k]++;
     }
     for (int w = 0; w < WRITERS; w++)
@@ -608,7 +600,7 @@ START_TEST(lookup_chain)
     host_problem_make(&h);
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
-    tc.q_tile = 64;
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, 64);
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.tile = &tc;
@@ -873,8 +865,8 @@ START_TEST(tune_many_candidates_fault)
     ck_assert_int_eq(sdpa__profile_read(ctx, sdpa_context_profile_path(ctx), &pf), SDPA_OK);
     ck_assert_uint_eq(pf.count, 1);
     ck_assert_int_eq(pf.records[0].n_rejected, 1);
-    ck_assert_int_eq(pf.records[0].rejected[0].tile.q_tile, 16);
-    ck_assert_int_eq(pf.records[0].rejected[0].tile.k_tile, 128);
+    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].rejected[0].tile, SDPA_TILE_Q_TILE), 16);
+    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].rejected[0].tile, SDPA_TILE_K_TILE), 128);
     ck_assert_ptr_nonnull(strstr(pf.records[0].rejected[0].reason, "wrong results"));
     ck_assert_str_eq(pf.records[0].dev.backend, "cpu");
     sdpa__profile_file_free(&pf);
@@ -882,7 +874,7 @@ START_TEST(tune_many_candidates_fault)
     sdpa_plan_info info = plan_info(ctx);
     ck_assert_str_eq(info.source, "profile");
     char want[64];
-    snprintf(want, sizeof want, "q_tile=%d k_tile=%d", res.best.q_tile, res.best.k_tile);
+    snprintf(want, sizeof want, "q_tile=%d k_tile=%d", sdpa_tile_config_get(&res.best, SDPA_TILE_Q_TILE), sdpa_tile_config_get(&res.best, SDPA_TILE_K_TILE));
     ck_assert_msg(strstr(info.config, want), "%s vs %s", info.config, want);
     host_problem_free(&h);
     sdpa_context_destroy(ctx);
@@ -932,8 +924,8 @@ START_TEST(search_order)
     sdpa_tile_config c[40];
     for (int i = 0; i < 40; i++) {
         sdpa_tile_config_init(&c[i]);
-        c[i].q_tile = 16 * (1 + i / 8);
-        c[i].k_tile = 16 * (1 + i % 8);
+        sdpa_tile_config_set(&c[i], SDPA_TILE_Q_TILE, 16 * (1 + i / 8));
+        sdpa_tile_config_set(&c[i], SDPA_TILE_K_TILE, 16 * (1 + i % 8));
     }
     double ms[40];
     for (int i = 0; i < 40; i++) ms[i] = INFINITY;
@@ -958,7 +950,7 @@ START_TEST(search_order)
         seen[i] = 1;
         if (k == 5) {
             /* best is 0 = (16,16): its unvisited neighbours share q or k */
-            ck_assert(c[i].q_tile == c[0].q_tile || c[i].k_tile == c[0].k_tile);
+            ck_assert(sdpa_tile_config_get(&c[i], SDPA_TILE_Q_TILE) == sdpa_tile_config_get(&c[0], SDPA_TILE_Q_TILE) || sdpa_tile_config_get(&c[i], SDPA_TILE_K_TILE) == sdpa_tile_config_get(&c[0], SDPA_TILE_K_TILE));
         }
     }
     ck_assert_int_eq(sdpa__search_next(&s, ms, best, 0.9), -1);
@@ -1083,7 +1075,7 @@ START_TEST(refused_profile_config_falls_back)
     ck_assert_ptr_nonnull(strstr(cap.last, "configuration failed"));
     ck_assert_ptr_nonnull(strstr(cap.last, "q_tile 112"));
     /* An acceptable record is used. */
-    r.tile.q_tile = 32;
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_Q_TILE, 32);
     ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_OK);
     info = plan_info(ctx);
     ck_assert_str_eq(info.source, "profile");

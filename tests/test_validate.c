@@ -600,13 +600,14 @@ START_TEST(bad_plan_options)
     /* the materialised-scores path is the OpenCL backend's only */
     sdpa_tile_config t;
     sdpa_tile_config_init(&t);
-    t.unfused = 1;
+    sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 1);
     sdpa_plan_options_init(&po); po.tile = &t;
     EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_UNSUPPORTED, "OpenCL backend only");
-    t.unfused = 0;
-    t.gemm_params = 1;
-    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_UNSUPPORTED, "tile.gemm_params");
-    t.gemm_params = SDPA_AUTO;
+    sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 0);
+    /* a backend parameter (the OpenCL backend's CLBlast set) elsewhere */
+    sdpa_tile_config_set(&t, SDPA_TILE_BACKEND_FIRST, 1);
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_UNSUPPORTED, "no such parameter");
+    sdpa_tile_config_set(&t, SDPA_TILE_BACKEND_FIRST, SDPA_AUTO);
     EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_OK, NULL);
     sdpa_plan_destroy(plan);
     plan = NULL;

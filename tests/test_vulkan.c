@@ -247,7 +247,7 @@ START_TEST(test_decode)
     for (int i = 0; i < 3; i++) {
         sdpa_tile_config tc;
         sdpa_tile_config_init(&tc);
-        tc.split_kv = splits[i];
+        sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, splits[i]);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tc;
@@ -268,8 +268,8 @@ START_TEST(test_tile_configs)
     for (int i = 0; i < 5; i++) {
         sdpa_tile_config tc;
         sdpa_tile_config_init(&tc);
-        tc.wg_size = cfg[i][0];
-        tc.k_tile = cfg[i][1];
+        sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, cfg[i][0]);
+        sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, cfg[i][1]);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tc;
@@ -302,9 +302,9 @@ START_TEST(test_tuning_slots)
     int n = be->tile_candidates(NULL, &p, 0, tiles, 32);
     ck_assert_int_ge(n, 4);
     ck_assert_int_le(n, 32);
-    be->default_tile(NULL, &p, 0, &def);
-    ck_assert_int_eq(tiles[0].wg_size, def.wg_size);
-    ck_assert_int_eq(tiles[0].k_tile, def.k_tile);
+    be->default_tile(NULL, &p, 0, NULL, &def);
+    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_WG_SIZE), sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE));
+    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_K_TILE), sdpa_tile_config_get(&def, SDPA_TILE_K_TILE));
 
     tcase c = mk("tuning_slots", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
@@ -338,8 +338,8 @@ END_TEST
 static sdpa_plan_options tile_opts(sdpa_tile_config *tc, int wg, int k_tile)
 {
     sdpa_tile_config_init(tc);
-    tc->wg_size = wg;
-    tc->k_tile = k_tile;
+    sdpa_tile_config_set(tc, SDPA_TILE_WG_SIZE, wg);
+    sdpa_tile_config_set(tc, SDPA_TILE_K_TILE, k_tile);
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.tile = tc;
@@ -349,7 +349,7 @@ static sdpa_plan_options tile_opts(sdpa_tile_config *tc, int wg, int k_tile)
 static sdpa_plan_options staged_opts(sdpa_tile_config *tc, int wg, int k_tile)
 {
     sdpa_plan_options po = tile_opts(tc, wg, k_tile);
-    tc->stage_kv = 1;
+    sdpa_tile_config_set(tc, SDPA_TILE_STAGE_KV, 1);
     return po;
 }
 
@@ -494,10 +494,10 @@ START_TEST(test_staged_refusals)
                 "reachable\n", (long long)dev.local_mem_bytes);
     c = mk("st_split", 1, 2, 2, 7, 257, 32, 32);
     po = staged_opts(&tc, 64, 8);
-    tc.split_kv = 4;
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 4);
     ck_assert_int_eq(refused_plan_status(&c, &po, "split_kv"), SDPA_ERR_UNSUPPORTED);
     po = staged_opts(&tc, 64, 8);
-    tc.stage_kv = 2;
+    sdpa_tile_config_set(&tc, SDPA_TILE_STAGE_KV, 2);
     ck_assert_int_eq(refused_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
     if (strstr(dev.name, "llvmpipe")) {
         /* 2500 tiles x ~73 iterations: past 65535, and staging makes no split */
@@ -537,13 +537,13 @@ START_TEST(test_staged_candidates)
     tcase c = mk("st_candidate", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
     for (int i = 0; i < n; i++) {
-        if (tiles[i].stage_kv != 1) {
-            ck_assert_msg(tiles[i].stage_kv == SDPA_AUTO || tiles[i].stage_kv == 0,
-                          "candidate %d: stage_kv %d", i, tiles[i].stage_kv);
+        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) != 1) {
+            ck_assert_msg(sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == SDPA_AUTO || sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == 0,
+                          "candidate %d: stage_kv %d", i, sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV));
             continue;
         }
         staged++;
-        ck_assert_int_eq(tiles[i].split_kv, SDPA_AUTO);
+        ck_assert_int_eq(sdpa_tile_config_get(&tiles[i], SDPA_TILE_SPLIT_KV), SDPA_AUTO);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tiles[i];
@@ -554,14 +554,14 @@ START_TEST(test_staged_candidates)
         }
     }
     ck_assert_int_ge(staged, 2);
-    ck_assert_int_eq(tiles[0].stage_kv == 1, 0); /* the default is unstaged */
+    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_STAGE_KV) == 1, 0); /* the default is unstaged */
 
     /* Without a context: Vulkan's minimum (16 KiB) bounds the staged tiles. */
     p.D = p.Dv = 256;
     n = be->tile_candidates(NULL, &p, 0, tiles, 64);
     for (int i = 0; i < n; i++)
-        if (tiles[i].stage_kv == 1)
-            ck_assert_int_le(tiles[i].k_tile * (256 + 256) * 4, 16384);
+        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == 1)
+            ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) * (256 + 256) * 4, 16384);
     /* On llvmpipe, long rows cannot be staged within the loop budget. */
     sdpa_device_info dev;
     memset(&dev, 0, sizeof dev);
@@ -571,7 +571,7 @@ START_TEST(test_staged_candidates)
         p.D = p.Dv = 32; p.Sq = 1; p.Skv = 20000;
         n = be->tile_candidates(vk, &p, 0, tiles, 64);
         ck_assert_int_ge(n, 2);
-        for (int i = 0; i < n; i++) ck_assert_int_ne(tiles[i].stage_kv, 1);
+        for (int i = 0; i < n; i++) ck_assert_int_ne(sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV), 1);
     }
 }
 END_TEST
@@ -581,7 +581,7 @@ END_TEST
 static sdpa_plan_options rows_opts(sdpa_tile_config *tc, int rows, int k_tile, int wg)
 {
     sdpa_plan_options po = tile_opts(tc, wg, k_tile);
-    tc->q_tile = rows;
+    sdpa_tile_config_set(tc, SDPA_TILE_Q_TILE, rows);
     return po;
 }
 
@@ -634,7 +634,7 @@ START_TEST(test_rows_forward)
     c = mk("rw_forced_split", 1, 2, 2, 65, 257, 64, 64); c.stats = true; c.lse = true;
     c.seed = 712;
     po = rows_opts(&tc, 2, 8, 64);
-    tc.split_kv = 3;
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 3);
     tparity_forward(vk, ref, &c, &po);
     check_config(&c, &po, "q_tile=2 ", "split_kv=3 ");
     c = mk("rw_budget_split", 1, 2, 2, 9, 4000, 64, 64); c.stats = true; c.seed = 713;
@@ -676,7 +676,7 @@ START_TEST(test_rows_refusals)
     ck_assert_int_eq(refused_plan_status(&c, &po, "registers"), SDPA_ERR_UNSUPPORTED);
     c = mk("rw_refuse_staged", 1, 2, 2, 7, 65, 64, 64);
     po = rows_opts(&tc, 2, 8, 64);
-    tc.stage_kv = 1;
+    sdpa_tile_config_set(&tc, SDPA_TILE_STAGE_KV, 1);
     ck_assert_int_eq(refused_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
     c = mk("rw_default", 1, 2, 2, 65, 257, 64, 64);
     check_config(&c, NULL, "q_tile=1 ", NULL);
@@ -693,21 +693,21 @@ START_TEST(test_rows_candidates)
     sdpa_tile_config tiles[64];
     int n = be->tile_candidates(vk, &p, 0, tiles, 64);
     ck_assert_int_le(n, 24);
-    ck_assert_int_le(tiles[0].q_tile, 1);
+    ck_assert_int_le(sdpa_tile_config_get(&tiles[0], SDPA_TILE_Q_TILE), 1);
     int multi = 0, most = 0;
     tcase c = mk("rw_candidate", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
     for (int i = 0; i < n; i++) {
-        if (tiles[i].q_tile <= 1) continue;
+        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) <= 1) continue;
         multi++;
-        if (tiles[i].q_tile > most) most = tiles[i].q_tile;
+        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) > most) most = sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tiles[i];
         char want[32];
-        snprintf(want, sizeof want, "q_tile=%d ", tiles[i].q_tile);
+        snprintf(want, sizeof want, "q_tile=%d ", sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE));
         check_config(&c, &po, want, "stage_kv=0 ");
-        if (tiles[i].q_tile == 8 && tiles[i].k_tile == 16) {
+        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == 8 && sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) == 16) {
             c.seed = 720;
             tparity_forward(vk, ref, &c, &po);
         }
@@ -719,14 +719,14 @@ START_TEST(test_rows_candidates)
     n = be->tile_candidates(vk, &p, 0, tiles, 64);
     multi = 0;
     for (int i = 0; i < n; i++) {
-        ck_assert_int_le(tiles[i].q_tile, 2);
-        multi += tiles[i].q_tile == 2;
+        ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE), 2);
+        multi += sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == 2;
     }
     ck_assert_int_ge(multi, 1);
     /* decode without GQA: a KV slab has one row, nothing to share */
     p.D = p.Dv = 64; p.Sq = 1;
     n = be->tile_candidates(vk, &p, 0, tiles, 64);
-    for (int i = 0; i < n; i++) ck_assert_int_le(tiles[i].q_tile, 1);
+    for (int i = 0; i < n; i++) ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE), 1);
 }
 END_TEST
 

@@ -564,8 +564,12 @@ static void job_setup(job *j, const shape *s, const options *o, const host_input
     sdpa_tile_config tile;
     sdpa_tile_config_init(&tile);
     if (j->unfused) {
-        tile.unfused = 1; /* forward only: no backward flag, bwd rows say so */
-        tile.gemm_params = o->gemm_params;
+        /* forward only: no backward flag, bwd rows say so */
+        sdpa_tile_config_set(&tile, SDPA_TILE_UNFUSED, 1);
+        /* the OpenCL backend's parameter, found by name (no sdpa_opencl.h) */
+        sdpa_tile_param gemm;
+        if (sdpa_tile_param_from_name("gemm_params", &gemm) == SDPA_OK)
+            sdpa_tile_config_set(&tile, gemm, o->gemm_params);
         po.tile = &tile;
     } else if (o->backward) {
         po.flags |= SDPA_PLAN_BACKWARD;

@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 
     sdpa_tile_config tile;
     sdpa_tile_config_init(&tile);
-    tile.unfused = 1; /* used only with --unfused */
+    sdpa_tile_config_set(&tile, SDPA_TILE_UNFUSED, 1); /* used only with --unfused */
     int passed = 0, failed = 0, skipped = 0;
     for (int p = 0; p < npaths; p++) {
         sc_list list = {0};

@@ -65,22 +65,26 @@ typedef struct sdpa__bwd_args {
     sdpa__ref dq_gain, dk_gain, dtemperature; /* mem NULL when not requested */
 } sdpa__bwd_args;
 
-/* The fields of sdpa_tile_config, in declaration order after struct_size. */
-enum {
-    SDPA__TILE_Q, SDPA__TILE_K, SDPA__TILE_WG, SDPA__TILE_VEC, SDPA__TILE_STAGE,
-    SDPA__TILE_SPLIT, SDPA__TILE_UNFUSED, SDPA__TILE_GEMM, SDPA__TILE_FIELDS
-};
-/* The values a backend accepts for one forced tile field besides SDPA_AUTO.
- * The front end checks a forced tile against the backend's table before
- * plan_create (src/core/tile_check.c), so every backend refuses an out-of-range
- * value with the same status and message; limits that depend on the device
- * (work-group size, local memory) stay in the backend's plan_create. */
-typedef struct sdpa__tile_range {
-    bool used;    /* false: the backend has no such parameter (only SDPA_AUTO) */
-    int lo, hi;   /* inclusive */
-    int multiple; /* > 1: the value must be a multiple of it */
-    bool pow2;    /* the value must be a power of two */
-} sdpa__tile_range;
+/* One tile parameter a backend has (sdpa_tile_param): the values it takes
+ * besides SDPA_AUTO, checked by the front end for every configuration before
+ * plan_create (src/core/tile_check.c: forced tiles, profile records and
+ * tuning candidates alike), so every backend refuses an out-of-range value
+ * with the same status and message; sdpa_tile_param_get_bounds reports it.
+ * Limits that depend on the device (work-group size, local memory) stay in
+ * the backend. A parameter missing from the table is one the backend does
+ * not have (only SDPA_AUTO is accepted). */
+typedef struct sdpa__tile_param_info {
+    sdpa_tile_param param;
+    const char *name;        /* NULL for core parameters (src/core/tile_params.c
+                                names them); a backend parameter's own name */
+    const char *description; /* what it means on this backend */
+    int lo, hi;              /* inclusive */
+    int multiple;            /* > 1: the value must be a multiple of it */
+    bool pow2;               /* the value must be a power of two */
+    int def;                 /* the default, SDPA_AUTO = derived per device/problem */
+    bool process_wide;       /* changing it costs a process-wide switch (the
+                                tuner never interleaves two values of it) */
+} sdpa__tile_param_info;
 
 /* The per-backend function table. Slots marked optional may be NULL. */
 typedef struct sdpa__backend {
@@ -118,7 +122,10 @@ typedef struct sdpa__backend {
                             unsigned plan_flags);
 
     /* Compile kernels and allocate workspace for a problem; *plan_state owned
-     * by the backend. `tile` may be NULL (profile or defaults). */
+     * by the backend. options->tile is the complete configuration the front
+     * end resolved (forced, else profile, else default_tile; src/core/plan.c),
+     * already checked against tile_params: the backend checks it against the
+     * device and builds it. NULL only for a backend without default_tile. */
     sdpa_status (*plan_create)(sdpa_context *ctx, const sdpa__problem *p,
                                const sdpa_plan_options *options,
                                void **plan_state);
@@ -134,14 +141,19 @@ typedef struct sdpa__backend {
                             const sdpa__bwd_args *g);
     sdpa_status (*finish)(sdpa_context *ctx);
 
-    /* Forced tile fields: SDPA__TILE_FIELDS entries (see sdpa__tile_range);
-     * NULL = no tile parameter at all. */
-    const sdpa__tile_range *tile_ranges;
+    /* The tile parameters the backend has (n_tile_params entries; NULL/0 =
+     * none). */
+    const sdpa__tile_param_info *tile_params;
+    int n_tile_params;
 
-    /* --- tuning (optional; NULL = the backend has only its default) --- */
-    /* The configuration plan_create uses when options->tile is NULL. */
-    void (*default_tile)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                         sdpa_tile_config *tile);
+    /* --- configuration and tuning (optional; NULL = all SDPA_AUTO) --- */
+    /* The complete configuration for a problem: `forced` (NULL = nothing
+     * forced; its values are within tile_params) completed with the
+     * backend's choices for the SDPA_AUTO values. Fails with the backend's
+     * message when the device cannot take the forced values. Called through
+     * src/core/dispatch.c by plan creation and the tuner. */
+    sdpa_status (*default_tile)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                                const sdpa_tile_config *forced, sdpa_tile_config *tile);
     /* Writes up to max candidates (pruned by the device's limits) and returns
      * how many exist in total (may exceed max). */
     int (*tile_candidates)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,

@@ -100,9 +100,7 @@ sdpa_status sdpa__slot_start(sdpa_context *ctx, sdpa__slot *slot,
 void sdpa__slot_stop(sdpa_context *ctx, sdpa__slot *slot)
 {
     if (!slot->started) return;
-    const sdpa__backend *be = sdpa__use(ctx, slot);
-    if (be->finish) be->finish(ctx);
-    be->context_free(ctx, slot->state);
+    sdpa__call_context_free(ctx, slot);
     slot->started = false;
     slot->state = NULL;
 }
@@ -121,7 +119,7 @@ static int match_device(const sdpa__backend *be, const char *sel, bool gpu_only,
                         char *name, size_t name_size)
 {
     int n = 0;
-    if (be->device_count(&n) != SDPA_OK) return -1;
+    if (sdpa__call_device_count(be, &n) != SDPA_OK) return -1;
     bool numeric = sdpa__looks_integer(sel);
     int64_t want = -1;
     const char *why;
@@ -132,7 +130,7 @@ static int match_device(const sdpa__backend *be, const char *sel, bool gpu_only,
         info.struct_size = sizeof info;
         info.backend = be->kind;
         info.index = i;
-        if (be->device_info(i, &info) != SDPA_OK) continue;
+        if (sdpa__call_device_info(be, i, &info) != SDPA_OK) continue;
         bool ok;
         if (!sel || !*sel) ok = !gpu_only || info.is_gpu;
         else if (numeric) ok = want == i;
@@ -161,7 +159,7 @@ static sdpa_status start_explicit(sdpa_context *ctx, sdpa_backend_kind kind,
     const char *why = sdpa__backend_unavailable(be);
     SDPA__CHECK(ctx, !why, SDPA_ERR_UNSUPPORTED, "%s", why);
     int n = 0;
-    sdpa_status st = be->device_count(&n);
+    sdpa_status st = sdpa__call_device_count(be, &n);
     SDPA__CHECK(ctx, st == SDPA_OK || st == SDPA_ERR_NO_DEVICE, st,
                 "%s: listing devices failed", be->name);
     SDPA__CHECK(ctx, n > 0, SDPA_ERR_NO_DEVICE, "%s: no device found", be->name);

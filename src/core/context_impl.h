@@ -37,8 +37,8 @@ struct sdpa_plan {
     unsigned flags;
     void *state;
     bool fallback;          /* running on the CPU fallback slot */
-    char tile_source[24];   /* "profile" / "shipped profile" when the tile came
-                               from a profile (src/tune), else "" */
+    char tile_source[24];   /* where the tile came from: "forced", "profile",
+                               "shipped profile" or "default" (plan.c) */
 };
 
 struct sdpa_buffer {

@@ -4,6 +4,7 @@
  * device error otherwise) with a message naming the site.
  */
 #include "dispatch.h"
+#include "tile.h"
 
 #define INJECT(ctx, site, status)                                                    \
     do {                                                                             \
@@ -57,6 +58,83 @@ sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
     SDPA__TRY(be->supports(ctx, p, flags));
     INJECT(ctx, "plan_create", SDPA_ERR_BUILD);
     return be->plan_create(ctx, p, options, state);
+}
+
+void sdpa__call_plan_free(sdpa_context *ctx, sdpa__slot *slot, void *state)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    be->plan_free(ctx, state);
+}
+
+size_t sdpa__call_plan_workspace(const sdpa__slot *slot, const void *state)
+{
+    return slot->backend->plan_workspace(state);
+}
+
+void sdpa__call_plan_describe(const sdpa__slot *slot, const void *state, sdpa_plan_info *info)
+{
+    if (slot->backend->plan_describe) slot->backend->plan_describe(state, info);
+}
+
+sdpa_status sdpa__call_default_tile(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
+                                    unsigned flags, const sdpa_tile_config *forced,
+                                    sdpa_tile_config *out)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    SDPA__TRY(sdpa__check_tile(ctx, be, forced));
+    sdpa__tile_normalise(forced, out);
+    if (!be->default_tile) return SDPA_OK;
+    sdpa_tile_config given = *out;
+    SDPA__TRY(be->default_tile(ctx, p, flags, forced ? &given : NULL, out));
+    out->struct_size = sizeof *out;
+    return SDPA_OK;
+}
+
+int sdpa__call_tile_candidates(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
+                               unsigned flags, sdpa_tile_config *out, int max)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    int n = be->tile_candidates ? be->tile_candidates(ctx, p, flags, out, max) : 0;
+    return n > 0 ? n : 0;
+}
+
+sdpa_status sdpa__call_measure_peak(sdpa_context *ctx, sdpa__slot *slot, double seconds,
+                                    double *gflops, char *method, size_t method_len)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    SDPA__CHECK(ctx, be->measure_peak, SDPA_ERR_UNSUPPORTED,
+                "%s: no peak micro-benchmark for this backend", be->name);
+    INJECT(ctx, "measure_peak", SDPA_ERR_DEVICE);
+    SDPA__TRY(be->measure_peak(ctx, seconds, gflops, method, method_len));
+    sdpa__use(ctx, slot);
+    return SDPA_OK;
+}
+
+void sdpa__call_context_free(sdpa_context *ctx, sdpa__slot *slot)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    if (be->finish) be->finish(ctx);
+    be->context_free(ctx, slot->state);
+}
+
+sdpa_status sdpa__call_device_count(const sdpa__backend *be, int *count)
+{
+    return be->device_count(count);
+}
+
+sdpa_status sdpa__call_device_info(const sdpa__backend *be, int index, sdpa_device_info *info)
+{
+    return be->device_info ? be->device_info(index, info) : SDPA_ERR_UNSUPPORTED;
+}
+
+const char *sdpa__call_load(const sdpa__backend *be)
+{
+    return be->load ? be->load() : NULL;
+}
+
+const char *sdpa__call_source_hash(const sdpa__backend *be)
+{
+    return be->source_hash ? be->source_hash() : NULL;
 }
 
 sdpa_status sdpa__call_forward(sdpa_context *ctx, sdpa__slot *slot, void *state,

@@ -1,13 +1,15 @@
 /*
- * dispatch.h — the thin wrappers through which the front end calls a
- * backend. Each selects the slot (so backends find their state), passes the
- * fault-injection site for tests, and forwards the backend's status. Front-end
- * code never calls a backend table slot directly.
+ * dispatch.h — the thin wrappers through which the front end (src/core) and
+ * the tuner (src/tune) call a backend. Each selects the slot (so backends
+ * find their state), passes the fault-injection site for tests where a
+ * failure is possible, and forwards the backend's status. No other file
+ * calls a backend table slot: scripts/check-layers.sh greps for it.
  */
 #ifndef SDPA_CORE_DISPATCH_H
 #define SDPA_CORE_DISPATCH_H
 
 #include "context_impl.h"
+#include "tile.h"
 
 sdpa_status sdpa__call_context_init(sdpa_context *ctx, sdpa__slot *slot, int device_index);
 sdpa_status sdpa__call_buffer_alloc(sdpa_context *ctx, sdpa__slot *slot, size_t bytes,
@@ -17,13 +19,32 @@ sdpa_status sdpa__call_buffer_write(sdpa_context *ctx, sdpa__slot *slot, void *h
                                     size_t offset, const void *src, size_t bytes);
 sdpa_status sdpa__call_buffer_read(sdpa_context *ctx, sdpa__slot *slot, void *handle,
                                    size_t offset, void *dst, size_t bytes);
+/* Checks options->tile against the backend's parameter table, then asks
+ * supports() and builds the plan. */
 sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
                                    const sdpa__problem *p, unsigned flags,
                                    const sdpa_plan_options *options, void **state);
-/* Refuses a forced tile field outside be->tile_ranges (tile_check.c); called by
- * sdpa__call_plan_create. t may be NULL. */
-sdpa_status sdpa__check_tile(sdpa_context *ctx, const sdpa__backend *be,
-                             const sdpa_tile_config *t);
+void sdpa__call_plan_free(sdpa_context *ctx, sdpa__slot *slot, void *state);
+size_t sdpa__call_plan_workspace(const sdpa__slot *slot, const void *state);
+void sdpa__call_plan_describe(const sdpa__slot *slot, const void *state, sdpa_plan_info *info);
+/* The complete configuration for p: `forced` (NULL = none) checked against
+ * the parameter table and completed by the backend's default_tile (all
+ * SDPA_AUTO but the forced values when the backend has none). */
+sdpa_status sdpa__call_default_tile(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
+                                    unsigned flags, const sdpa_tile_config *forced,
+                                    sdpa_tile_config *out);
+/* The backend's tuning candidates (0 when it offers none); see backend.h. */
+int sdpa__call_tile_candidates(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
+                               unsigned flags, sdpa_tile_config *out, int max);
+sdpa_status sdpa__call_measure_peak(sdpa_context *ctx, sdpa__slot *slot, double seconds,
+                                    double *gflops, char *method, size_t method_len);
+/* Finishes outstanding work and frees the backend's context state. */
+void sdpa__call_context_free(sdpa_context *ctx, sdpa__slot *slot);
+/* Context-free calls: devices and kernel-source hash. */
+sdpa_status sdpa__call_device_count(const sdpa__backend *be, int *count);
+sdpa_status sdpa__call_device_info(const sdpa__backend *be, int index, sdpa_device_info *info);
+const char *sdpa__call_load(const sdpa__backend *be);
+const char *sdpa__call_source_hash(const sdpa__backend *be);
 sdpa_status sdpa__call_forward(sdpa_context *ctx, sdpa__slot *slot, void *state,
                                const sdpa__problem *p, const sdpa__fwd_args *a);
 sdpa_status sdpa__call_backward(sdpa_context *ctx, sdpa__slot *slot, void *state,

@@ -7,14 +7,14 @@
  * CPU fallback); the CPU backends' records are keyed by the context's thread
  * count, device backends' by 0. Caching is best effort: a failed read is a
  * miss, a failed write a WARN, and neither changes the status or the
- * context's last error. The backend call passes a fault-injection site
- * ("measure_peak") like the wrappers in dispatch.c. Called by applications
+ * context's last error. The backend is called through dispatch.c (fault
+ * site "measure_peak"). Called by applications
  * and sdpa-bench through the experimental API.
  */
-#include "context_impl.h"
+#include "dispatch.h"
 
 #ifdef SDPA_HAVE_TUNE
-#include "../tune/tune.h"
+#include "../tune/profile_query.h"
 #endif
 
 #include <math.h>
@@ -53,7 +53,7 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     sdpa__slot *slot = &ctx->primary;
-    const sdpa__backend *be = sdpa__use(ctx, slot);
+    const sdpa__backend *be = slot->backend;
     SDPA__CHECK(ctx, be->measure_peak, SDPA_ERR_UNSUPPORTED,
                 "%s: no peak micro-benchmark for this backend", be->name);
     int threads = be->host_memory ? sdpa__context_threads(ctx) : 0;
@@ -77,11 +77,8 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
     (void)threads;
 #endif
 
-    if (SDPA__FAULT("measure_peak"))
-        return SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "injected fault at measure_peak");
     double t0 = sdpa__now();
-    SDPA__TRY(be->measure_peak(ctx, PEAK_SECONDS, &g, method, sizeof method));
-    sdpa__use(ctx, slot);
+    SDPA__TRY(sdpa__call_measure_peak(ctx, slot, PEAK_SECONDS, &g, method, sizeof method));
     SDPA__CHECK(ctx, isfinite(g) && g > 0, SDPA_ERR_INTERNAL,
                 "%s: peak micro-benchmark gave %g GFLOP/s", be->name, g);
     /* 1 MFLOP/s resolution: the cached copy (printed with 15 digits) then

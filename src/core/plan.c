@@ -10,8 +10,9 @@
  */
 #include "dispatch.h"
 #include "staging.h"
+#include "tile.h"
 #ifdef SDPA_HAVE_TUNE
-#include "../tune/tune.h"
+#include "../tune/profile_query.h"
 #endif
 
 #include <stddef.h>
@@ -24,14 +25,34 @@ static bool fallback_worthy(sdpa_status st)
 }
 
 /* Whether a forced tile asks for the materialised-scores path (unfused = 1),
- * which only the OpenCL backend has. (A CLBlast parameter set elsewhere is a
- * field the backend does not have: src/core/tile_check.c.) */
+ * which only the OpenCL backend has. */
 static bool tile_wants_unfused(const sdpa_tile_config *t)
 {
-    return t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int) &&
-           t->unfused == 1;
+    return sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 1;
 }
 
+/* Completes `tile` (NULL = nothing chosen) with the backend's default and
+ * builds the plan on that complete configuration; `source` says where the
+ * tile came from (sdpa_plan_info.source). */
+static sdpa_status build(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
+                         const sdpa_plan_options *options, const sdpa_tile_config *tile,
+                         const char *source)
+{
+    sdpa_tile_config full;
+    SDPA__TRY(sdpa__call_default_tile(ctx, slot, &plan->key.problem, plan->flags, tile, &full));
+    sdpa_plan_options o = *options;
+    o.tile = &full;
+    SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, &o,
+                                     &plan->state));
+    plan->slot = slot;
+    sdpa__strlcpy(plan->tile_source, source, sizeof plan->tile_source);
+    return SDPA_OK;
+}
+
+/* The tile is resolved here, once: the forced one, else the profile's record
+ * for this device and bucket (src/tune, through profile_query.h), else the
+ * backend's default. A record the backend refuses falls back to the default
+ * with a WARN. */
 static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *plan,
                               const sdpa_plan_options *options)
 {
@@ -40,37 +61,22 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
                           "%s: tile.unfused 1: the materialised-scores (CLBlast) path exists "
                           "on the OpenCL backend only",
                           slot->backend->name);
+    if (options->tile) return build(ctx, slot, plan, options, options->tile, "forced");
 #ifdef SDPA_HAVE_TUNE
-    /* No forced tile: the profile's record for this device and bucket, if
-     * any (src/tune/lookup.c); a record the backend refuses falls back to the
-     * backend's default with a WARN. */
-    plan->tile_source[0] = '\0';
     sdpa_tile_config tile;
-    if (!options->tile && sdpa__profile_lookup(ctx, slot->backend, &plan->key.problem,
-                                               plan->flags, &tile, plan->tile_source,
-                                               sizeof plan->tile_source)) {
-        sdpa_plan_options o = *options;
-        o.tile = &tile;
-        if (sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, &o,
-                                   &plan->state) == SDPA_OK) {
-            plan->slot = slot;
-            return SDPA_OK;
-        }
+    char source[sizeof plan->tile_source];
+    if (sdpa__profile_lookup(ctx, slot->backend, &plan->key.problem, plan->flags, &tile, source,
+                             sizeof source)) {
+        if (build(ctx, slot, plan, options, &tile, source) == SDPA_OK) return SDPA_OK;
         char why[SDPA__MESSAGE_MAX];
         sdpa__strlcpy(why, ctx->err_message, sizeof why);
-        SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
-                                         &plan->state));
+        SDPA__TRY(build(ctx, slot, plan, options, NULL, "default"));
         sdpa__log(ctx, SDPA_LOG_WARN, "%s: the %s configuration failed (%s); using defaults",
-                  slot->backend->name, plan->tile_source, why);
-        plan->tile_source[0] = '\0';
-        plan->slot = slot;
+                  slot->backend->name, source, why);
         return SDPA_OK;
     }
 #endif
-    SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
-                                     &plan->state));
-    plan->slot = slot;
-    return SDPA_OK;
+    return build(ctx, slot, plan, options, NULL, "default");
 }
 
 sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
@@ -94,7 +100,7 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                 "workspace_limit %lld is negative (SDPA_AUTO = -1 is the default)",
                 (long long)options->workspace_limit);
     if (options->tile)
-        SDPA__CHECK(ctx, options->tile->struct_size >= sizeof(sdpa_tile_config),
+        SDPA__CHECK(ctx, options->tile->struct_size >= SDPA__TILE_CONFIG_MIN_SIZE,
                     SDPA_ERR_INVALID_ARG, "tile config struct_size is %zu: call sdpa_tile_config_init",
                     options->tile->struct_size);
 
@@ -134,8 +140,7 @@ void sdpa_plan_destroy(sdpa_plan *plan)
 {
     if (!plan) return;
     if (plan->slot && plan->state) {
-        const sdpa__backend *be = sdpa__use(plan->ctx, plan->slot);
-        be->plan_free(plan->ctx, plan->state);
+        sdpa__call_plan_free(plan->ctx, plan->slot, plan->state);
     }
     free(plan);
 }
@@ -143,7 +148,7 @@ void sdpa_plan_destroy(sdpa_plan *plan)
 size_t sdpa_plan_workspace_size(const sdpa_plan *plan)
 {
     if (!plan || !plan->slot) return 0;
-    return plan->slot->backend->plan_workspace(plan->state);
+    return sdpa__call_plan_workspace(plan->slot, plan->state);
 }
 
 sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
@@ -157,9 +162,8 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
     info->workspace_bytes = sdpa_plan_workspace_size(plan);
     sdpa__strlcpy(info->kernel, "fused", sizeof info->kernel);
     sdpa__strlcpy(info->source, "default", sizeof info->source);
-    if (plan->slot->backend->plan_describe)
-        plan->slot->backend->plan_describe(plan->state, info);
-    if (plan->tile_source[0]) /* the tile came from a profile (compile_on) */
+    sdpa__call_plan_describe(plan->slot, plan->state, info);
+    if (plan->tile_source[0]) /* where compile_on's tile came from */
         sdpa__strlcpy(info->source, plan->tile_source, sizeof info->source);
     return SDPA_OK;
 }

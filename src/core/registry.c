@@ -4,7 +4,7 @@
  * reference (a build always has a working CPU path). A compiled-in backend
  * whose run-time library cannot be loaded (backend.h, load) lists no device.
  */
-#include "context_impl.h"
+#include "dispatch.h"
 
 const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind)
 {
@@ -25,7 +25,7 @@ const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind)
 
 const char *sdpa__backend_unavailable(const sdpa__backend *be)
 {
-    return be->load ? be->load() : NULL;
+    return sdpa__call_load(be);
 }
 
 int sdpa_backend_compiled(sdpa_backend_kind kind)
@@ -39,7 +39,7 @@ sdpa_status sdpa_device_count(sdpa_backend_kind kind, int *count)
     *count = 0;
     const sdpa__backend *be = sdpa__backend_get(kind);
     if (!be || sdpa__backend_unavailable(be)) return SDPA_OK; /* none: library absent */
-    sdpa_status st = be->device_count(count);
+    sdpa_status st = sdpa__call_device_count(be, count);
     if (st != SDPA_OK) *count = 0;
     /* "no platform" is not an error when counting */
     return st == SDPA_ERR_NO_DEVICE ? SDPA_OK : st;
@@ -52,12 +52,12 @@ sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
     const sdpa__backend *be = sdpa__backend_get(kind);
     if (!be || sdpa__backend_unavailable(be)) return SDPA_ERR_UNSUPPORTED;
     int n = 0;
-    sdpa_status st = be->device_count(&n);
+    sdpa_status st = sdpa__call_device_count(be, &n);
     if (st != SDPA_OK) return st;
     if (index < 0 || index >= n) return SDPA_ERR_INVALID_ARG;
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->backend = kind;
     info->index = index;
-    return be->device_info(index, info);
+    return sdpa__call_device_info(be, index, info);
 }

@@ -73,10 +73,3 @@ void sdpa_plan_options_init(sdpa_plan_options *o)
     o->workspace_limit = SDPA_AUTO;
 }
 
-void sdpa_tile_config_init(sdpa_tile_config *c)
-{
-    if (!c) return;
-    c->struct_size = sizeof *c;
-    c->q_tile = c->k_tile = c->wg_size = c->vec_width = SDPA_AUTO;
-    c->stage_kv = c->split_kv = c->unfused = c->gemm_params = SDPA_AUTO;
-}

@@ -2,8 +2,7 @@
  * bucket.c — the keys of the profile store: which device a record belongs to
  * (backend, vendor, device name, compute units; driver and kernel-source hash
  * kept beside the key to mark records stale), which shape bucket it covers,
- * the per-device file name, and the tile-config helpers (range check,
- * equality, text).
+ * and the per-device file name (the tile-config helpers are src/core/tile.h's).
  *
  * Invariants: bucket and device keys are pure functions of the problem and
  * the device's reported info, so the tuner and plan creation always agree on
@@ -67,8 +66,8 @@ sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
     sdpa_device_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    sdpa_status st = be->device_info ? be->device_info(index, &info) : SDPA_ERR_UNSUPPORTED;
-    if (st != SDPA_OK) {
+    if (sdpa_device_get_info(be->kind, index, &info) != SDPA_OK) {
+        memset(&info, 0, sizeof info);
         /* Interop contexts may not map to a listed device: key by name. */
         sdpa__strlcpy(info.name, sdpa_context_device_name(ctx), sizeof info.name);
         sdpa__strlcpy(info.vendor, "unknown", sizeof info.vendor);
@@ -88,7 +87,7 @@ void sdpa__device_key_from_info(const sdpa__backend *be, const sdpa_device_info 
     sdpa__strlcpy(key->device, info->name, sizeof key->device);
     sdpa__strlcpy(key->driver, info->driver, sizeof key->driver);
     key->compute_units = info->compute_units;
-    const char *h = be->source_hash ? be->source_hash() : NULL;
+    const char *h = sdpa__query_source_hash(be);
     sdpa__strlcpy(key->source_hash, h && *h ? h : "none", sizeof key->source_hash);
 }
 
@@ -116,39 +115,4 @@ void sdpa__profile_file_name(const sdpa__device_key *key, char *out, size_t size
     dev[n] = '\0';
     if (n == 0) sdpa__strlcpy(dev, "device", sizeof dev);
     snprintf(out, size, "%s-%s.jsonl", key->backend, dev);
-}
-
-static bool in_range(int v, int lo, int hi) { return v == SDPA_AUTO || (v >= lo && v <= hi); }
-
-bool sdpa__tile_valid(const sdpa_tile_config *t)
-{
-    return in_range(t->q_tile, 1, SDPA__TILE_MAX) && in_range(t->k_tile, 1, SDPA__TILE_MAX) &&
-           in_range(t->wg_size, 1, SDPA__TILE_MAX) && in_range(t->vec_width, 1, 64) &&
-           in_range(t->stage_kv, 0, 1) && in_range(t->split_kv, 1, 1024) &&
-           in_range(t->unfused, 0, 1) && in_range(t->gemm_params, 0, 64);
-}
-
-bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b)
-{
-    return a->q_tile == b->q_tile && a->k_tile == b->k_tile && a->wg_size == b->wg_size &&
-           a->vec_width == b->vec_width && a->stage_kv == b->stage_kv &&
-           a->split_kv == b->split_kv && a->unfused == b->unfused &&
-           a->gemm_params == b->gemm_params;
-}
-
-void sdpa__tile_describe(const sdpa_tile_config *t, char *out, size_t size)
-{
-    const char *names[8] = {"q_tile", "k_tile", "wg", "vec", "stage_kv", "split_kv", "unfused",
-                            "gemm"};
-    const int vals[8] = {t->q_tile, t->k_tile, t->wg_size, t->vec_width,
-                         t->stage_kv, t->split_kv, t->unfused, t->gemm_params};
-    size_t n = 0;
-    out[0] = '\0';
-    for (int i = 0; i < 8; i++) {
-        if (vals[i] == SDPA_AUTO) continue;
-        int w = snprintf(out + n, size - n, "%s%s=%d", n ? " " : "", names[i], vals[i]);
-        if (w < 0 || (size_t)w >= size - n) break;
-        n += (size_t)w;
-    }
-    if (n == 0) sdpa__strlcpy(out, "auto", size);
 }

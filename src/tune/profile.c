@@ -36,18 +36,22 @@
 
 /* ---- record -> JSON -------------------------------------------------------- */
 
-static cJSON *tile_to_json(const sdpa_tile_config *t)
+/* The set values of t by parameter name (sdpa_tile_param_name), then the
+ * members of unknown names kept from the parsed record. */
+static cJSON *tile_to_json(const sdpa_tile_config *t, const sdpa__tile_extra *extra, int n_extra)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    cJSON_AddNumberToObject(o, "q_tile", t->q_tile);
-    cJSON_AddNumberToObject(o, "k_tile", t->k_tile);
-    cJSON_AddNumberToObject(o, "wg_size", t->wg_size);
-    cJSON_AddNumberToObject(o, "vec_width", t->vec_width);
-    cJSON_AddNumberToObject(o, "stage_kv", t->stage_kv);
-    cJSON_AddNumberToObject(o, "split_kv", t->split_kv);
-    cJSON_AddNumberToObject(o, "unfused", t->unfused);
-    if (t->gemm_params != SDPA_AUTO) cJSON_AddNumberToObject(o, "gemm_params", t->gemm_params);
+    for (int i = 0; i < SDPA_TILE_PARAM_SLOTS; i++) {
+        int v = sdpa_tile_config_get(t, (sdpa_tile_param)i);
+        const char *name = sdpa_tile_param_name((sdpa_tile_param)i);
+        if (v != SDPA_AUTO && name) cJSON_AddNumberToObject(o, name, v);
+    }
+    for (int i = 0; i < n_extra; i++) {
+        if (cJSON_GetObjectItemCaseSensitive(o, extra[i].name)) continue;
+        cJSON *v = cJSON_Parse(extra[i].json);
+        if (v) cJSON_AddItemToObject(o, extra[i].name, v);
+    }
     return o;
 }
 
@@ -73,7 +77,7 @@ char *sdpa__profile_record_to_json(const sdpa__profile_record *r)
     cJSON_AddNumberToObject(o, "sq_log2", r->bucket.sq_log2);
     cJSON_AddNumberToObject(o, "skv_log2", r->bucket.skv_log2);
     cJSON_AddNumberToObject(o, "bh_log2", r->bucket.bh_log2);
-    cJSON_AddItemToObject(o, "tile", tile_to_json(&r->tile));
+    cJSON_AddItemToObject(o, "tile", tile_to_json(&r->tile, r->extra, r->n_extra));
     /* times to 0.1 us: enough, and short lines */
     cJSON_AddNumberToObject(o, "best_ms", round(r->best_ms * 1e4) / 1e4);
     cJSON_AddNumberToObject(o, "default_ms", round(r->default_ms * 1e4) / 1e4);
@@ -81,7 +85,7 @@ char *sdpa__profile_record_to_json(const sdpa__profile_record *r)
     for (int i = 0; rej && i < r->n_rejected && i < SDPA__PROFILE_MAX_REJECTED; i++) {
         cJSON *e = cJSON_CreateObject();
         if (!e) continue;
-        cJSON_AddItemToObject(e, "tile", tile_to_json(&r->rejected[i].tile));
+        cJSON_AddItemToObject(e, "tile", tile_to_json(&r->rejected[i].tile, NULL, 0));
         cJSON_AddStringToObject(e, "reason", r->rejected[i].reason);
         cJSON_AddItemToArray(rej, e);
     }
@@ -122,26 +126,49 @@ static bool get_ms(const cJSON *o, const char *name, double *out)
     return true;
 }
 
-static bool parse_tile(const cJSON *o, sdpa_tile_config *t)
+/* The record's backend table when it is compiled in, else NULL. */
+static const sdpa__backend *backend_named(const char *name)
+{
+    for (int k = SDPA_BACKEND_REFERENCE; k <= SDPA_BACKEND_VULKAN; k++) {
+        const sdpa__backend *be = sdpa__backend_get((sdpa_backend_kind)k);
+        if (be && strcmp(be->name, name) == 0) return be;
+    }
+    return NULL;
+}
+
+/* A tile object: members keyed by parameter name, each optional (absent =
+ * SDPA_AUTO) but, when present, an integer: SDPA_AUTO or 0..SDPA__TILE_MAX,
+ * and within the table of `be` (the record's backend, when compiled in:
+ * the checker of src/core/tile_check.c). Members of names no compiled-in
+ * backend knows are kept in extra (when not NULL) to be written back. Old
+ * records (every core name written, -1 for SDPA_AUTO) read the same. */
+static bool parse_tile(const cJSON *o, const sdpa__backend *be, sdpa_tile_config *t,
+                       sdpa__tile_extra *extra, int *n_extra)
 {
     if (!cJSON_IsObject(o)) return false;
     sdpa_tile_config_init(t);
-    /* Each field is optional (absent = AUTO) but, when present, must be an
-     * integer in its range. */
-    struct { const char *name; int *field; int lo, hi; } f[] = {
-        {"q_tile", &t->q_tile, 1, SDPA__TILE_MAX}, {"k_tile", &t->k_tile, 1, SDPA__TILE_MAX},
-        {"wg_size", &t->wg_size, 1, SDPA__TILE_MAX}, {"vec_width", &t->vec_width, 1, 64},
-        {"stage_kv", &t->stage_kv, 0, 1}, {"split_kv", &t->split_kv, 1, 1024},
-        {"unfused", &t->unfused, 0, 1}, {"gemm_params", &t->gemm_params, 0, 64},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        if (!cJSON_GetObjectItemCaseSensitive(o, f[i].name)) continue;
+    if (n_extra) *n_extra = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, o) {
+        if (!m->string) return false;
+        sdpa_tile_param param;
+        if (sdpa_tile_param_from_name(m->string, &param) != SDPA_OK) {
+            if (!extra || *n_extra >= SDPA__PROFILE_MAX_EXTRA) continue;
+            sdpa__tile_extra *x = &extra[*n_extra];
+            char *json = cJSON_PrintUnformatted(m);
+            if (json && strlen(m->string) < sizeof x->name && strlen(json) < sizeof x->json) {
+                sdpa__strlcpy(x->name, m->string, sizeof x->name);
+                sdpa__strlcpy(x->json, json, sizeof x->json);
+                (*n_extra)++;
+            }
+            cJSON_free(json);
+            continue;
+        }
         int v;
-        if (!get_int(o, f[i].name, SDPA_AUTO, f[i].hi, &v)) return false;
-        if (v != SDPA_AUTO && v < f[i].lo) return false;
-        *f[i].field = v;
+        if (!get_int(o, m->string, SDPA_AUTO, SDPA__TILE_MAX, &v)) return false;
+        t->value[param] = v;
     }
-    return sdpa__tile_valid(t);
+    return sdpa__tile_valid(t) && (!be || sdpa__check_tile(NULL, be, t) == SDPA_OK);
 }
 
 static bool parse_dtype(const char *s, sdpa_dtype *out)
@@ -187,7 +214,9 @@ static bool parse_object(const cJSON *o, sdpa__profile_record *r, const char **w
     sdpa__bucket_string(&r->bucket, want, sizeof want);
     if (!get_str(o, "bucket", bucket, sizeof bucket) || strcmp(bucket, want) != 0)
         return *why = "bucket string disagrees with its fields", false;
-    if (!parse_tile(cJSON_GetObjectItemCaseSensitive(o, "tile"), &r->tile))
+    const sdpa__backend *be = backend_named(r->dev.backend);
+    if (!parse_tile(cJSON_GetObjectItemCaseSensitive(o, "tile"), be, &r->tile, r->extra,
+                    &r->n_extra))
         return *why = "bad tile configuration", false;
     if (!get_ms(o, "best_ms", &r->best_ms) || !get_ms(o, "default_ms", &r->default_ms))
         return *why = "bad times", false;
@@ -199,7 +228,8 @@ static bool parse_object(const cJSON *o, sdpa__profile_record *r, const char **w
             if (r->n_rejected >= SDPA__PROFILE_MAX_REJECTED) break;
             sdpa__rejected *x = &r->rejected[r->n_rejected];
             if (!cJSON_IsObject(e) ||
-                !parse_tile(cJSON_GetObjectItemCaseSensitive(e, "tile"), &x->tile))
+                !parse_tile(cJSON_GetObjectItemCaseSensitive(e, "tile"), NULL, &x->tile, NULL,
+                            NULL))
                 return *why = "bad rejected entry", false;
             if (!get_str(e, "reason", x->reason, sizeof x->reason)) x->reason[0] = '\0';
             r->n_rejected++;
@@ -487,8 +517,10 @@ static int same_record(void *user, const char *line, size_t len)
 sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa__profile_record *r)
 {
     SDPA__CHECK(ctx, path && *path && r, SDPA_ERR_NULL, "profile store: no path or record");
-    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile), SDPA_ERR_INVALID_ARG,
-                "profile store: tile configuration out of range");
+    const sdpa__backend *be = backend_named(r->dev.backend);
+    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile) && (!be || sdpa__check_tile(NULL, be, &r->tile) == SDPA_OK),
+                SDPA_ERR_INVALID_ARG, "profile store: tile configuration out of range for %s",
+                r->dev.backend);
     char *json = sdpa__profile_record_to_json(r);
     SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "profile store: out of memory");
     sdpa_status st = sdpa__jsonl_store(ctx, path, json, same_record, (void *)r);

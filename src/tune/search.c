@@ -19,17 +19,14 @@ int sdpa__tune_candidates(sdpa_context *ctx, const sdpa__backend *be, const sdpa
     *out = NULL;
     int total = 0;
     sdpa_tile_config *raw = NULL;
-    if (be->tile_candidates) {
-        raw = calloc(SDPA__TUNE_MAX_CANDIDATES, sizeof *raw);
-        if (!raw) return 0;
-        for (int i = 0; i < SDPA__TUNE_MAX_CANDIDATES; i++) sdpa_tile_config_init(&raw[i]);
-        total = be->tile_candidates(ctx, p, flags, raw, SDPA__TUNE_MAX_CANDIDATES);
-        if (total < 0) total = 0;
-        if (total > SDPA__TUNE_MAX_CANDIDATES) {
-            sdpa__log(ctx, SDPA_LOG_INFO, "tune: %s offers %d candidates; using the first %d",
-                      be->name, total, SDPA__TUNE_MAX_CANDIDATES);
-            total = SDPA__TUNE_MAX_CANDIDATES;
-        }
+    raw = calloc(SDPA__TUNE_MAX_CANDIDATES, sizeof *raw);
+    if (!raw) return 0;
+    for (int i = 0; i < SDPA__TUNE_MAX_CANDIDATES; i++) sdpa_tile_config_init(&raw[i]);
+    total = sdpa__query_tile_candidates(ctx, p, flags, raw, SDPA__TUNE_MAX_CANDIDATES);
+    if (total > SDPA__TUNE_MAX_CANDIDATES) {
+        sdpa__log(ctx, SDPA_LOG_INFO, "tune: %s offers %d candidates; using the first %d",
+                  be->name, total, SDPA__TUNE_MAX_CANDIDATES);
+        total = SDPA__TUNE_MAX_CANDIDATES;
     }
     sdpa_tile_config *c = calloc((size_t)total + 1, sizeof *c);
     if (!c) {
@@ -76,14 +73,6 @@ static uint64_t next_u64(uint64_t *x)
     return *x * 2685821657736338717ull;
 }
 
-static int differing_fields(const sdpa_tile_config *a, const sdpa_tile_config *b)
-{
-    return (a->q_tile != b->q_tile) + (a->k_tile != b->k_tile) + (a->wg_size != b->wg_size) +
-           (a->vec_width != b->vec_width) + (a->stage_kv != b->stage_kv) +
-           (a->split_kv != b->split_kv) + (a->unfused != b->unfused) +
-           (a->gemm_params != b->gemm_params);
-}
-
 static int take(sdpa__search *s, int i)
 {
     s->visited[i] = true;
@@ -116,7 +105,7 @@ int sdpa__search_next(sdpa__search *s, const double *ms, int best, double frac)
         /* Local refinement: the unvisited one-parameter neighbour of the
          * best, the earliest in the backend's order (its preferred first). */
         for (int i = 0; i < s->n; i++)
-            if (!s->visited[i] && differing_fields(&s->cand[i], &s->cand[best]) == 1)
+            if (!s->visited[i] && sdpa__tile_differing(&s->cand[i], &s->cand[best]) == 1)
                 return take(s, i);
     }
     s->sampled++;

@@ -23,14 +23,12 @@ static int machine_keys(sdpa__device_key *keys, int max)
     for (int kind = SDPA_BACKEND_REFERENCE; kind <= SDPA_BACKEND_VULKAN; kind++) {
         const sdpa__backend *be = sdpa__backend_get((sdpa_backend_kind)kind);
         int count = 0;
-        if (!be || be->device_count(&count) != SDPA_OK) continue;
+        if (!be || sdpa_device_count(be->kind, &count) != SDPA_OK) continue;
         for (int i = 0; i < count && n < max; i++) {
             sdpa_device_info info;
             memset(&info, 0, sizeof info);
             info.struct_size = sizeof info;
-            info.backend = be->kind;
-            info.index = i;
-            if (be->device_info(i, &info) == SDPA_OK)
+            if (sdpa_device_get_info(be->kind, i, &info) == SDPA_OK)
                 sdpa__device_key_from_info(be, &info, &keys[n++]);
         }
     }

@@ -19,7 +19,6 @@
  */
 #include "measure.h"
 #include "search.h"
-#include "validate.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -171,12 +170,20 @@ static sdpa_status measure(tuner *t, int i, int left)
     return SDPA_OK;
 }
 
-/* Two unfused OpenCL candidates with different CLBlast parameter sets: the
- * set is process-wide per device, so alternating them would rebuild
- * CLBlast's kernel on every call and time the rebuilds (docs/opencl.md). */
-static bool gemm_conflict(const sdpa_tile_config *a, const sdpa_tile_config *b)
+/* Two candidates that set a process-wide parameter of the backend to
+ * different values (the CLBlast parameter set of unfused OpenCL plans is
+ * process-wide per device: alternating would rebuild CLBlast's kernel on
+ * every call and time the rebuilds, docs/opencl.md). */
+static bool process_wide_conflict(const sdpa__backend *be, const sdpa_tile_config *a,
+                                  const sdpa_tile_config *b)
 {
-    return a->unfused == 1 && b->unfused == 1 && a->gemm_params != b->gemm_params;
+    for (int i = 0; i < be->n_tile_params; i++) {
+        if (!be->tile_params[i].process_wide) continue;
+        int x = sdpa_tile_config_get(a, be->tile_params[i].param);
+        int y = sdpa_tile_config_get(b, be->tile_params[i].param);
+        if (x != SDPA_AUTO && y != SDPA_AUTO && x != y) return true;
+    }
+    return false;
 }
 
 /* Re-measures the best two and the default interleaved; updates ms[]
@@ -188,7 +195,7 @@ static void remeasure(tuner *t)
     int ids[3], k = 0;
     if (t->plans[0] && isfinite(t->ms[0])) ids[k++] = 0;
     if (b1 > 0 && t->plans[b1]) ids[k++] = b1;
-    if (b2 > 0 && t->plans[b2] && !gemm_conflict(&t->cand[b2], &t->cand[b1])) ids[k++] = b2;
+    if (b2 > 0 && t->plans[b2] && !process_wide_conflict(t->be, &t->cand[b2], &t->cand[b1])) ids[k++] = b2;
     if (k < 2) return;
     double cost = 0;
     for (int j = 0; j < k; j++) cost += t->ms[ids[j]] * 1e-3;
@@ -211,9 +218,12 @@ static void dims_for_check(const tuner *t, sdpa__tune_dims *d)
     const sdpa__problem *p = &t->p;
     int maxq = 16, maxk = 16, maxsplit = 1;
     for (int i = 0; i < t->n; i++) {
-        if (t->cand[i].q_tile > maxq) maxq = t->cand[i].q_tile;
-        if (t->cand[i].k_tile > maxk) maxk = t->cand[i].k_tile;
-        if (t->cand[i].split_kv > maxsplit) maxsplit = t->cand[i].split_kv;
+        int q = sdpa_tile_config_get(&t->cand[i], SDPA_TILE_Q_TILE);
+        int k = sdpa_tile_config_get(&t->cand[i], SDPA_TILE_K_TILE);
+        int split = sdpa_tile_config_get(&t->cand[i], SDPA_TILE_SPLIT_KV);
+        if (q > maxq) maxq = q;
+        if (k > maxk) maxk = k;
+        if (split > maxsplit) maxsplit = split;
     }
     if (maxq < 64) maxq = 64; /* AUTO tiles are typically 32..64 */
     if (maxk < 64) maxk = 64;
@@ -389,22 +399,16 @@ sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
     t.flags = options->plan_flags;
     t.t0 = sdpa__now();
     t.fault = sdpa__tune_fault_candidate();
-    sdpa__shape_key key;
-    SDPA__TRY(sdpa__validate_desc(ctx, desc, &key));
-    t.p = key.problem;
+    SDPA__TRY(sdpa__query_problem(ctx, desc, &t.p));
     t.desc = desc;
-    t.be = sdpa__use(ctx, &ctx->primary);
+    t.be = sdpa__query_backend(ctx);
 
     sdpa__bucket b;
     sdpa__bucket_of(&t.p, t.flags, &b);
     sdpa__bucket_string(&b, result->bucket, sizeof result->bucket);
     sdpa_tile_config def;
-    sdpa_tile_config_init(&def);
-    if (t.be->default_tile) {
-        t.be->default_tile(ctx, &t.p, t.flags, &def);
-        def.struct_size = sizeof def;
-        if (!sdpa__tile_valid(&def)) sdpa_tile_config_init(&def);
-    }
+    if (sdpa__query_default_tile(ctx, &t.p, t.flags, &def) != SDPA_OK || !sdpa__tile_valid(&def))
+        sdpa_tile_config_init(&def); /* the backend decides at plan time (and says why not) */
     result->fallback = def;
     result->best = def;
     sdpa__tile_describe(&def, result->default_desc, sizeof result->default_desc);

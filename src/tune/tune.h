@@ -1,8 +1,9 @@
 /*
  * tune.h — internal interface of the autotuner and the per-device profile
- * store (src/tune). The front end calls sdpa__profile_lookup() when a plan is
- * created without a forced tile; sdpa_tune() (tune.c) measures candidates and
- * writes records through sdpa__profile_store().
+ * store (src/tune), for src/tune's own files and its tests. The front end
+ * includes only profile_query.h (the lookup at plan creation, the peak
+ * cache); sdpa_tune() (tune.c) measures candidates and writes records through
+ * sdpa__profile_store().
  *
  * A profile is a JSON-lines file per device: one record (one JSON object) per
  * shape bucket. Everything read from a profile is untrusted: lines are size-
@@ -14,6 +15,9 @@
 #define SDPA_TUNE_TUNE_H
 
 #include "internal.h"
+#include "profile_query.h"
+#include "tile.h"
+#include "tune_query.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +26,6 @@
 #define SDPA__PROFILE_MAX_FILE (16u << 20)  /* larger files are refused */
 #define SDPA__PROFILE_MAX_LINE (64u << 10)  /* longer lines are skipped */
 #define SDPA__PROFILE_MAX_REJECTED 16       /* rejected configs kept per record */
-#define SDPA__TILE_MAX 65536                /* upper bound of any tile field */
 
 /* Which device a record belongs to. */
 typedef struct sdpa__device_key {
@@ -48,11 +51,22 @@ typedef struct sdpa__rejected {
     char reason[128];
 } sdpa__rejected;
 
+/* A tile member of a record that this library does not know (written by a
+ * newer one): kept as its name and JSON value text and written back when the
+ * record is rewritten. */
+#define SDPA__PROFILE_MAX_EXTRA 8
+typedef struct sdpa__tile_extra {
+    char name[48];
+    char json[48];
+} sdpa__tile_extra;
+
 typedef struct sdpa__profile_record {
     int format;
     sdpa__device_key dev;
     sdpa__bucket bucket;
-    sdpa_tile_config tile;  /* the winner */
+    sdpa_tile_config tile;  /* the winner, keyed by parameter name in the file */
+    int n_extra;            /* the winner's members of unknown names */
+    sdpa__tile_extra extra[SDPA__PROFILE_MAX_EXTRA];
     double best_ms, default_ms;
     int n_rejected;
     sdpa__rejected rejected[SDPA__PROFILE_MAX_REJECTED];
@@ -80,10 +94,6 @@ bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b
 /* "<backend>-<sanitised device name>.jsonl" */
 void sdpa__profile_file_name(const sdpa__device_key *key, char *out, size_t size);
 
-/* Tile configs: valid ranges, equality, human-readable text. */
-bool sdpa__tile_valid(const sdpa_tile_config *t);
-bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b);
-void sdpa__tile_describe(const sdpa_tile_config *t, char *out, size_t size);
 
 /* ---- records and files (profile.c) ------------------------------------ */
 
@@ -139,18 +149,6 @@ sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *j
 #define SDPA__PEAK_FORMAT 1
 #define SDPA__PEAK_FILE "peak.jsonl"
 
-/* The cached peak of backend be's device on ctx with `threads` (0 for
- * device backends): true and *gflops, method when <profile dir>/peak.jsonl
- * holds a record with this device key, thread count and driver version. A
- * record of another driver is stale (false, logged at INFO); damaged lines
- * are skipped with one WARN. Never fails. */
-bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                          double *gflops, char *method, size_t method_len);
-/* Records a measurement, replacing the device's record (any driver). A
- * failure (unwritable directory, ...) is returned and recorded as usual;
- * the caller decides whether it matters. */
-sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                                 double gflops, const char *method);
 
 /* ---- parsed-profile cache (profile_cache.c) ------------------------------ */
 
@@ -190,13 +188,6 @@ const char *sdpa__shipped_profile_dir(const char **how);
 bool sdpa__profile_path_for(sdpa_context *ctx, const sdpa__backend *be, char *out,
                             size_t size);
 
-/* The hook plan creation calls when options->tile is NULL: user record for
- * this device and bucket, then a shipped one. On a hit fills *tile and
- * `source` ("profile" or "shipped profile") and returns true; a stale record
- * (other driver or kernel sources) is used with one WARN. Never fails. */
-bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be,
-                          const sdpa__problem *p, unsigned plan_flags,
-                          sdpa_tile_config *tile, char *source, size_t source_size);
 
 /* Logs `fmt` at WARN only the first time `key` is seen in this process
  * (bounded table; thread-safe). With ctx NULL nothing is logged and the key

@@ -72,15 +72,19 @@ static sdpa_status cpu_supports(sdpa_context *ctx, const sdpa__problem *p, unsig
     return SDPA_OK;
 }
 
-/* Forced tile values the cpu backend takes (checked by the front end,
+/* The cpu backend's tile parameters (checked by the front end,
  * src/core/tile_check.c): the query and key tiles are multiples of the
  * 16-wide kernels' blocks; unfused 0 is the only path there is. */
-static const sdpa__tile_range cpu_tile_ranges[SDPA__TILE_FIELDS] = {
-    [SDPA__TILE_Q] = {true, 16, 256, 16, false},
-    [SDPA__TILE_K] = {true, 16, 512, 16, false},
-    [SDPA__TILE_SPLIT] = {true, 1, 256, 0, false},
-    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+static const sdpa__tile_param_info cpu_tile_params[] = {
+    {SDPA_TILE_Q_TILE, NULL, "query rows (of one KV head's query group) per block of a task",
+     16, 256, 16, false, 64, false},
+    {SDPA_TILE_K_TILE, NULL, "keys per block of packed K/V", 16, 512, 16, false, 64, false},
+    {SDPA_TILE_SPLIT_KV, NULL, "key splits merged by LSE; SDPA_AUTO = by thread count and "
+     "problem (decode-like shapes)", 1, 256, 0, false, SDPA_AUTO, false},
+    {SDPA_TILE_UNFUSED, NULL, "only 0: scores are never materialised", 0, 0, 0, false,
+     SDPA_AUTO, false},
 };
+#define CPU_DEFAULT(i) (cpu_tile_params[i].def) /* 0: q_tile, 1: k_tile */
 
 static void cpu_plan_free(sdpa_context *ctx, void *plan_state)
 {
@@ -104,16 +108,13 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->pool = s->pool;
     pl->nthreads = s->nthreads;
     pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
-    pl->bq = 64;
-    pl->bk = 64;
-    int forced_split = 0;
+    /* the complete configuration (src/core/plan.c), within cpu_tile_params */
     const sdpa_tile_config *tc = options ? options->tile : NULL;
-    if (tc) {
-        /* in cpu_tile_ranges: checked by the front end */
-        if (tc->q_tile != SDPA_AUTO) pl->bq = tc->q_tile;
-        if (tc->k_tile != SDPA_AUTO) pl->bk = tc->k_tile;
-        if (tc->split_kv != SDPA_AUTO) forced_split = tc->split_kv;
-    }
+    int q = sdpa_tile_config_get(tc, SDPA_TILE_Q_TILE), k = sdpa_tile_config_get(tc, SDPA_TILE_K_TILE);
+    int split = sdpa_tile_config_get(tc, SDPA_TILE_SPLIT_KV);
+    pl->bq = q != SDPA_AUTO ? q : CPU_DEFAULT(0);
+    pl->bk = k != SDPA_AUTO ? k : CPU_DEFAULT(1);
+    int forced_split = split != SDPA_AUTO ? split : 0;
     pl->G = p->Hq / p->Hkv;
     pl->rows = pl->G * p->Sq;
     pl->nsub = (pl->rows + pl->bq - 1) / pl->bq;
@@ -225,15 +226,20 @@ static bool cpu_decode_like(const sdpa__problem *p)
     return p->Sq * (p->Hq / p->Hkv) <= 64 && p->Skv >= 1024 && !p->has_stats;
 }
 
-static void cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                             sdpa_tile_config *tile)
+/* The forced values, and the table's defaults for the rest (split_kv stays
+ * SDPA_AUTO: cpu_plan_create chooses it from the problem and threads). */
+static sdpa_status cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                                    const sdpa_tile_config *forced, sdpa_tile_config *tile)
 {
     (void)ctx;
     (void)p;
     (void)flags;
-    sdpa_tile_config_init(tile);
-    tile->q_tile = 64; /* the values cpu_plan_create uses without a tile */
-    tile->k_tile = 64;
+    if (forced) *tile = *forced;
+    else sdpa_tile_config_init(tile);
+    for (size_t i = 0; i < sizeof cpu_tile_params / sizeof cpu_tile_params[0]; i++)
+        if (sdpa_tile_config_get(tile, cpu_tile_params[i].param) == SDPA_AUTO)
+            sdpa_tile_config_set(tile, cpu_tile_params[i].param, cpu_tile_params[i].def);
+    return SDPA_OK;
 }
 
 static int cpu_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
@@ -247,16 +253,16 @@ static int cpu_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsign
         for (size_t b = 0; b < sizeof kt / sizeof kt[0]; b++, n++)
             if (n < max) {
                 sdpa_tile_config_init(&out[n]);
-                out[n].q_tile = qt[a];
-                out[n].k_tile = kt[b];
+                sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, qt[a]);
+                sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, kt[b]);
             }
     if (cpu_decode_like(p))
         for (size_t c = 0; c < sizeof splits / sizeof splits[0]; c++, n++)
             if (n < max) {
                 sdpa_tile_config_init(&out[n]);
-                out[n].q_tile = 64;
-                out[n].k_tile = 64;
-                out[n].split_kv = splits[c];
+                sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, CPU_DEFAULT(0));
+                sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, CPU_DEFAULT(1));
+                sdpa_tile_config_set(&out[n], SDPA_TILE_SPLIT_KV, splits[c]);
             }
     return n;
 }
@@ -286,7 +292,8 @@ const sdpa__backend sdpa__backend_cpu = {
     .backward = cpu_backward,
     .finish = sdpa__host_finish,
     .default_tile = cpu_default_tile,
-    .tile_ranges = cpu_tile_ranges,
+    .tile_params = cpu_tile_params,
+    .n_tile_params = (int)(sizeof cpu_tile_params / sizeof cpu_tile_params[0]),
     .tile_candidates = cpu_tile_candidates,
     .source_hash = cpu_source_hash,
     .measure_peak = sdpa__cpu_measure_peak,

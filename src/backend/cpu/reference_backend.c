@@ -61,8 +61,9 @@ static void ref_plan_describe(const void *plan_state, sdpa_plan_info *info)
 
 /* One fixed algorithm: no tile parameter; unfused 0 (what it computes
  * anyway) is accepted. */
-static const sdpa__tile_range ref_tile_ranges[SDPA__TILE_FIELDS] = {
-    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+static const sdpa__tile_param_info ref_tile_params[] = {
+    {SDPA_TILE_UNFUSED, NULL, "only 0: float64 score rows, one fixed algorithm", 0, 0, 0, false,
+     SDPA_AUTO, false},
 };
 
 const sdpa__backend sdpa__backend_reference = {
@@ -86,6 +87,7 @@ const sdpa__backend sdpa__backend_reference = {
     .forward = sdpa__ref_forward,
     .backward = sdpa__ref_backward,
     .finish = sdpa__host_finish,
-    .tile_ranges = ref_tile_ranges,
+    .tile_params = ref_tile_params,
+    .n_tile_params = 1,
     .measure_peak = sdpa__cpu_measure_peak,
 };

@@ -8,7 +8,7 @@
  * slower than a register-blocked set on this machine. libsdpa keeps a small
  * table of parameter sets; the tuner measures the unfused path under each set
  * that fits the device and records the winner's index in the profile
- * (sdpa_tile_config.gemm_params), next to the other tile fields.
+ * (SDPA_TILE_OPENCL_GEMM_PARAMS, include/sdpa_opencl.h), a backend tile parameter.
  *
  * Invariants: CLBlastOverrideParameters is process-wide per device, so this
  * file keeps which set is in force per cl_device_id (under a mutex) and calls

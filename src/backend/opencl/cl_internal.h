@@ -164,8 +164,9 @@ typedef struct sdpa__cl_plan {
 
 sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
                               unsigned plan_flags);
-/* Forced tile ranges of the backend table (cl_plan.c). */
-extern const sdpa__tile_range sdpa__cl_tile_ranges[SDPA__TILE_FIELDS];
+/* Tile parameters of the backend table (cl_plan.c). */
+#define SDPA__CL_TILE_PARAMS 8
+extern const sdpa__tile_param_info sdpa__cl_tile_params[SDPA__CL_TILE_PARAMS];
 /* The configuration plan_create chooses on a device with properties d (no
  * device or context needed; tools/internal/sdpa-gpu-config.c): pl's tile
  * fields and pl->backward; SDPA_ERR_UNSUPPORTED (no message) when refused. */
@@ -178,8 +179,8 @@ void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char
 /* The kernel files of pl's program, in assembly order (*out is static). */
 int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out);
 /* Tuning slots of the backend table (cl_plan.c, cl_program.c). */
-void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                           sdpa_tile_config *tile);
+sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                                  const sdpa_tile_config *forced, sdpa_tile_config *tile);
 int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
                              sdpa_tile_config *out, int max);
 const char *sdpa__cl_source_hash(void);

@@ -2,9 +2,11 @@
  * cl_plan.c — what the OpenCL backend supports, how it picks its tile
  * configuration, and the plan's program, kernels and workspace.
  *
- * Configuration: each field of options->tile that is not SDPA_AUTO is used as
- * given (checked against the device's limits); the rest come from the
- * device: on CPU devices and devices whose local memory is emulated (PoCL)
+ * Configuration: options->tile is the complete configuration the front end
+ * resolved (src/core/plan.c) and sdpa__cl_default_tile made: each value
+ * that is not SDPA_AUTO is used as given (checked against the device's
+ * limits); what sdpa__cl_default_tile chooses for SDPA_AUTO values comes from
+ * the device: on CPU devices and devices whose local memory is emulated (PoCL)
  * each work-item owns a query row with its accumulators in registers and
  * K/V are read straight from (cached) global memory; on GPUs a work-group of
  * 64 rows stages K/V tiles in local memory. Split-KV is chosen for
@@ -25,6 +27,8 @@
 #include "cl_internal.h"
 
 #include "cl_gemm.h"
+#include "sdpa_opencl.h"
+#include "tile.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -57,19 +61,27 @@ static int pow2_divisor(int64_t n, int cap)
     return v;
 }
 
-/* Forced tile values the OpenCL backend takes (checked by the front end,
+/* The OpenCL backend's tile parameters (checked by the front end,
  * src/core/tile_check.c). Device limits (tile.wg_size against the device's
  * work-group size, q_tile as 1, 2 or 4 rows per work-item, local memory, the
- * number of CLBlast parameter sets) are checked by choose_config below. */
-const sdpa__tile_range sdpa__cl_tile_ranges[SDPA__TILE_FIELDS] = {
-    [SDPA__TILE_Q] = {true, 1, 4 * 8192, 0, false},
-    [SDPA__TILE_K] = {true, 2, 64, 0, true},
-    [SDPA__TILE_WG] = {true, 1, 8192, 0, false},
-    [SDPA__TILE_VEC] = {true, 1, 16, 0, true},
-    [SDPA__TILE_STAGE] = {true, 0, 1, 0, false},
-    [SDPA__TILE_SPLIT] = {true, 1, 256, 0, false},
-    [SDPA__TILE_UNFUSED] = {true, 0, 1, 0, false},
-    [SDPA__TILE_GEMM] = {true, 0, 64, 0, false},
+ * number of CLBlast parameter sets) are checked by choose_config below; the
+ * defaults depend on the device (CPU- or GPU-style) and the problem. */
+const sdpa__tile_param_info sdpa__cl_tile_params[SDPA__CL_TILE_PARAMS] = {
+    {SDPA_TILE_Q_TILE, NULL, "query rows per work-group: wg_size x 1, 2 or 4 rows per "
+     "work-item", 1, 4 * 8192, 0, false, SDPA_AUTO, false},
+    {SDPA_TILE_K_TILE, NULL, "keys per inner tile", 2, 64, 0, true, SDPA_AUTO, false},
+    {SDPA_TILE_WG_SIZE, NULL, "work-items per work-group", 1, 8192, 0, false, SDPA_AUTO, false},
+    {SDPA_TILE_VEC_WIDTH, NULL, "vector width of the inner loops", 1, 16, 0, true, SDPA_AUTO,
+     false},
+    {SDPA_TILE_STAGE_KV, NULL, "1 = stage K/V tiles in local memory", 0, 1, 0, false,
+     SDPA_AUTO, false},
+    {SDPA_TILE_SPLIT_KV, NULL, "key splits merged by LSE (decode shapes)", 1, 256, 0, false,
+     SDPA_AUTO, false},
+    {SDPA_TILE_UNFUSED, NULL, "1 = materialise the scores through CLBlast GEMMs (forward "
+     "only, CLBlast builds)", 0, 1, 0, false, 0, false},
+    {SDPA_TILE_OPENCL_GEMM_PARAMS, "gemm_params", "unfused path: CLBlast GEMM parameter set, "
+     "0 = CLBlast's own, 1..n = libsdpa's table (docs/opencl.md); process-wide per device",
+     0, 64, 0, false, SDPA_AUTO, true},
 };
 
 sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
@@ -176,30 +188,30 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
     const int rpw0 = rpw, wg0 = wg, kt0 = kt, stage0 = stage, vec0 = vec;
     *forced = false;
-    if (t && t->struct_size >= offsetof(sdpa_tile_config, unfused) + sizeof(int)) {
-        if (t->unfused != SDPA_AUTO) unfused = t->unfused, *forced = true;
-        if (t->wg_size != SDPA_AUTO) wg = t->wg_size, *forced = true;
-        if (t->q_tile != SDPA_AUTO) {
-            *forced = true;
-            if (t->wg_size == SDPA_AUTO && (t->q_tile % wg != 0 || t->q_tile / wg > 4))
-                wg = t->q_tile; /* one row per work-item */
-            if (t->q_tile % wg != 0 || (t->q_tile / wg != 1 && t->q_tile / wg != 2 &&
-                                        t->q_tile / wg != 4))
-                return REFUSE(quiet, ctx,
-                              "opencl: tile.q_tile %d must be 1, 2 or 4 times "
-                              "tile.wg_size %d", t->q_tile, wg);
-            rpw = t->q_tile / wg;
-        } else if (t->wg_size != SDPA_AUTO) {
-            rpw = 1;
-        }
-        if (t->k_tile != SDPA_AUTO) kt = t->k_tile, *forced = true;
-        if (t->vec_width != SDPA_AUTO) vec = t->vec_width, *forced = true;
-        if (t->stage_kv != SDPA_AUTO) stage = t->stage_kv, *forced = true;
-        if (t->split_kv != SDPA_AUTO) split = t->split_kv, *forced = true;
-        if (t->struct_size >= offsetof(sdpa_tile_config, gemm_params) + sizeof(int) &&
-            t->gemm_params != SDPA_AUTO)
-            gemm = t->gemm_params, *forced = true;
+    /* values of t (SDPA_AUTO when t is NULL or leaves them) */
+#define TV(P) sdpa_tile_config_get(t, SDPA_TILE_##P)
+    const int fq = TV(Q_TILE), fwg = TV(WG_SIZE);
+    if (TV(UNFUSED) != SDPA_AUTO) unfused = TV(UNFUSED), *forced = true;
+    if (fwg != SDPA_AUTO) wg = fwg, *forced = true;
+    if (fq != SDPA_AUTO) {
+        *forced = true;
+        if (fwg == SDPA_AUTO && (fq % wg != 0 || fq / wg > 4))
+            wg = fq; /* one row per work-item */
+        if (fq % wg != 0 || (fq / wg != 1 && fq / wg != 2 && fq / wg != 4))
+            return REFUSE(quiet, ctx,
+                          "opencl: tile.q_tile %d must be 1, 2 or 4 times "
+                          "tile.wg_size %d", fq, wg);
+        rpw = fq / wg;
+    } else if (fwg != SDPA_AUTO) {
+        rpw = 1;
     }
+    if (TV(K_TILE) != SDPA_AUTO) kt = TV(K_TILE), *forced = true;
+    if (TV(VEC_WIDTH) != SDPA_AUTO) vec = TV(VEC_WIDTH), *forced = true;
+    if (TV(STAGE_KV) != SDPA_AUTO) stage = TV(STAGE_KV), *forced = true;
+    if (TV(SPLIT_KV) != SDPA_AUTO) split = TV(SPLIT_KV), *forced = true;
+#undef TV
+    if (sdpa_tile_config_get(t, SDPA_TILE_OPENCL_GEMM_PARAMS) != SDPA_AUTO)
+        gemm = sdpa_tile_config_get(t, SDPA_TILE_OPENCL_GEMM_PARAMS), *forced = true;
     if (unfused == 1 && (flags & SDPA_PLAN_BACKWARD))
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
                       "(create the backward plan without unfused = 1)");
@@ -258,28 +270,29 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
 static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
 {
     sdpa_tile_config_init(t);
-    t->q_tile = pl->wg * pl->rpw;
-    t->k_tile = pl->kt;
-    t->wg_size = pl->wg;
-    t->vec_width = pl->vec;
-    t->stage_kv = pl->stage_kv;
-    t->split_kv = pl->nsplit;
-    t->unfused = pl->unfused;
-    if (pl->unfused) t->gemm_params = pl->gemm;
+    sdpa_tile_config_set(t, SDPA_TILE_Q_TILE, pl->wg * pl->rpw);
+    sdpa_tile_config_set(t, SDPA_TILE_K_TILE, pl->kt);
+    sdpa_tile_config_set(t, SDPA_TILE_WG_SIZE, pl->wg);
+    sdpa_tile_config_set(t, SDPA_TILE_VEC_WIDTH, pl->vec);
+    sdpa_tile_config_set(t, SDPA_TILE_STAGE_KV, pl->stage_kv);
+    sdpa_tile_config_set(t, SDPA_TILE_SPLIT_KV, pl->nsplit);
+    sdpa_tile_config_set(t, SDPA_TILE_UNFUSED, pl->unfused);
+    if (pl->unfused) sdpa_tile_config_set(t, SDPA_TILE_OPENCL_GEMM_PARAMS, pl->gemm);
 }
 
-void sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                           sdpa_tile_config *tile)
+/* The configuration choose_config makes of `forced` (NULL = nothing forced),
+ * every value set; a refusal is recorded with its message. */
+sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
+                                  const sdpa_tile_config *forced, sdpa_tile_config *tile)
 {
     const sdpa__cl_state *st = sdpa__context_backend_state(ctx);
     sdpa__cl_plan pl;
-    bool forced;
+    bool was_forced;
     memset(&pl, 0, sizeof pl);
-    if (choose_config(ctx, &st->props, st->device, p, NULL, plan_flags, &pl, &forced, true) ==
-        SDPA_OK)
-        config_to_tile(&pl, tile);
-    else
-        sdpa_tile_config_init(tile);
+    SDPA__TRY(choose_config(ctx, &st->props, st->device, p, forced, plan_flags, &pl,
+                            &was_forced, false));
+    config_to_tile(&pl, tile);
+    return SDPA_OK;
 }
 
 /* Adds t to the list if the device takes it and it is not there yet. */
@@ -295,11 +308,7 @@ static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdp
     sdpa_tile_config c;
     config_to_tile(&pl, &c);
     for (int i = 0; i < *n && i < max; i++)
-        if (out[i].q_tile == c.q_tile && out[i].k_tile == c.k_tile &&
-            out[i].wg_size == c.wg_size && out[i].vec_width == c.vec_width &&
-            out[i].stage_kv == c.stage_kv && out[i].split_kv == c.split_kv &&
-            out[i].unfused == c.unfused && out[i].gemm_params == c.gemm_params)
-            return;
+        if (sdpa__tile_equal(&out[i], &c)) return;
     if (*n < max) out[*n] = c;
     (*n)++;
 }
@@ -319,8 +328,8 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     bool gpu = gpu_style(&st->props);
     int n = 0;
     sdpa_tile_config def, t;
-    sdpa__cl_default_tile(ctx, p, plan_flags, &def);
-    if (def.q_tile != SDPA_AUTO) add_candidate(ctx, st, p, plan_flags, &def, out, max, &n);
+    bool have_def = sdpa__cl_default_tile(ctx, p, plan_flags, NULL, &def) == SDPA_OK;
+    if (have_def) add_candidate(ctx, st, p, plan_flags, &def, out, max, &n);
     static const int rpws[] = {1, 2, 4};
     static const int cpu_kts[] = {16, 32, 64}, gpu_kts[] = {8, 16};
     static const int cpu_wgs[] = {8, 16}, gpu_wgs[] = {32, 64, 128};
@@ -334,24 +343,23 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
             for (int c = 0; c < nwg; c++)
                 for (int s = 0; s < nstage; s++) {
                     sdpa_tile_config_init(&t);
-                    t.wg_size = wgs[c];
-                    t.q_tile = wgs[c] * rpws[a];
-                    t.k_tile = kts[b];
-                    t.vec_width = gpu ? 4 : 16;
-                    t.stage_kv = gpu ? 1 - s : 0;
+                    sdpa_tile_config_set(&t, SDPA_TILE_WG_SIZE, wgs[c]);
+                    sdpa_tile_config_set(&t, SDPA_TILE_Q_TILE, wgs[c] * rpws[a]);
+                    sdpa_tile_config_set(&t, SDPA_TILE_K_TILE, kts[b]);
+                    sdpa_tile_config_set(&t, SDPA_TILE_VEC_WIDTH, gpu ? 4 : 16);
+                    sdpa_tile_config_set(&t, SDPA_TILE_STAGE_KV, gpu ? 1 - s : 0);
                     add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
                 }
     }
     /* Decode shapes (few query rows or an automatic split, long key range,
      * no statistics): split counts around the default's. */
-    if (def.q_tile != SDPA_AUTO && !p->has_stats && p->Skv >= 512 &&
-        (p->Sq <= 16 || def.split_kv > 1)) {
-        int d = def.split_kv;
+    int d = sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV);
+    if (have_def && !p->has_stats && p->Skv >= 512 && (p->Sq <= 16 || d > 1)) {
         const int splits[] = {1, d > 1 ? d / 2 : 2, d > 1 ? d * 2 : 4, d > 1 ? d * 4 : 8};
         for (int i = 0; i < 4; i++) {
             if (splits[i] < 1) continue;
             t = def;
-            t.split_kv = splits[i];
+            sdpa_tile_config_set(&t, SDPA_TILE_SPLIT_KV, splits[i]);
             add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
         }
     }
@@ -362,8 +370,8 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
          * CLBlast's own, offered only while no set is in force) */
         for (int k = 0; k <= sdpa__cl_gemm_count(); k++) {
             sdpa_tile_config_init(&t);
-            t.unfused = 1;
-            t.gemm_params = k;
+            sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 1);
+            sdpa_tile_config_set(&t, SDPA_TILE_OPENCL_GEMM_PARAMS, k);
             add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
         }
     }

@@ -240,10 +240,11 @@ void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state);
 size_t sdpa__vk_plan_workspace(const void *plan_state);
 void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info);
 /* Forced tile ranges of the backend table (vk_plan.c). */
-extern const sdpa__tile_range sdpa__vk_tile_ranges[SDPA__TILE_FIELDS];
+#define SDPA__VK_TILE_PARAMS 6 /* entries of sdpa__vk_tile_params (vk_plan.c) */
+extern const sdpa__tile_param_info sdpa__vk_tile_params[SDPA__VK_TILE_PARAMS];
 /* Tuning slots: default configuration, candidate space, shader hash. */
-void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                           sdpa_tile_config *tile);
+sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                                  const sdpa_tile_config *forced, sdpa_tile_config *tile);
 int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
                              sdpa_tile_config *out, int max);
 const char *sdpa__vk_source_hash(void);

@@ -141,22 +141,30 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     return worst;
 }
 
-/* Forced tile values the Vulkan backend takes (checked by the front end,
+/* The Vulkan backend's tile parameters (checked by the front end,
  * src/core/tile_check.c); the device's work-group limit and the q_tile
  * register and shared-memory limits are checked by sdpa__vk_plan_create. */
-const sdpa__tile_range sdpa__vk_tile_ranges[SDPA__TILE_FIELDS] = {
-    [SDPA__TILE_Q] = {true, 1, MAX_ROWS, 0, false},
-    [SDPA__TILE_K] = {true, 1, MAX_K_TILE, 0, false},
-    [SDPA__TILE_WG] = {true, 1, 1024, 0, false},
-    [SDPA__TILE_STAGE] = {true, 0, 1, 0, false},
-    [SDPA__TILE_SPLIT] = {true, 1, MAX_SPLIT, 0, false},
-    [SDPA__TILE_UNFUSED] = {true, 0, 0, 0, false},
+const sdpa__tile_param_info sdpa__vk_tile_params[SDPA__VK_TILE_PARAMS] = {
+    {SDPA_TILE_Q_TILE, NULL, "query rows per invocation: 1 = fwd.comp (the lanes of a subgroup "
+     "share each K/V load), 2..8 = fwd_rows.comp (docs/vulkan.md)", 1, MAX_ROWS, 0, false, 1,
+     false},
+    {SDPA_TILE_K_TILE, NULL, "keys per inner tile", 1, MAX_K_TILE, 0, false, DEFAULT_K_TILE,
+     false},
+    {SDPA_TILE_WG_SIZE, NULL, "invocations per work-group; SDPA_AUTO = 64 or the device's "
+     "limit", 1, 1024, 0, false, SDPA_AUTO, false},
+    {SDPA_TILE_STAGE_KV, NULL, "1 = stage the K/V tile in shared memory", 0, 1, 0, false, 0,
+     false},
+    {SDPA_TILE_SPLIT_KV, NULL, "key splits merged by LSE; SDPA_AUTO = by problem and device",
+     1, MAX_SPLIT, 0, false, SDPA_AUTO, false},
+    {SDPA_TILE_UNFUSED, NULL, "only 0: scores are never materialised", 0, 0, 0, false,
+     SDPA_AUTO, false},
 };
 
-/* A forced field (in range: tile_check.c) or the default. */
-static int pick(const sdpa_tile_config *t, int forced, int def)
+/* A value of the configuration (in range: tile_check.c) or the default. */
+static int pick(const sdpa_tile_config *t, sdpa_tile_param param, int def)
 {
-    return t && forced != SDPA_AUTO ? forced : def;
+    int v = sdpa_tile_config_get(t, param);
+    return v != SDPA_AUTO ? v : def;
 }
 
 /* Fills the workspace layout (f32 elements) and returns its size in bytes. */
@@ -278,16 +286,15 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     pl->p = *p;
     pl->flags = options ? options->flags : 0;
     const sdpa_tile_config *t = options ? options->tile : NULL;
-    if (t && t->struct_size < sizeof(sdpa_tile_config)) t = NULL;
     int max_wg = (int)(caps->max_wg < 1024 ? caps->max_wg : 1024);
-    pl->wg_size = pick(t, t ? t->wg_size : SDPA_AUTO, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
-    pl->k_tile = pick(t, t ? t->k_tile : SDPA_AUTO, DEFAULT_K_TILE);
+    pl->wg_size = pick(t, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
+    pl->k_tile = pick(t, SDPA_TILE_K_TILE, DEFAULT_K_TILE);
     sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
 
     /* K/V staging: SDPA_AUTO = 0 on every device for now (docs/vulkan.md). */
     sdpa_status st = SDPA_OK;
-    int stage = t && t->stage_kv != SDPA_AUTO ? t->stage_kv : 0;
-    int forced_split = t && t->split_kv != SDPA_AUTO && t->split_kv > 0 ? t->split_kv : 0;
+    int stage = pick(t, SDPA_TILE_STAGE_KV, 0);
+    int forced_split = pick(t, SDPA_TILE_SPLIT_KV, 0);
     int64_t shared_need = staged_shared_bytes(pl->k_tile, p->D, p->Dv);
     if (pl->wg_size > max_wg)
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
@@ -310,7 +317,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
 
     /* query rows per invocation (q_tile): SDPA_AUTO = 1, fwd.comp, on every
      * device (docs/vulkan.md); > 1 selects fwd_rows.comp */
-    int q_rows = t && t->q_tile != SDPA_AUTO && t->q_tile > 0 ? t->q_tile : 1;
+    int q_rows = pick(t, SDPA_TILE_Q_TILE, 1);
     if (!rows_fit(p, q_rows))
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.q_tile %d (query rows per invocation) must be at most %d "
@@ -452,15 +459,21 @@ static bool staged_ok(sdpa_context *ctx, const sdpa__problem *p, int wg, int k_t
     return !limited || staged_fwd_iterations(p, wg, k_tile) <= SDPA__VK_LOOP_BUDGET;
 }
 
-void sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                           sdpa_tile_config *tile)
+/* The forced values; the work-group size and key tile default when not
+ * forced (the rest stay SDPA_AUTO: chosen by sdpa__vk_plan_config). */
+sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+                                  const sdpa_tile_config *forced, sdpa_tile_config *tile)
 {
     (void)p;
     (void)flags;
     int max_wg = vk_max_wg(ctx);
-    sdpa_tile_config_init(tile);
-    tile->wg_size = DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg;
-    tile->k_tile = DEFAULT_K_TILE;
+    if (forced) *tile = *forced;
+    else sdpa_tile_config_init(tile);
+    if (sdpa_tile_config_get(tile, SDPA_TILE_WG_SIZE) == SDPA_AUTO)
+        sdpa_tile_config_set(tile, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
+    if (sdpa_tile_config_get(tile, SDPA_TILE_K_TILE) == SDPA_AUTO)
+        sdpa_tile_config_set(tile, SDPA_TILE_K_TILE, DEFAULT_K_TILE);
+    return SDPA_OK;
 }
 
 int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
@@ -478,17 +491,19 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     static const int staged[][2] = {{64, 8}, {128, 16}, {256, 8}};
     int max_wg = vk_max_wg(ctx), n = 0;
     sdpa_tile_config def;
-    sdpa__vk_default_tile(ctx, p, flags, &def);
+    sdpa__vk_default_tile(ctx, p, flags, NULL, &def);
     if (n < max) out[n] = def;
     n++;
     for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
         if (wgs[a] > max_wg) continue;
         for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
-            if (wgs[a] == def.wg_size && kts[b] == def.k_tile) continue;
+            if (wgs[a] == sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE) &&
+                kts[b] == sdpa_tile_config_get(&def, SDPA_TILE_K_TILE))
+                continue;
             if (n < max) {
                 sdpa_tile_config_init(&out[n]);
-                out[n].wg_size = wgs[a];
-                out[n].k_tile = kts[b];
+                sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, wgs[a]);
+                sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, kts[b]);
             }
             n++;
         }
@@ -502,9 +517,9 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
             continue;
         if (n < max) {
             sdpa_tile_config_init(&out[n]);
-            out[n].q_tile = rows;
-            out[n].k_tile = multi[a][1];
-            out[n].wg_size = multi[a][2];
+            sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, rows);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, multi[a][1]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, multi[a][2]);
         }
         n++;
     }
@@ -512,9 +527,9 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
         if (staged[a][0] > max_wg || !staged_ok(ctx, p, staged[a][0], staged[a][1])) continue;
         if (n < max) {
             sdpa_tile_config_init(&out[n]);
-            out[n].wg_size = staged[a][0];
-            out[n].k_tile = staged[a][1];
-            out[n].stage_kv = 1;
+            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, staged[a][0]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, staged[a][1]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_STAGE_KV, 1);
         }
         n++;
     }
