@@ -554,6 +554,151 @@ END_TEST
 
 /* ---- lookup chain ------------------------------------------------------------------- */
 
+/* ---- record format: names, old records, unknown names ----------------------- */
+
+/* A record line exactly as libsdpa wrote it before tile parameters became an
+ * enum (every core field written, -1 for SDPA_AUTO, in declaration order),
+ * for ctx's device and the bucket of test_problem(). */
+static void old_format_line(sdpa_context *ctx, const char *tile, char *out, size_t size)
+{
+    sdpa__profile_record r = make_record(ctx, 16, 16);
+    char bucket[160];
+    sdpa__bucket_string(&r.bucket, bucket, sizeof bucket);
+    snprintf(out, size,
+             "{\"format\":1,\"backend\":\"%s\",\"vendor\":\"%s\",\"device\":\"%s\","
+             "\"compute_units\":%d,\"driver\":\"%s\",\"source_hash\":\"%s\",\"bucket\":\"%s\","
+             "\"kind\":\"%s\",\"dtype\":\"f32\",\"d\":%d,\"dv\":%d,\"mask\":\"%s\",\"sq_log2\":%d,"
+             "\"skv_log2\":%d,\"bh_log2\":%d,\"tile\":%s,\"best_ms\":1.5,\"default_ms\":3,"
+             "\"rejected\":[],\"tuned_at\":\"2026-11-29T10:03:06Z\"}\n",
+             r.dev.backend, r.dev.vendor, r.dev.device, r.dev.compute_units, r.dev.driver,
+             r.dev.source_hash, bucket, r.bucket.kind, r.bucket.d, r.bucket.dv, r.bucket.mask,
+             r.bucket.sq_log2, r.bucket.skv_log2, r.bucket.bh_log2, tile);
+}
+
+/* Users' profiles and data/profiles were written with every core field and
+ * -1 for SDPA_AUTO: they still parse to the same values and plans use them. */
+START_TEST(old_format_record_loads)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char line[4096], path[4096];
+    old_format_line(ctx, "{\"q_tile\":32,\"k_tile\":128,\"wg_size\":-1,\"vec_width\":-1,"
+                         "\"stage_kv\":-1,\"split_kv\":2,\"unfused\":-1}", line, sizeof line);
+    sdpa__profile_record r;
+    const char *why = NULL;
+    ck_assert_msg(sdpa__profile_record_parse(line, strlen(line) - 1, &r, &why), "%s", why);
+    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_Q_TILE), 32);
+    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_K_TILE), 128);
+    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_SPLIT_KV), 2);
+    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_WG_SIZE), SDPA_AUTO);
+    ck_assert_int_eq(r.n_extra, 0);
+    user_path(ctx, path, sizeof path);
+    write_file(path, line, strlen(line));
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=32"));
+    ck_assert_ptr_nonnull(strstr(info.config, "k_tile=128"));
+    ck_assert_int_eq(cap.warns, 0);
+
+    /* the shipped files of the source tree: every line parses */
+    const char *corpus = getenv("SDPA_CORPUS_DIR"); /* <source>/tests/conformance */
+    ck_assert_ptr_nonnull(corpus);
+    const char *shipped[] = {"opencl-pthread_skylake_avx512_intel_r_xeon_r_processor.jsonl",
+                             "vulkan-llvmpipe_llvm_15.0.6_256_bits.jsonl"};
+    for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+        char sp[4096];
+        snprintf(sp, sizeof sp, "%s/../../data/profiles/%s", corpus, shipped[i]);
+        sdpa__profile_file pf;
+        ck_assert_int_eq(sdpa__profile_read(ctx, sp, &pf), SDPA_OK);
+        ck_assert_msg(pf.count >= 3 && pf.bad_lines == 0, "%s: %zu records, %zu bad lines", sp,
+                      pf.count, pf.bad_lines);
+        sdpa__profile_file_free(&pf);
+    }
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* Tile members of names this library does not know (a newer library's
+ * parameters) are kept: when another record of the file is stored (the line
+ * stays as it was) and when the record itself is parsed and stored again
+ * (written back into its tile). The known values are still used. */
+START_TEST(unknown_tile_names_kept)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char line[4096], path[4096];
+    old_format_line(ctx, "{\"q_tile\":32,\"k_tile\":64,\"future_knob\":7,"
+                         "\"vk.subgroup_rows\":[2,4]}", line, sizeof line);
+    user_path(ctx, path, sizeof path);
+    write_file(path, line, strlen(line));
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "profile");
+    ck_assert_ptr_nonnull(strstr(info.config, "q_tile=32"));
+
+    /* another bucket stored: the line is kept as it was */
+    sdpa__profile_record other = make_record(ctx, 64, 64);
+    other.bucket.d = 128;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &other), SDPA_OK);
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 2);
+    ck_assert_uint_eq(pf.bad_lines, 0);
+    sdpa__profile_record mine = pf.records[0];
+    sdpa__profile_file_free(&pf);
+    ck_assert_int_eq(mine.n_extra, 2);
+
+    /* the record itself rewritten (as sdpa_tune replaces a record) */
+    mine.best_ms = 1.0;
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &mine), SDPA_OK);
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    data = calloc(1, 1 << 16);
+    len = fread(data, 1, (1 << 16) - 1, f);
+    fclose(f);
+    ck_assert_uint_gt(len, 0);
+    ck_assert_msg(strstr(data, "\"future_knob\":7") != NULL, "%s", data);
+    ck_assert_msg(strstr(data, "\"vk.subgroup_rows\":[2,4]") != NULL, "%s", data);
+    ck_assert_msg(strstr(data, "\"best_ms\":1,") != NULL, "record not rewritten: %s", data);
+    free(data);
+    ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
+    ck_assert_uint_eq(pf.count, 2);
+    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].tile, SDPA_TILE_Q_TILE), 32);
+    sdpa__profile_file_free(&pf);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
+/* A record whose values the backend's table refuses (cpu q_tile 20: not a
+ * multiple of 16) is a bad line, skipped with one WARN, and not stored. */
+START_TEST(record_out_of_backend_range)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(dir, &cap);
+    char line[4096], path[4096];
+    old_format_line(ctx, "{\"q_tile\":20,\"k_tile\":64}", line, sizeof line);
+    sdpa__profile_record r;
+    const char *why = NULL;
+    ck_assert(!sdpa__profile_record_parse(line, strlen(line) - 1, &r, &why));
+    ck_assert_str_eq(why, "bad tile configuration");
+    user_path(ctx, path, sizeof path);
+    r = make_record(ctx, 20, 64);
+    ck_assert_int_eq(sdpa__profile_store(ctx, path, &r), SDPA_ERR_INVALID_ARG);
+    write_file(path, line, strlen(line));
+    sdpa_plan_info info = plan_info(ctx);
+    ck_assert_str_eq(info.source, "default");
+    ck_assert_int_eq(cap.warns, 1);
+    sdpa_context_destroy(ctx);
+    free(dir);
+}
+END_TEST
+
 START_TEST(lookup_chain)
 {
     char *dir = tmkdtemp("sdpa-test-tune");
@@ -1314,6 +1459,9 @@ static Suite *tune_suite(void)
     tcase_add_test(store, stale_driver_used_with_warning);
     tcase_add_test(store, concurrent_writers);
     tcase_add_test(store, lookup_chain);
+    tcase_add_test(store, old_format_record_loads);
+    tcase_add_test(store, unknown_tile_names_kept);
+    tcase_add_test(store, record_out_of_backend_range);
     tcase_set_timeout(store, 60);
     suite_add_tcase(s, store);
     TCase *tune = tcase_create("tuner");
