@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the layering between the front end (src/core), the profile store
-# and tuner (src/tune) and the backends (docs/architecture.md, "Layers"):
+# and tuner (src/tune) and the backends (docs/tuning.md, "Layers"):
 #  1. no file in src/core includes a header of src/tune other than its
 #     narrow interface, profile_query.h;
 #  2. no file in src/tune includes a front-end header that exposes context

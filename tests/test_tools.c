@@ -456,6 +456,32 @@ START_TEST(info_text_and_usage)
 }
 END_TEST
 
+/* --tiles: the cpu table as the bounds query gives it, text and JSON. */
+START_TEST(info_tiles)
+{
+    ck_assert_int_eq(run("sdpa-info", "--tiles"), 0);
+    ck_assert_msg(strstr(g_out, "  cpu        q_tile       16..256 x16    64 ") != NULL, "%s", g_out);
+    ck_assert_ptr_null(strstr(g_out, "cpu        wg_size"));
+    ck_assert_int_eq(run("sdpa-info", "--tiles --json"), 0);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_msg(cJSON_IsArray(j), "not a JSON array:\n%s", g_out);
+    int cpu = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, j) {
+        const cJSON *be = cJSON_GetObjectItem(e, "backend");
+        if (!cJSON_IsString(be) || strcmp(be->valuestring, "cpu") != 0) continue;
+        cpu++;
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        if (strcmp(name, "k_tile") == 0) {
+            ck_assert_int_eq(cJSON_GetObjectItem(e, "hi")->valueint, 512);
+            ck_assert_int_eq(cJSON_GetObjectItem(e, "multiple")->valueint, 16);
+        }
+    }
+    ck_assert_int_eq(cpu, 4);
+    cJSON_Delete(j);
+}
+END_TEST
+
 /* ---- sdpa-bench ----------------------------------------------------------------------------- */
 
 /* Runs one bench shape as JSON and returns flops implied by gflops*ms. */
@@ -1023,6 +1049,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, info_json);
     tcase_add_test(t, info_text_and_usage);
+    tcase_add_test(t, info_tiles);
     suite_add_tcase(s, t);
     t = tcase_create("sdpa-bench");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -4,8 +4,10 @@
  * backend and device AUTO picks and why, the profile and kernel-cache
  * folders (DESIGN section 6) with what they hold, and the shipped-profile
  * folder with how many of its records match this machine's devices.
+ * --tiles lists instead each compiled-in backend's tile parameters (range,
+ * default, meaning: tools/common/tiles.c).
  *
- *   sdpa-info [--json] [--help]
+ *   sdpa-info [--json] [--tiles] [--help]
  *
  * Exit status: 0 on success, 1 when no context can be created with AUTO,
  * 2 on usage errors. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and cJSON.
@@ -19,6 +21,7 @@
 
 #include "args.h"
 #include "sdpa.h"
+#include "tiles.h"
 #include "util.h"
 
 static const sdpa_backend_kind kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
@@ -62,7 +65,7 @@ typedef struct auto_report {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sdpa-info [--json] [--help]\n"
+            "usage: sdpa-info [--json] [--tiles] [--help]\n"
             "\n"
             "Prints the libsdpa version, the backends compiled in, every device each\n"
             "backend sees (name, vendor, driver, GPU/CPU, compute units, memory, local\n"
@@ -71,6 +74,8 @@ static void usage(FILE *f)
             "folder with how many of its records match this machine's devices.\n"
             "\n"
             "  --json      one JSON object instead of text\n"
+            "  --tiles     list each compiled-in backend's tile parameters (name, values,\n"
+            "              default, meaning on that backend) instead; with --json an array\n"
             "  -h, --help  this text\n"
             "\n"
             "Exit status: 0 ok, 1 no context could be created with AUTO, 2 usage error.\n");
@@ -399,7 +404,7 @@ static int print_json(const backend_report *br, const auto_report *a, const dir_
 
 int main(int argc, char **argv)
 {
-    int json = 0, help = 0;
+    int json = 0, help = 0, tiles = 0;
     ta_args a;
     ta_init(&a, argc, argv);
     while (ta_next(&a)) {
@@ -407,6 +412,8 @@ int main(int argc, char **argv)
             help = 1;
         else if (ta_flag(&a, "--json"))
             json = 1;
+        else if (ta_flag(&a, "--tiles"))
+            tiles = 1;
         else if (a.positional)
             ta_fail(&a, "unexpected argument %s", a.arg);
         else
@@ -421,6 +428,20 @@ int main(int argc, char **argv)
 
     if (help) {
         usage(stdout);
+        return TA_EXIT_OK;
+    }
+    if (tiles) {
+        if (!json) {
+            tt_print_params(stdout);
+            return TA_EXIT_OK;
+        }
+        char *s = tt_params_json();
+        if (!s) {
+            fprintf(stderr, "sdpa-info: out of memory\n");
+            return TA_EXIT_FAIL;
+        }
+        printf("%s\n", s);
+        free(s);
         return TA_EXIT_OK;
     }
     static backend_report br[NKINDS];
