@@ -674,6 +674,34 @@ START_TEST(unknown_tile_names_kept)
 }
 END_TEST
 
+/* The store's lookup needs a device key, a bucket and folders, no context:
+ * the first folder holding a record wins; a folder without one is passed. */
+START_TEST(lookup_by_key_and_folders)
+{
+    char *a = tmkdtemp("sdpa-test-tune"), *b = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *ctx = cpu_ctx(a, &cap);
+    sdpa__profile_record r = make_record(ctx, 48, 96);
+    sdpa_context_destroy(ctx);
+    char name[160], path[4096];
+    sdpa__profile_file_name(&r.dev, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", b, name);
+    ck_assert_int_eq(sdpa__profile_store(NULL, path, &r), SDPA_OK);
+    const char *dirs[3] = {a, "", b};
+    sdpa_tile_config t;
+    int found = -1;
+    ck_assert(sdpa__profile_lookup(NULL, &r.dev, &r.bucket, dirs, 3, &t, &found));
+    ck_assert_int_eq(found, 2);
+    ck_assert_int_eq(sdpa_tile_config_get(&t, SDPA_TILE_Q_TILE), 48);
+    sdpa__bucket other = r.bucket;
+    other.d = 256;
+    ck_assert(!sdpa__profile_lookup(NULL, &r.dev, &other, dirs, 3, &t, &found));
+    ck_assert(!sdpa__profile_lookup(NULL, &r.dev, &r.bucket, dirs, 2, &t, &found));
+    free(a);
+    free(b);
+}
+END_TEST
+
 /* A record whose values the backend's table refuses (cpu q_tile 20: not a
  * multiple of 16) is a bad line, skipped with one WARN, and not stored. */
 START_TEST(record_out_of_backend_range)
@@ -1462,6 +1490,7 @@ static Suite *tune_suite(void)
     tcase_add_test(store, old_format_record_loads);
     tcase_add_test(store, unknown_tile_names_kept);
     tcase_add_test(store, record_out_of_backend_range);
+    tcase_add_test(store, lookup_by_key_and_folders);
     tcase_set_timeout(store, 60);
     suite_add_tcase(s, store);
     TCase *tune = tcase_create("tuner");

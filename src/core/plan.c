@@ -63,10 +63,17 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
                           slot->backend->name);
     if (options->tile) return build(ctx, slot, plan, options, options->tile, "forced");
 #ifdef SDPA_HAVE_TUNE
+    /* the user's profile folder, then the shipped one */
+    static const char *const labels[2] = {"profile", "shipped profile"};
+    const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir(NULL)};
+    sdpa__device_key key;
+    sdpa__bucket bucket;
+    sdpa__bucket_of(&plan->key.problem, plan->flags, &bucket);
     sdpa_tile_config tile;
-    char source[sizeof plan->tile_source];
-    if (sdpa__profile_lookup(ctx, slot->backend, &plan->key.problem, plan->flags, &tile, source,
-                             sizeof source)) {
+    int found = 0;
+    if (sdpa__device_key_of(ctx, slot->backend, &key) == SDPA_OK &&
+        sdpa__profile_lookup(ctx, &key, &bucket, dirs, 2, &tile, &found)) {
+        const char *source = labels[found];
         if (build(ctx, slot, plan, options, &tile, source) == SDPA_OK) return SDPA_OK;
         char why[SDPA__MESSAGE_MAX];
         sdpa__strlcpy(why, ctx->err_message, sizeof why);

@@ -8,12 +8,14 @@
  * $SDPA_SHIPPED_PROFILE_DIR, else data/profiles of the build tree or of the
  * install the library was loaded from). Chain: user record for
  * this device and bucket, then the shipped one, then nothing (the backend's
- * default). Within a file a fresh record beats a stale one (other driver or
- * kernel sources); a stale record is still used, with one WARN per process.
+ * default; the chain itself is src/core/plan.c's, which passes the folders).
+ * Within a file a fresh record beats a stale one (other driver or kernel
+ * sources); a stale record is still used, with one WARN per process.
  *
  * Files are parsed once per process and re-read when they change
  * (profile_cache.c). Never fails: an unreadable profile is reported (once)
- * and skipped. Called by src/core/plan.c (sdpa__profile_lookup) and tune.c.
+ * and skipped. The lookup takes a device key and folders, not a context
+ * (profile_query.h). Called by src/core/plan.c (sdpa__profile_lookup) and tune.c.
  */
 #include "tune.h"
 
@@ -107,46 +109,38 @@ sdpa_status sdpa_context_profile_writable(sdpa_context *ctx)
 
 /* ---- lookup ---------------------------------------------------------------------- */
 
-bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be, const sdpa__problem *p,
-                          unsigned plan_flags, sdpa_tile_config *tile, char *source,
-                          size_t source_size)
+bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
+                          const char *const *dirs, int n, sdpa_tile_config *tile, int *found_in)
 {
-    if (!ctx || !be || !p || !tile) return false;
-    sdpa__device_key key;
-    if (sdpa__device_key_of(ctx, be, &key) != SDPA_OK) return false;
-    sdpa__bucket b;
-    sdpa__bucket_of(p, plan_flags, &b);
+    if (!key || !b || !tile) return false;
     char name[160], path[4096], bucket[160];
-    sdpa__profile_file_name(&key, name, sizeof name);
-    sdpa__bucket_string(&b, bucket, sizeof bucket);
-
-    const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir(NULL)};
-    const char *labels[2] = {"profile", "shipped profile"};
-    for (int i = 0; i < 2; i++) {
+    sdpa__profile_file_name(key, name, sizeof name);
+    sdpa__bucket_string(b, bucket, sizeof bucket);
+    for (int i = 0; i < n; i++) {
         if (!join(path, sizeof path, dirs[i], name)) continue;
         sdpa__profile_hit r;
         bool stale = false;
-        if (!sdpa__profile_find(ctx, path, &key, &b, &r, &stale)) continue;
+        if (!sdpa__profile_find(log, path, key, b, &r, &stale)) continue;
         if (!sdpa__tile_valid(&r.tile)) continue; /* parse checked it; belt and braces */
         char desc[256];
         sdpa__tile_describe(&r.tile, desc, sizeof desc);
         if (stale) {
             char wkey[4400];
             snprintf(wkey, sizeof wkey, "stale:%s:%s", path, bucket);
-            sdpa__warn_once(ctx, wkey,
-                            "%s record for %s in %s is stale (tuned with driver '%s', kernels %s; "
+            sdpa__warn_once(log, wkey,
+                            "record for %s in %s is stale (tuned with driver '%s', kernels %s; "
                             "now driver '%s', kernels %s): using it until retuned (sdpa-tune)",
-                            labels[i], bucket, path, r.driver, r.source_hash,
-                            key.driver, key.source_hash);
+                            bucket, path, r.driver, r.source_hash, key->driver,
+                            key->source_hash);
         }
-        sdpa__log(ctx, SDPA_LOG_INFO, "%s: %s record for %s: %s", be->name, labels[i], bucket,
+        sdpa__log(log, SDPA_LOG_INFO, "%s: record for %s in %s: %s", key->backend, bucket, path,
                   desc);
         *tile = r.tile;
         tile->struct_size = sizeof *tile;
-        if (source && source_size) sdpa__strlcpy(source, labels[i], source_size);
+        if (found_in) *found_in = i;
         return true;
     }
-    sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: no profile record for %s; backend defaults", be->name,
+    sdpa__log(log, SDPA_LOG_DEBUG, "%s: no profile record for %s; backend defaults", key->backend,
               bucket);
     return false;
 }

@@ -13,15 +13,50 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Plan creation without a forced tile: the user profile's record for be's
- * device (on ctx) and the problem's bucket, then the shipped profile's. On a
- * hit fills *tile (the record's values; a partial configuration the backend
- * completes) and `source` ("profile" or "shipped profile") and returns true;
- * a stale record (other driver or kernel sources) is used with one WARN.
- * Never fails; logs through ctx. */
-bool sdpa__profile_lookup(sdpa_context *ctx, const sdpa__backend *be,
-                          const sdpa__problem *p, unsigned plan_flags,
-                          sdpa_tile_config *tile, char *source, size_t source_size);
+/* Which device a record belongs to. */
+typedef struct sdpa__device_key {
+    char backend[16];
+    char vendor[128];
+    char device[256];
+    int compute_units;
+    char driver[128];      /* not part of the key: a mismatch marks "stale" */
+    char source_hash[72];  /* not part of the key: a mismatch marks "stale" */
+} sdpa__device_key;
+
+/* Shape bucket: kernel kind, dtype, head dims, mask kind, log2 lengths. */
+typedef struct sdpa__bucket {
+    char kind[12];         /* "forward" | "backward" | "decode" */
+    sdpa_dtype dtype;
+    int d, dv;
+    char mask[8];          /* "full" | "causal" | "band" */
+    int sq_log2, skv_log2, bh_log2; /* ceil(log2(x)) */
+} sdpa__bucket;
+
+/* Bucket of a problem under the given plan flags. Decode = Sq <= 16 and
+ * Skv >= 1024 (forward only). */
+void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *b);
+/* Device key of backend `be` on ctx (the context's device when be is the
+ * context's backend, else device 0, e.g. the AUTO CPU fallback). */
+sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
+                                sdpa__device_key *key);
+/* Directory of shipped profiles (shipped_dir.c): $SDPA_SHIPPED_PROFILE_DIR,
+ * else the source tree's data/profiles when the library runs from its build
+ * directory, else <datadir>/sdpa/profiles relative to the loaded library, else
+ * the configured prefix's. *how (when how is not NULL) names the rule:
+ * "SDPA_SHIPPED_PROFILE_DIR", "build tree", "library location" or
+ * "configured prefix". Never NULL. */
+const char *sdpa__shipped_profile_dir(const char **how);
+
+/* The store's lookup: the record for device `key` and bucket `b` in the
+ * profile files of the folders dirs[0..n) (the file <backend>-<device>.jsonl
+ * of each; empty or NULL folders are skipped), the first folder that has one
+ * winning. On a hit fills *tile (the record's values: a partial
+ * configuration the backend completes), *found_in (the folder's index) and
+ * returns true; a stale record (other driver or kernel sources) is used with
+ * one WARN. Never fails. `log` only receives log lines (NULL = none): the
+ * store reads no context state. */
+bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
+                          const char *const *dirs, int n, sdpa_tile_config *tile, int *found_in);
 
 /* The cached peak of backend be's device on ctx with `threads` (0 for
  * device backends): true and *gflops, method when <profile dir>/peak.jsonl

@@ -27,25 +27,6 @@
 #define SDPA__PROFILE_MAX_LINE (64u << 10)  /* longer lines are skipped */
 #define SDPA__PROFILE_MAX_REJECTED 16       /* rejected configs kept per record */
 
-/* Which device a record belongs to. */
-typedef struct sdpa__device_key {
-    char backend[16];
-    char vendor[128];
-    char device[256];
-    int compute_units;
-    char driver[128];      /* not part of the key: a mismatch marks "stale" */
-    char source_hash[72];  /* not part of the key: a mismatch marks "stale" */
-} sdpa__device_key;
-
-/* Shape bucket: kernel kind, dtype, head dims, mask kind, log2 lengths. */
-typedef struct sdpa__bucket {
-    char kind[12];         /* "forward" | "backward" | "decode" */
-    sdpa_dtype dtype;
-    int d, dv;
-    char mask[8];          /* "full" | "causal" | "band" */
-    int sq_log2, skv_log2, bh_log2; /* ceil(log2(x)) */
-} sdpa__bucket;
-
 typedef struct sdpa__rejected {
     sdpa_tile_config tile;
     char reason[128];
@@ -75,17 +56,10 @@ typedef struct sdpa__profile_record {
 
 /* ---- keys (bucket.c) ---------------------------------------------------- */
 
-/* Bucket of a problem under the given plan flags. Decode = Sq <= 16 and
- * Skv >= 1024 (forward only). */
-void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *b);
 /* "forward/f32/d64/dv64/causal/sq9/skv9/bh3" */
 void sdpa__bucket_string(const sdpa__bucket *b, char *out, size_t size);
 bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b);
 
-/* Device key of backend `be` on ctx (the context's device when be is the
- * context's backend, else device 0, e.g. the AUTO CPU fallback). */
-sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
-                                sdpa__device_key *key);
 /* Device key of a listed device of backend be (no context needed). */
 void sdpa__device_key_from_info(const sdpa__backend *be, const sdpa_device_info *info,
                                 sdpa__device_key *key);
@@ -176,13 +150,6 @@ void sdpa__profile_parsed(void);
 
 /* ---- lookup (lookup.c) -------------------------------------------------- */
 
-/* Directory of shipped profiles (shipped_dir.c): $SDPA_SHIPPED_PROFILE_DIR,
- * else the source tree's data/profiles when the library runs from its build
- * directory, else <datadir>/sdpa/profiles relative to the loaded library, else
- * the configured prefix's. *how (when how is not NULL) names the rule:
- * "SDPA_SHIPPED_PROFILE_DIR", "build tree", "library location" or
- * "configured prefix". Never NULL. */
-const char *sdpa__shipped_profile_dir(const char **how);
 
 /* Full path of the user profile for backend be on ctx; false if none. */
 bool sdpa__profile_path_for(sdpa_context *ctx, const sdpa__backend *be, char *out,
