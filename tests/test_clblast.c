@@ -221,7 +221,7 @@ START_TEST(parameter_sets)
     int n = be->tile_candidates(cl, &prob, 0, cand, 64);
     int n_unf = 0, saw_k = 0;
     for (int i = 0; i < n && i < 64; i++) {
-        if (sdpa_tile_config_get(&cand[i], SDPA_TILE_UNFUSED) != 1) {
+        if (TGET(&cand[i], UNFUSED) != 1) {
             ck_assert_int_eq(sdpa_tile_config_get(&cand[i], GEMM_PARAMS), SDPA_AUTO);
             continue;
         }
@@ -251,7 +251,7 @@ START_TEST(parameter_sets)
     ck_assert_msg(sdpa__profile_record_parse(json, strlen(json), &back, &why), "%s: %s", json,
                   why ? why : "");
     ck_assert_int_eq(sdpa_tile_config_get(&back.tile, GEMM_PARAMS), k);
-    ck_assert_int_eq(sdpa_tile_config_get(&back.tile, SDPA_TILE_UNFUSED), 1);
+    ck_assert_int_eq(TGET(&back.tile, UNFUSED), 1);
     free(json);
 
     free(want);

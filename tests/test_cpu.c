@@ -416,8 +416,9 @@ START_TEST(tile_candidates_are_valid)
         be->default_tile(NULL, &p, 0, NULL, &def);
         bool has_default = false;
         for (int i = 0; i < n; i++) {
-            if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE) && sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) == sdpa_tile_config_get(&def, SDPA_TILE_K_TILE) &&
-                sdpa_tile_config_get(&tiles[i], SDPA_TILE_SPLIT_KV) == sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV))
+            if (TGET(&tiles[i], Q_TILE) == TGET(&def, Q_TILE) &&
+                TGET(&tiles[i], K_TILE) == TGET(&def, K_TILE) &&
+                TGET(&tiles[i], SPLIT_KV) == TGET(&def, SPLIT_KV))
                 has_default = true;
             sdpa_plan_options o;
             sdpa_plan_options_init(&o);

@@ -366,7 +366,8 @@ static void run_layout(sdpa_context *ctx, const config *cfg, const layout *l)
     sdpa_tile_config tile;
     sdpa_tile_config_init(&tile);
     if (cfg->mode >= M_AUTO_HOST) {
-        sdpa_tile_config_set(&tile, SDPA_TILE_STAGE_KV, 2); /* no device backend takes it: AUTO falls back */
+        /* no device backend takes it: AUTO falls back */
+        sdpa_tile_config_set(&tile, SDPA_TILE_STAGE_KV, 2);
         po.tile = &tile;
     }
     sdpa_plan *plan = NULL;

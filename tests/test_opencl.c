@@ -668,13 +668,13 @@ START_TEST(tuning_slots)
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
         be->default_tile(g_cl, &p, 0, NULL, &def);
-        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE), 1);
-        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_K_TILE), 1);
-        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE), 1);
-        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_VEC_WIDTH), 1);
-        ck_assert_int_ge(sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV), 1);
-        ck_assert_int_eq(sdpa_tile_config_get(&def, SDPA_TILE_UNFUSED), 0);
-        if (k == 1) ck_assert_int_gt(sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV), 1); /* decode splits */
+        ck_assert_int_ge(TGET(&def, Q_TILE), 1);
+        ck_assert_int_ge(TGET(&def, K_TILE), 1);
+        ck_assert_int_ge(TGET(&def, WG_SIZE), 1);
+        ck_assert_int_ge(TGET(&def, VEC_WIDTH), 1);
+        ck_assert_int_ge(TGET(&def, SPLIT_KV), 1);
+        ck_assert_int_eq(TGET(&def, UNFUSED), 0);
+        if (k == 1) ck_assert_int_gt(TGET(&def, SPLIT_KV), 1); /* decode splits */
 
         /* default_tile == what plan_create picks with tile = NULL */
         tcase c = fcase_make(f, 4321u);
@@ -694,22 +694,24 @@ START_TEST(tuning_slots)
         int n = be->tile_candidates(g_cl, &p, 0, cand, 64);
         ck_assert_int_ge(n, 4);
         ck_assert_int_le(n, 26);
-        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_Q_TILE), sdpa_tile_config_get(&def, SDPA_TILE_Q_TILE));
-        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_K_TILE), sdpa_tile_config_get(&def, SDPA_TILE_K_TILE));
-        ck_assert_int_eq(sdpa_tile_config_get(&cand[0], SDPA_TILE_SPLIT_KV), sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV));
+        ck_assert_int_eq(TGET(&cand[0], Q_TILE), TGET(&def, Q_TILE));
+        ck_assert_int_eq(TGET(&cand[0], K_TILE), TGET(&def, K_TILE));
+        ck_assert_int_eq(TGET(&cand[0], SPLIT_KV), TGET(&def, SPLIT_KV));
         int unf = -1, last_fused = 0;
         for (int i = 0; i < n; i++) {
             const sdpa_tile_config *t = &cand[i];
-            ck_assert_msg(sdpa_tile_config_get(t, SDPA_TILE_Q_TILE) >= 1 && sdpa_tile_config_get(t, SDPA_TILE_K_TILE) >= 2 && sdpa_tile_config_get(t, SDPA_TILE_WG_SIZE) >= 1 &&
-                          sdpa_tile_config_get(t, SDPA_TILE_VEC_WIDTH) >= 1 && (sdpa_tile_config_get(t, SDPA_TILE_STAGE_KV) == 0 || sdpa_tile_config_get(t, SDPA_TILE_STAGE_KV) == 1) &&
-                          sdpa_tile_config_get(t, SDPA_TILE_SPLIT_KV) >= 1 && (sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 0 || sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 1),
+            ck_assert_msg(TGET(t, Q_TILE) >= 1 && TGET(t, K_TILE) >= 2 &&
+                              TGET(t, WG_SIZE) >= 1 && TGET(t, VEC_WIDTH) >= 1 &&
+                              (TGET(t, STAGE_KV) == 0 || TGET(t, STAGE_KV) == 1) &&
+                              TGET(t, SPLIT_KV) >= 1 &&
+                              (TGET(t, UNFUSED) == 0 || TGET(t, UNFUSED) == 1),
                           "%s candidate %d incomplete", names[k], i);
-            if (sdpa_tile_config_get(t, SDPA_TILE_UNFUSED) == 1) {
+            if (TGET(t, UNFUSED) == 1) {
                 if (unf < 0) unf = i; /* the first: CLBlast's own parameters */
             } else {
                 last_fused = i;
             }
-            if (k == 1 && sdpa_tile_config_get(t, SDPA_TILE_SPLIT_KV) == 1 && !sdpa_tile_config_get(t, SDPA_TILE_UNFUSED)) ck_assert_int_gt(i, 0);
+            if (k == 1 && TGET(t, SPLIT_KV) == 1 && !TGET(t, UNFUSED)) ck_assert_int_gt(i, 0);
         }
         /* fewer candidates than max: max bounds what is written */
         ck_assert_int_eq(be->tile_candidates(g_cl, &p, 0, cand, 2), n);
@@ -718,10 +720,10 @@ START_TEST(tuning_slots)
         ps.has_stats = true;
         sdpa_tile_config cs[64];
         int ns = be->tile_candidates(g_cl, &ps, 0, cs, 64);
-        for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(sdpa_tile_config_get(&cs[i], SDPA_TILE_SPLIT_KV), 1);
+        for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], SPLIT_KV), 1);
         /* backward plans are never offered the unfused path */
         int nb = be->tile_candidates(g_cl, &p, SDPA_PLAN_BACKWARD, cs, 64);
-        for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(sdpa_tile_config_get(&cs[i], SDPA_TILE_UNFUSED), 0);
+        for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], UNFUSED), 0);
 
         be->tile_candidates(g_cl, &p, 0, cand, 64);
         /* fused ones only: the unfused candidates (one per CLBlast

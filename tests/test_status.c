@@ -210,10 +210,10 @@ START_TEST(options_init_defaults)
     memset(&tc, 0x5a, sizeof tc);
     sdpa_tile_config_init(&tc);
     ck_assert_uint_eq(tc.struct_size, sizeof tc);
-    ck_assert_int_eq(sdpa_tile_config_get(&tc, SDPA_TILE_Q_TILE), SDPA_AUTO);
-    ck_assert_int_eq(sdpa_tile_config_get(&tc, SDPA_TILE_K_TILE), SDPA_AUTO);
-    ck_assert_int_eq(sdpa_tile_config_get(&tc, SDPA_TILE_WG_SIZE), SDPA_AUTO);
-    ck_assert_int_eq(sdpa_tile_config_get(&tc, SDPA_TILE_VEC_WIDTH), SDPA_AUTO);
+    ck_assert_int_eq(TGET(&tc, Q_TILE), SDPA_AUTO);
+    ck_assert_int_eq(TGET(&tc, K_TILE), SDPA_AUTO);
+    ck_assert_int_eq(TGET(&tc, WG_SIZE), SDPA_AUTO);
+    ck_assert_int_eq(TGET(&tc, VEC_WIDTH), SDPA_AUTO);
 }
 END_TEST
 

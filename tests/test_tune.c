@@ -177,7 +177,7 @@ static sdpa__backend fake_be;
 static sdpa_status fake_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                     const sdpa_plan_options *options, void **plan_state)
 {
-    if (options && options->tile && sdpa_tile_config_get(options->tile, SDPA_TILE_Q_TILE) == 112)
+    if (options && options->tile && TGET(options->tile, Q_TILE) == 112)
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "fake: q_tile 112 exceeds the device");
     return sdpa__backend_get(SDPA_BACKEND_CPU)->plan_create(ctx, p, options, plan_state);
 }
@@ -266,7 +266,7 @@ START_TEST(record_round_trip)
     ck_assert_double_eq(back.best_ms, 1.25);
     ck_assert_double_eq(back.default_ms, 2.5);
     ck_assert_int_eq(back.n_rejected, 1);
-    ck_assert_int_eq(sdpa_tile_config_get(&back.rejected[0].tile, SDPA_TILE_Q_TILE), 256);
+    ck_assert_int_eq(TGET(&back.rejected[0].tile, Q_TILE), 256);
     ck_assert_str_eq(back.rejected[0].reason, "wrong results: out[3]");
     free(json);
 
@@ -284,7 +284,7 @@ START_TEST(record_round_trip)
     ck_assert_uint_eq(f.count, 2);
     ck_assert_uint_eq(f.bad_lines, 0);
     ck_assert(sdpa__bucket_equal(&f.records[0].bucket, &other));
-    ck_assert_int_eq(sdpa_tile_config_get(&f.records[0].tile, SDPA_TILE_Q_TILE), 64);
+    ck_assert_int_eq(TGET(&f.records[0].tile, Q_TILE), 64);
     sdpa__profile_file_free(&f);
     ck_assert_str_eq(sdpa_context_profile_path(ctx), path);
     ck_assert_int_eq(cap.warns, 0);
@@ -342,7 +342,7 @@ START_TEST(corrupt_lines_skipped)
     ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
     ck_assert_uint_eq(pf.count, 1);
     ck_assert_uint_eq(pf.bad_lines, 9);
-    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].tile, SDPA_TILE_Q_TILE), 32);
+    ck_assert_int_eq(TGET(&pf.records[0].tile, Q_TILE), 32);
     sdpa__profile_file_free(&pf);
     ck_assert_int_eq(cap.warns, 1);
     ck_assert_ptr_nonnull(strstr(cap.last, "skipped 9"));
@@ -540,7 +540,7 @@ START_TEST(concurrent_writers)
         int d = pf.records[i].bucket.d - 1;
         int w = d / 1000, k = d % 1000;
         ck_assert(w >= 0 && w < WRITERS && k < RECORDS_PER_WRITER);
-        ck_assert_int_eq(sdpa_tile_config_get(&pf.records[i].tile, SDPA_TILE_SPLIT_KV), 1 + k);
+        ck_assert_int_eq(TGET(&pf.records[i].tile, SPLIT_KV), 1 + k);
         seen[w][k]++;
     }
     for (int w = 0; w < WRITERS; w++)
@@ -588,10 +588,10 @@ START_TEST(old_format_record_loads)
     sdpa__profile_record r;
     const char *why = NULL;
     ck_assert_msg(sdpa__profile_record_parse(line, strlen(line) - 1, &r, &why), "%s", why);
-    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_Q_TILE), 32);
-    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_K_TILE), 128);
-    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_SPLIT_KV), 2);
-    ck_assert_int_eq(sdpa_tile_config_get(&r.tile, SDPA_TILE_WG_SIZE), SDPA_AUTO);
+    ck_assert_int_eq(TGET(&r.tile, Q_TILE), 32);
+    ck_assert_int_eq(TGET(&r.tile, K_TILE), 128);
+    ck_assert_int_eq(TGET(&r.tile, SPLIT_KV), 2);
+    ck_assert_int_eq(TGET(&r.tile, WG_SIZE), SDPA_AUTO);
     ck_assert_int_eq(r.n_extra, 0);
     user_path(ctx, path, sizeof path);
     write_file(path, line, strlen(line));
@@ -667,7 +667,7 @@ START_TEST(unknown_tile_names_kept)
     free(data);
     ck_assert_int_eq(sdpa__profile_read(ctx, path, &pf), SDPA_OK);
     ck_assert_uint_eq(pf.count, 2);
-    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].tile, SDPA_TILE_Q_TILE), 32);
+    ck_assert_int_eq(TGET(&pf.records[0].tile, Q_TILE), 32);
     sdpa__profile_file_free(&pf);
     sdpa_context_destroy(ctx);
     free(dir);
@@ -692,7 +692,7 @@ START_TEST(lookup_by_key_and_folders)
     int found = -1;
     ck_assert(sdpa__profile_lookup(NULL, &r.dev, &r.bucket, dirs, 3, &t, &found));
     ck_assert_int_eq(found, 2);
-    ck_assert_int_eq(sdpa_tile_config_get(&t, SDPA_TILE_Q_TILE), 48);
+    ck_assert_int_eq(TGET(&t, Q_TILE), 48);
     sdpa__bucket other = r.bucket;
     other.d = 256;
     ck_assert(!sdpa__profile_lookup(NULL, &r.dev, &other, dirs, 3, &t, &found));
@@ -1038,8 +1038,8 @@ START_TEST(tune_many_candidates_fault)
     ck_assert_int_eq(sdpa__profile_read(ctx, sdpa_context_profile_path(ctx), &pf), SDPA_OK);
     ck_assert_uint_eq(pf.count, 1);
     ck_assert_int_eq(pf.records[0].n_rejected, 1);
-    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].rejected[0].tile, SDPA_TILE_Q_TILE), 16);
-    ck_assert_int_eq(sdpa_tile_config_get(&pf.records[0].rejected[0].tile, SDPA_TILE_K_TILE), 128);
+    ck_assert_int_eq(TGET(&pf.records[0].rejected[0].tile, Q_TILE), 16);
+    ck_assert_int_eq(TGET(&pf.records[0].rejected[0].tile, K_TILE), 128);
     ck_assert_ptr_nonnull(strstr(pf.records[0].rejected[0].reason, "wrong results"));
     ck_assert_str_eq(pf.records[0].dev.backend, "cpu");
     sdpa__profile_file_free(&pf);
@@ -1047,7 +1047,8 @@ START_TEST(tune_many_candidates_fault)
     sdpa_plan_info info = plan_info(ctx);
     ck_assert_str_eq(info.source, "profile");
     char want[64];
-    snprintf(want, sizeof want, "q_tile=%d k_tile=%d", sdpa_tile_config_get(&res.best, SDPA_TILE_Q_TILE), sdpa_tile_config_get(&res.best, SDPA_TILE_K_TILE));
+    snprintf(want, sizeof want, "q_tile=%d k_tile=%d", TGET(&res.best, Q_TILE),
+             TGET(&res.best, K_TILE));
     ck_assert_msg(strstr(info.config, want), "%s vs %s", info.config, want);
     host_problem_free(&h);
     sdpa_context_destroy(ctx);
@@ -1123,7 +1124,8 @@ START_TEST(search_order)
         seen[i] = 1;
         if (k == 5) {
             /* best is 0 = (16,16): its unvisited neighbours share q or k */
-            ck_assert(sdpa_tile_config_get(&c[i], SDPA_TILE_Q_TILE) == sdpa_tile_config_get(&c[0], SDPA_TILE_Q_TILE) || sdpa_tile_config_get(&c[i], SDPA_TILE_K_TILE) == sdpa_tile_config_get(&c[0], SDPA_TILE_K_TILE));
+            ck_assert(TGET(&c[i], Q_TILE) == TGET(&c[0], Q_TILE) ||
+                      TGET(&c[i], K_TILE) == TGET(&c[0], K_TILE));
         }
     }
     ck_assert_int_eq(sdpa__search_next(&s, ms, best, 0.9), -1);

@@ -303,8 +303,8 @@ START_TEST(test_tuning_slots)
     ck_assert_int_ge(n, 4);
     ck_assert_int_le(n, 32);
     be->default_tile(NULL, &p, 0, NULL, &def);
-    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_WG_SIZE), sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE));
-    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_K_TILE), sdpa_tile_config_get(&def, SDPA_TILE_K_TILE));
+    ck_assert_int_eq(TGET(&tiles[0], WG_SIZE), TGET(&def, WG_SIZE));
+    ck_assert_int_eq(TGET(&tiles[0], K_TILE), TGET(&def, K_TILE));
 
     tcase c = mk("tuning_slots", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
@@ -537,13 +537,13 @@ START_TEST(test_staged_candidates)
     tcase c = mk("st_candidate", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
     for (int i = 0; i < n; i++) {
-        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) != 1) {
-            ck_assert_msg(sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == SDPA_AUTO || sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == 0,
-                          "candidate %d: stage_kv %d", i, sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV));
+        if (TGET(&tiles[i], STAGE_KV) != 1) {
+            ck_assert_msg(TGET(&tiles[i], STAGE_KV) == SDPA_AUTO || TGET(&tiles[i], STAGE_KV) == 0,
+                          "candidate %d: stage_kv %d", i, TGET(&tiles[i], STAGE_KV));
             continue;
         }
         staged++;
-        ck_assert_int_eq(sdpa_tile_config_get(&tiles[i], SDPA_TILE_SPLIT_KV), SDPA_AUTO);
+        ck_assert_int_eq(TGET(&tiles[i], SPLIT_KV), SDPA_AUTO);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tiles[i];
@@ -554,14 +554,14 @@ START_TEST(test_staged_candidates)
         }
     }
     ck_assert_int_ge(staged, 2);
-    ck_assert_int_eq(sdpa_tile_config_get(&tiles[0], SDPA_TILE_STAGE_KV) == 1, 0); /* the default is unstaged */
+    ck_assert_int_eq(TGET(&tiles[0], STAGE_KV) == 1, 0); /* the default is unstaged */
 
     /* Without a context: Vulkan's minimum (16 KiB) bounds the staged tiles. */
     p.D = p.Dv = 256;
     n = be->tile_candidates(NULL, &p, 0, tiles, 64);
     for (int i = 0; i < n; i++)
-        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV) == 1)
-            ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) * (256 + 256) * 4, 16384);
+        if (TGET(&tiles[i], STAGE_KV) == 1)
+            ck_assert_int_le(TGET(&tiles[i], K_TILE) * (256 + 256) * 4, 16384);
     /* On llvmpipe, long rows cannot be staged within the loop budget. */
     sdpa_device_info dev;
     memset(&dev, 0, sizeof dev);
@@ -571,7 +571,7 @@ START_TEST(test_staged_candidates)
         p.D = p.Dv = 32; p.Sq = 1; p.Skv = 20000;
         n = be->tile_candidates(vk, &p, 0, tiles, 64);
         ck_assert_int_ge(n, 2);
-        for (int i = 0; i < n; i++) ck_assert_int_ne(sdpa_tile_config_get(&tiles[i], SDPA_TILE_STAGE_KV), 1);
+        for (int i = 0; i < n; i++) ck_assert_int_ne(TGET(&tiles[i], STAGE_KV), 1);
     }
 }
 END_TEST
@@ -693,21 +693,21 @@ START_TEST(test_rows_candidates)
     sdpa_tile_config tiles[64];
     int n = be->tile_candidates(vk, &p, 0, tiles, 64);
     ck_assert_int_le(n, 24);
-    ck_assert_int_le(sdpa_tile_config_get(&tiles[0], SDPA_TILE_Q_TILE), 1);
+    ck_assert_int_le(TGET(&tiles[0], Q_TILE), 1);
     int multi = 0, most = 0;
     tcase c = mk("rw_candidate", 1, 2, 2, 65, 257, 64, 64);
     c.window_right = 0;
     for (int i = 0; i < n; i++) {
-        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) <= 1) continue;
+        if (TGET(&tiles[i], Q_TILE) <= 1) continue;
         multi++;
-        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) > most) most = sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE);
+        if (TGET(&tiles[i], Q_TILE) > most) most = TGET(&tiles[i], Q_TILE);
         sdpa_plan_options po;
         sdpa_plan_options_init(&po);
         po.tile = &tiles[i];
         char want[32];
-        snprintf(want, sizeof want, "q_tile=%d ", sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE));
+        snprintf(want, sizeof want, "q_tile=%d ", TGET(&tiles[i], Q_TILE));
         check_config(&c, &po, want, "stage_kv=0 ");
-        if (sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == 8 && sdpa_tile_config_get(&tiles[i], SDPA_TILE_K_TILE) == 16) {
+        if (TGET(&tiles[i], Q_TILE) == 8 && TGET(&tiles[i], K_TILE) == 16) {
             c.seed = 720;
             tparity_forward(vk, ref, &c, &po);
         }
@@ -719,14 +719,14 @@ START_TEST(test_rows_candidates)
     n = be->tile_candidates(vk, &p, 0, tiles, 64);
     multi = 0;
     for (int i = 0; i < n; i++) {
-        ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE), 2);
-        multi += sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE) == 2;
+        ck_assert_int_le(TGET(&tiles[i], Q_TILE), 2);
+        multi += TGET(&tiles[i], Q_TILE) == 2;
     }
     ck_assert_int_ge(multi, 1);
     /* decode without GQA: a KV slab has one row, nothing to share */
     p.D = p.Dv = 64; p.Sq = 1;
     n = be->tile_candidates(vk, &p, 0, tiles, 64);
-    for (int i = 0; i < n; i++) ck_assert_int_le(sdpa_tile_config_get(&tiles[i], SDPA_TILE_Q_TILE), 1);
+    for (int i = 0; i < n; i++) ck_assert_int_le(TGET(&tiles[i], Q_TILE), 1);
 }
 END_TEST
 

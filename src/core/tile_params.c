@@ -64,7 +64,8 @@ const char *sdpa_tile_param_name(sdpa_tile_param param)
 {
     if ((int)param >= 0 && (int)param < N_CORE) return k_core_names[param];
     for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++) {
-        const sdpa__tile_param_info *in = sdpa__tile_param_info_of(sdpa__backend_get(k_kinds[k]), param);
+        const sdpa__backend *be = sdpa__backend_get(k_kinds[k]);
+        const sdpa__tile_param_info *in = sdpa__tile_param_info_of(be, param);
         if (in && in->name) return in->name;
     }
     return NULL;
@@ -117,8 +118,10 @@ bool sdpa__tile_valid(const sdpa_tile_config *t)
 int sdpa__tile_differing(const sdpa_tile_config *a, const sdpa_tile_config *b)
 {
     int n = 0;
-    for (int i = 0; i < SDPA_TILE_PARAM_SLOTS; i++)
-        n += sdpa_tile_config_get(a, (sdpa_tile_param)i) != sdpa_tile_config_get(b, (sdpa_tile_param)i);
+    for (int i = 0; i < SDPA_TILE_PARAM_SLOTS; i++) {
+        sdpa_tile_param p = (sdpa_tile_param)i;
+        n += sdpa_tile_config_get(a, p) != sdpa_tile_config_get(b, p);
+    }
     return n;
 }
 

@@ -518,7 +518,9 @@ sdpa_status sdpa__profile_store(sdpa_context *ctx, const char *path, const sdpa_
 {
     SDPA__CHECK(ctx, path && *path && r, SDPA_ERR_NULL, "profile store: no path or record");
     const sdpa__backend *be = backend_named(r->dev.backend);
-    SDPA__CHECK(ctx, sdpa__tile_valid(&r->tile) && (!be || sdpa__check_tile(NULL, be, &r->tile) == SDPA_OK),
+    SDPA__CHECK(ctx,
+                sdpa__tile_valid(&r->tile) &&
+                    (!be || sdpa__check_tile(NULL, be, &r->tile) == SDPA_OK),
                 SDPA_ERR_INVALID_ARG, "profile store: tile configuration out of range for %s",
                 r->dev.backend);
     char *json = sdpa__profile_record_to_json(r);

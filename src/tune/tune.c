@@ -195,7 +195,8 @@ static void remeasure(tuner *t)
     int ids[3], k = 0;
     if (t->plans[0] && isfinite(t->ms[0])) ids[k++] = 0;
     if (b1 > 0 && t->plans[b1]) ids[k++] = b1;
-    if (b2 > 0 && t->plans[b2] && !process_wide_conflict(t->be, &t->cand[b2], &t->cand[b1])) ids[k++] = b2;
+    if (b2 > 0 && t->plans[b2] && !process_wide_conflict(t->be, &t->cand[b2], &t->cand[b1]))
+        ids[k++] = b2;
     if (k < 2) return;
     double cost = 0;
     for (int j = 0; j < k; j++) cost += t->ms[ids[j]] * 1e-3;

@@ -148,4 +148,7 @@ void texpect_parity(const tproblem *got, const tproblem *want, bool backward);
 /* Runs a Check suite and returns the process exit status. */
 int trun_suite(Suite *s);
 
+/* Shorthand: value of tile parameter SDPA_TILE_<P> of configuration *t. */
+#define TGET(t, P) sdpa_tile_config_get((t), SDPA_TILE_##P)
+
 #endif /* SDPA_TESTUTIL_H */

@@ -110,7 +110,8 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
     /* the complete configuration (src/core/plan.c), within cpu_tile_params */
     const sdpa_tile_config *tc = options ? options->tile : NULL;
-    int q = sdpa_tile_config_get(tc, SDPA_TILE_Q_TILE), k = sdpa_tile_config_get(tc, SDPA_TILE_K_TILE);
+    int q = sdpa_tile_config_get(tc, SDPA_TILE_Q_TILE);
+    int k = sdpa_tile_config_get(tc, SDPA_TILE_K_TILE);
     int split = sdpa_tile_config_get(tc, SDPA_TILE_SPLIT_KV);
     pl->bq = q != SDPA_AUTO ? q : CPU_DEFAULT(0);
     pl->bk = k != SDPA_AUTO ? k : CPU_DEFAULT(1);
