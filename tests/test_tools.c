@@ -383,6 +383,29 @@ START_TEST(check_unfused_flag)
 }
 END_TEST
 
+/* --tile forces a configuration by parameter name: the cpu backend runs a
+ * value in its table and refuses (UNSUPPORTED, with the checker's message)
+ * one outside it; unknown names and non-integers are usage errors. */
+START_TEST(check_tile_flag)
+{
+    char args[1024], want[64];
+    snprintf(args, sizeof args, "--backend cpu --tile q_tile=32,k_tile=48,split_kv=auto '%s'",
+             conf_dir());
+    ck_assert_int_eq(run("sdpa-check", args), 0);
+    snprintf(want, sizeof want, "%d passed", count_cases());
+    ck_assert_msg(strncmp(last_line(g_out), want, strlen(want)) == 0, "%s", g_out);
+    snprintf(args, sizeof args, "--backend cpu --tile q_tile=20 '%s'", conf_dir());
+    ck_assert_int_eq(run("sdpa-check", args), 0);
+    snprintf(want, sizeof want, "0 passed, 0 failed, %d skipped", count_cases());
+    ck_assert_str_eq(last_line(g_out), want);
+    ck_assert_ptr_nonnull(strstr(g_out, "cpu: tile.q_tile 20 is out of range"));
+    ck_assert_int_eq(run("sdpa-check", "--tile bogus=1 x"), 2);
+    ck_assert_ptr_nonnull(strstr(g_err, "no parameter \"bogus\""));
+    ck_assert_int_eq(run("sdpa-check", "--tile q_tile=3x x"), 2);
+    ck_assert_ptr_nonnull(strstr(g_err, "expected an integer or auto"));
+}
+END_TEST
+
 /* ---- sdpa-info ---------------------------------------------------------------------------- */
 
 START_TEST(info_json)
@@ -1044,6 +1067,7 @@ static Suite *suite(void)
     tcase_add_test(t, check_unknown_inputs_skipped);
     tcase_add_test(t, check_usage_errors);
     tcase_add_test(t, check_unfused_flag);
+    tcase_add_test(t, check_tile_flag);
     suite_add_tcase(s, t);
     t = tcase_create("sdpa-info");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -2,7 +2,7 @@
  * sdpa-check — runs conformance cases (sdpa-case/1, DESIGN section 8) on one
  * backend and prints one line per case, then `N passed, N failed, N skipped`.
  *
- *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [-v] [--help] PATH...
+ *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC] [-v] [--help] PATH...
  *
  * PATH is a case folder (holding case.json) or a folder of case folders
  * (searched a few levels deep, in name order, symlinks below PATH not
@@ -22,11 +22,13 @@
 #include "args.h"
 #include "case.h"
 #include "sdpa.h"
+#include "tiles.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sdpa-check [--backend NAME] [--device SEL] [--unfused] [-v] [--help] PATH...\n"
+            "usage: sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC] [-v]\n"
+            "                  [--help] PATH...\n"
             "\n"
             "Runs sdpa-case/1 conformance cases and compares every expected output.\n"
             "PATH is a case folder (with case.json) or a folder of case folders\n"
@@ -40,6 +42,9 @@ static void usage(FILE *f)
             "  --unfused       force the materialised-scores path (tile.unfused = 1: the\n"
             "                  OpenCL backend's CLBlast path); it is forward only, so\n"
             "                  backward cases come out UNSUPPORTED\n"
+            "  --tile SPEC     force a kernel configuration, e.g. q_tile=32,k_tile=64\n"
+            "                  (names and ranges: sdpa-info --tiles); a value outside the\n"
+            "                  backend's range makes every case UNSUPPORTED\n"
             "  -v, --verbose   print the backend and device, each case's folder, its\n"
             "                  tolerance and run time, and the library's INFO log\n"
             "  -h, --help      this text\n"
@@ -86,7 +91,9 @@ static void print_result(const sc_result *r, int verbose)
 int main(int argc, char **argv)
 {
     const char *backend = NULL, *device = NULL;
-    int verbose = 0, help = 0, unfused = 0;
+    int verbose = 0, help = 0, forced = 0;
+    sdpa_tile_config tile; /* --unfused, --tile */
+    sdpa_tile_config_init(&tile);
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
     if (!paths)
@@ -103,8 +110,13 @@ int main(int argc, char **argv)
         else if (ta_flag(&a, "-v") || ta_flag(&a, "--verbose"))
             verbose = 1;
         else if (ta_flag(&a, "--unfused"))
-            unfused = 1;
-        else if (ta_value(&a, "--backend", &val))
+            forced = sdpa_tile_config_set(&tile, SDPA_TILE_UNFUSED, 1) == SDPA_OK;
+        else if (ta_value(&a, "--tile", &val)) {
+            char why[160];
+            if (val && !tt_tile_parse(val, &tile, why, sizeof why))
+                ta_fail(&a, "--tile: %s", why);
+            forced = 1;
+        } else if (ta_value(&a, "--backend", &val))
             backend = val;
         else if (ta_value(&a, "--device", &val))
             device = val;
@@ -151,9 +163,6 @@ int main(int argc, char **argv)
                sdpa_backend_name(sdpa_context_backend(ctx)), sdpa_context_device_name(ctx),
                sdpa_version_string());
 
-    sdpa_tile_config tile;
-    sdpa_tile_config_init(&tile);
-    sdpa_tile_config_set(&tile, SDPA_TILE_UNFUSED, 1); /* used only with --unfused */
     int passed = 0, failed = 0, skipped = 0;
     for (int p = 0; p < npaths; p++) {
         sc_list list = {0};
@@ -174,7 +183,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < list.n; i++) {
             if (verbose)
                 printf("# %s\n", list.paths[i]);
-            sc_check_dir_tile(ctx, list.paths[i], unfused ? &tile : NULL, &r);
+            sc_check_dir_tile(ctx, list.paths[i], forced ? &tile : NULL, &r);
             print_result(&r, verbose);
             if (r.verdict == SC_PASS)
                 passed++;

@@ -6,7 +6,9 @@
 #include "tiles.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
                                             SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
@@ -25,6 +27,43 @@ static void each_param(param_fn fn, void *user)
                 fn(user, k_kinds[k], p, &b);
         }
     }
+}
+
+int tt_tile_parse(const char *spec, sdpa_tile_config *cfg, char *err, size_t err_size)
+{
+    const char *s = spec;
+    while (s && *s) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        char item[96], *eq;
+        if (len == 0 || len >= sizeof item || !(eq = memchr(s, '=', len))) {
+            snprintf(err, err_size, "expected name=value, got \"%.*s\"", (int)len, s);
+            return 0;
+        }
+        memcpy(item, s, len);
+        item[len] = '\0';
+        item[eq - s] = '\0';
+        const char *name = item, *value = item + (eq - s) + 1;
+        sdpa_tile_param param;
+        if (sdpa_tile_param_from_name(name, &param) != SDPA_OK) {
+            snprintf(err, err_size, "no parameter \"%s\" (sdpa-info --tiles lists them)",
+                     name);
+            return 0;
+        }
+        long v = SDPA_AUTO;
+        if (strcmp(value, "auto") != 0) {
+            char *stop;
+            errno = 0;
+            v = strtol(value, &stop, 10);
+            if (!*value || *stop || errno || v < -(1L << 30) || v > (1L << 30)) {
+                snprintf(err, err_size, "%s=%s: expected an integer or auto", name, value);
+                return 0;
+            }
+        }
+        sdpa_tile_config_set(cfg, param, (int)v);
+        s = end ? end + 1 : NULL;
+    }
+    return 1;
 }
 
 static void print_one(void *user, sdpa_backend_kind kind, int param, const sdpa_tile_bounds *b)
