@@ -83,10 +83,12 @@ sdpa_status sdpa__call_default_tile(sdpa_context *ctx, sdpa__slot *slot, const s
     const sdpa__backend *be = sdpa__use(ctx, slot);
     SDPA__TRY(sdpa__check_tile(ctx, be, forced));
     sdpa__tile_normalise(forced, out);
-    if (!be->default_tile) return SDPA_OK;
-    sdpa_tile_config given = *out;
-    SDPA__TRY(be->default_tile(ctx, p, flags, forced ? &given : NULL, out));
-    out->struct_size = sizeof *out;
+    if (be->default_tile) {
+        sdpa_tile_config given = *out;
+        SDPA__TRY(be->default_tile(ctx, p, flags, forced ? &given : NULL, out));
+        out->struct_size = sizeof *out;
+    }
+    sdpa__tile_fill_defaults(be->tile_params, be->n_tile_params, out);
     return SDPA_OK;
 }
 

@@ -28,8 +28,10 @@ void sdpa__call_plan_free(sdpa_context *ctx, sdpa__slot *slot, void *state);
 size_t sdpa__call_plan_workspace(const sdpa__slot *slot, const void *state);
 void sdpa__call_plan_describe(const sdpa__slot *slot, const void *state, sdpa_plan_info *info);
 /* The complete configuration for p: `forced` (NULL = none) checked against
- * the parameter table and completed by the backend's default_tile (all
- * SDPA_AUTO but the forced values when the backend has none). */
+ * the parameter table, completed by the backend's default_tile (values that
+ * depend on the device and problem), then by the table's static defaults
+ * (sdpa__tile_fill_defaults). Parameters whose value the backend derives at
+ * plan time (e.g. split counts from the thread count) may stay SDPA_AUTO. */
 sdpa_status sdpa__call_default_tile(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
                                     unsigned flags, const sdpa_tile_config *forced,
                                     sdpa_tile_config *out);

@@ -27,6 +27,11 @@ sdpa_status sdpa__check_tile(sdpa_context *ctx, const sdpa__backend *be,
 /* be's entry for param, or NULL when be has no such parameter. */
 const sdpa__tile_param_info *sdpa__tile_param_info_of(const sdpa__backend *be,
                                                       sdpa_tile_param param);
+/* Sets every SDPA_AUTO value of t whose parameter has a static default in
+ * the table params[0..n) (def != SDPA_AUTO) to that default: how the
+ * tables' defaults are applied (dispatch.c after the backend's default_tile;
+ * backends' default_tile for their own table). */
+void sdpa__tile_fill_defaults(const sdpa__tile_param_info *params, int n, sdpa_tile_config *t);
 /* Every value is SDPA_AUTO or within 0..SDPA__TILE_MAX. */
 bool sdpa__tile_valid(const sdpa_tile_config *t);
 bool sdpa__tile_equal(const sdpa_tile_config *a, const sdpa_tile_config *b);

@@ -106,6 +106,15 @@ sdpa_status sdpa_tile_param_get_bounds(sdpa_backend_kind kind, sdpa_tile_param p
 
 /* ---- helpers (tile.h) ------------------------------------------------------ */
 
+void sdpa__tile_fill_defaults(const sdpa__tile_param_info *params, int n, sdpa_tile_config *t)
+{
+    for (int i = 0; i < n; i++) {
+        const sdpa__tile_param_info *in = &params[i];
+        if (in->def != SDPA_AUTO && sdpa_tile_config_get(t, in->param) == SDPA_AUTO)
+            sdpa_tile_config_set(t, in->param, in->def);
+    }
+}
+
 bool sdpa__tile_valid(const sdpa_tile_config *t)
 {
     for (int i = 0; i < SDPA_TILE_PARAM_SLOTS; i++) {

@@ -14,6 +14,7 @@
 /* Bump when a kernel change makes tuned CPU profiles stale. */
 #define SDPA_CPU_KERNEL_REVISION "1"
 #include "host_buffers.h"
+#include "tile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,7 @@ static const sdpa__tile_param_info cpu_tile_params[] = {
      SDPA_AUTO, false},
 };
 #define CPU_DEFAULT(i) (cpu_tile_params[i].def) /* 0: q_tile, 1: k_tile */
+#define CPU_TILE_PARAMS ((int)(sizeof cpu_tile_params / sizeof cpu_tile_params[0]))
 
 static void cpu_plan_free(sdpa_context *ctx, void *plan_state)
 {
@@ -237,9 +239,7 @@ static sdpa_status cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, u
     (void)flags;
     if (forced) *tile = *forced;
     else sdpa_tile_config_init(tile);
-    for (size_t i = 0; i < sizeof cpu_tile_params / sizeof cpu_tile_params[0]; i++)
-        if (sdpa_tile_config_get(tile, cpu_tile_params[i].param) == SDPA_AUTO)
-            sdpa_tile_config_set(tile, cpu_tile_params[i].param, cpu_tile_params[i].def);
+    sdpa__tile_fill_defaults(cpu_tile_params, CPU_TILE_PARAMS, tile);
     return SDPA_OK;
 }
 
@@ -294,7 +294,7 @@ const sdpa__backend sdpa__backend_cpu = {
     .finish = sdpa__host_finish,
     .default_tile = cpu_default_tile,
     .tile_params = cpu_tile_params,
-    .n_tile_params = (int)(sizeof cpu_tile_params / sizeof cpu_tile_params[0]),
+    .n_tile_params = CPU_TILE_PARAMS,
     .tile_candidates = cpu_tile_candidates,
     .source_hash = cpu_source_hash,
     .measure_peak = sdpa__cpu_measure_peak,

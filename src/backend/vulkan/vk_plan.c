@@ -14,6 +14,8 @@
  */
 #include "vk_internal.h"
 
+#include "tile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -459,8 +461,9 @@ static bool staged_ok(sdpa_context *ctx, const sdpa__problem *p, int wg, int k_t
     return !limited || staged_fwd_iterations(p, wg, k_tile) <= SDPA__VK_LOOP_BUDGET;
 }
 
-/* The forced values; the work-group size and key tile default when not
- * forced (the rest stay SDPA_AUTO: chosen by sdpa__vk_plan_config). */
+/* The forced values; the work-group size (the device's limit may be below
+ * 64) and the table's static defaults (q_tile 1, k_tile, stage_kv 0) when
+ * not forced; split_kv stays SDPA_AUTO (chosen by sdpa__vk_plan_config). */
 sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
                                   const sdpa_tile_config *forced, sdpa_tile_config *tile)
 {
@@ -471,8 +474,7 @@ sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, uns
     else sdpa_tile_config_init(tile);
     if (sdpa_tile_config_get(tile, SDPA_TILE_WG_SIZE) == SDPA_AUTO)
         sdpa_tile_config_set(tile, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
-    if (sdpa_tile_config_get(tile, SDPA_TILE_K_TILE) == SDPA_AUTO)
-        sdpa_tile_config_set(tile, SDPA_TILE_K_TILE, DEFAULT_K_TILE);
+    sdpa__tile_fill_defaults(sdpa__vk_tile_params, SDPA__VK_TILE_PARAMS, tile);
     return SDPA_OK;
 }
 
