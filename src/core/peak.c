@@ -63,7 +63,11 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
 #ifdef SDPA_HAVE_TUNE
     saved_error saved;
     error_save(ctx, &saved);
-    bool hit = !refresh && sdpa__peak_cache_get(ctx, be, threads, &g, method, sizeof method);
+    const char *dir = sdpa__context_profile_dir(ctx);
+    sdpa__device_key key;
+    bool keyed = sdpa__device_key_of(ctx, be, &key) == SDPA_OK;
+    bool hit = !refresh && keyed &&
+               sdpa__peak_cache_get(ctx, dir, &key, threads, &g, method, sizeof method);
     error_restore(ctx, &saved); /* a failed read is only a miss */
     if (hit) {
         info->gflops = g;
@@ -92,7 +96,8 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
 
 #ifdef SDPA_HAVE_TUNE
     /* Best effort: keep the caller's view of the last error unchanged. */
-    sdpa_status st = sdpa__peak_cache_put(ctx, be, threads, g, method);
+    sdpa_status st = keyed ? sdpa__peak_cache_put(ctx, dir, &key, threads, g, method)
+                           : SDPA_ERR_INTERNAL;
     if (st != SDPA_OK)
         sdpa__log(ctx, SDPA_LOG_WARN,
                   "%s: measured peak not cached in '%s' (%s: %s); it will be measured again",

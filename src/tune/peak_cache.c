@@ -15,7 +15,8 @@
  * and count), never fatal, and dropped by the next store (JSON objects of
  * other format versions are kept). Reading and the locked, atomic rewrite are the
  * profile store's (sdpa__jsonl_read / sdpa__jsonl_store in profile.c).
- * Called by src/core/peak.c.
+ * Takes the folder and the device key, not a context (which only receives
+ * log lines and errors). Called by src/core/peak.c.
  */
 #include "tune.h"
 
@@ -36,9 +37,8 @@ typedef struct peak_record {
     char method[64];
 } peak_record;
 
-static bool peak_path(sdpa_context *ctx, char *out, size_t size)
+static bool peak_path(const char *dir, char *out, size_t size)
 {
-    const char *dir = sdpa__context_profile_dir(ctx);
     if (!dir || !*dir) return false;
     int n = snprintf(out, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
                      SDPA__PEAK_FILE);
@@ -140,14 +140,12 @@ static void find_line(void *user, const char *line, size_t len)
     s->best = r;
 }
 
-bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                          double *gflops, char *method, size_t method_len)
+bool sdpa__peak_cache_get(sdpa_context *ctx, const char *dir, const sdpa__device_key *key,
+                          int threads, double *gflops, char *method, size_t method_len)
 {
     char path[4096];
-    sdpa__device_key key;
-    if (!peak_path(ctx, path, sizeof path) || sdpa__device_key_of(ctx, be, &key) != SDPA_OK)
-        return false;
-    find_state s = {.key = &key, .threads = threads};
+    if (!peak_path(dir, path, sizeof path)) return false;
+    find_state s = {.key = key, .threads = threads};
     if (sdpa__jsonl_read(ctx, path, find_line, &s) != SDPA_OK) {
         /* A file that is there but refused (a FIFO, a directory, oversized:
          * never blocks, fileio.c) is a WARN; a failing system call (no such
@@ -170,7 +168,7 @@ bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int thread
         if (s.stale)
             sdpa__log(ctx, SDPA_LOG_INFO,
                       "%s: cached peak in %s was measured with driver '%s' (now '%s'): "
-                      "measuring again", be->name, path, s.stale_driver, key.driver);
+                      "measuring again", key->backend, path, s.stale_driver, key->driver);
         return false;
     }
     *gflops = s.best.gflops;
@@ -198,16 +196,15 @@ static int same_device(void *user, const char *line, size_t len)
     return why == why_version ? SDPA__JSONL_KEEP : SDPA__JSONL_DROP;
 }
 
-sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                                 double gflops, const char *method)
+sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const char *dir, const sdpa__device_key *dev,
+                                 int threads, double gflops, const char *method)
 {
     char path[4096];
-    SDPA__CHECK(ctx, peak_path(ctx, path, sizeof path), SDPA_ERR_IO,
+    SDPA__CHECK(ctx, peak_path(dir, path, sizeof path), SDPA_ERR_IO,
                 "peak cache: no usable profile directory");
     SDPA__CHECK(ctx, isfinite(gflops) && gflops > 0 && gflops <= PEAK_MAX_GFLOPS,
                 SDPA_ERR_INVALID_ARG, "peak cache: %g GFLOP/s is not a peak", gflops);
-    sdpa__device_key key;
-    SDPA__TRY(sdpa__device_key_of(ctx, be, &key));
+    const sdpa__device_key key = *dev;
     char stamp[32] = "";
     time_t now = time(NULL);
     struct tm tm;
