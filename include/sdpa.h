@@ -473,7 +473,8 @@ SDPA_API sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
  * take free numbers, so neither the enum nor the struct changes its ABI.
  * Numbers SDPA_TILE_BACKEND_FIRST.. are backend parameters, declared in the
  * backend's header (sdpa_opencl.h) and also found by name
- * (sdpa_tile_param_from_name). */
+ * (sdpa_tile_param_from_name); each number belongs to one backend. The
+ * functions below use no context and are thread-safe. */
 typedef enum sdpa_tile_param {
     SDPA_TILE_Q_TILE = 0,    /* query rows per unit of work (per backend) */
     SDPA_TILE_K_TILE = 1,    /* keys per inner tile */
