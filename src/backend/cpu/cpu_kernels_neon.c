@@ -43,14 +43,12 @@ SDPA_AI float32x4_t ldm(int n, const float *p)
     if (n > 2) v = vld1q_lane_f32(p + 2, v, 2);
     return v;
 }
+/* The same for int32 (the band's lo/hi, once per column block). */
 SDPA_AI int32x4_t ldm_s32(int n, const int32_t *p)
 {
-    if (n >= 4) return vld1q_s32(p);
-    int32x4_t v = vdupq_n_s32(0);
-    v = vld1q_lane_s32(p, v, 0);
-    if (n > 1) v = vld1q_lane_s32(p + 1, v, 1);
-    if (n > 2) v = vld1q_lane_s32(p + 2, v, 2);
-    return v;
+    int32_t t[4] = {0, 0, 0, 0};
+    memcpy(t, p, (size_t)(n < 4 ? n : 4) * sizeof *p);
+    return vld1q_s32(t);
 }
 /* Stores the first n lanes (n >= 4: all) of x to p. */
 SDPA_AI void stm(int n, float *p, float32x4_t x)
