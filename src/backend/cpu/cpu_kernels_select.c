@@ -17,11 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef SDPA_CPU_HAVE_NEON
+#if defined(SDPA_CPU_HAVE_NEON) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMD
 #define HWCAP_ASIMD (1 << 1) /* linux/arch/arm64/include/uapi/asm/hwcap.h */
 #endif
+#define SDPA__NEON_WHY "the CPU has Advanced SIMD (HWCAP_ASIMD: NEON, f16 conversions)"
+#else
+#define SDPA__NEON_WHY "AArch64: Advanced SIMD (NEON) is part of the platform ABI"
 #endif
 
 /* clang (14, 15) rejects "f16c" in __builtin_cpu_supports; every CPU with
@@ -53,8 +56,16 @@ static bool cpu_has_avx2(void)
 
 #ifdef SDPA_CPU_HAVE_NEON
 /* Advanced SIMD, with its f16 <-> f32 conversions (fcvtl/fcvtn), is part of
- * every AArch64 Linux CPU; the kernel says so in HWCAP_ASIMD. */
-static bool cpu_has_neon(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+ * every AArch64 Linux CPU; the kernel says so in HWCAP_ASIMD. Elsewhere
+ * (macOS, Windows on Arm) the ABI requires it: no query. */
+static bool cpu_has_neon(void)
+{
+#ifdef __linux__
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+    return true;
+#endif
+}
 #endif
 
 static bool cpu_runs_anything(void) { return true; }
@@ -75,8 +86,7 @@ static const struct kset {
      "the CPU has AVX2, FMA and F16C, and no AVX-512 (or this build lacks its kernels)"},
 #endif
 #ifdef SDPA_CPU_HAVE_NEON
-    {"neon", &sdpa__cpu_kernels_neon, cpu_has_neon,
-     "the CPU has Advanced SIMD (HWCAP_ASIMD: NEON, f16 conversions)"},
+    {"neon", &sdpa__cpu_kernels_neon, cpu_has_neon, SDPA__NEON_WHY},
 #endif
     {"generic", &sdpa__cpu_kernels_generic, cpu_runs_anything,
 #if defined(__aarch64__)
