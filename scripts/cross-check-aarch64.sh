@@ -32,19 +32,21 @@ done
 [ -e /lib/ld-linux-aarch64.so.1 ] ||
   { echo "cross-check-aarch64: libc6:arm64 missing (scripts/install-deps.sh --aarch64)" >&2; exit 1; }
 
-say "configure and build ($DIR)"
+say "configure and build ($DIR; logs in $DIR/cross-check-*)"
+mkdir -p "$DIR"
+L=$DIR/cross-check
 opts=(--cross-file "$SRC/cross/aarch64-linux-gnu.ini" -Dopencl=disabled -Dvulkan=disabled
       -Dbuildtype=release)
 if [ -f "$DIR/build.ninja" ]; then
-  meson setup --reconfigure "$DIR" "${opts[@]}" >"$DIR.setup.log" 2>&1
+  meson setup --reconfigure "$DIR" "${opts[@]}" >"$L-setup.log" 2>&1
 else
-  meson setup "$DIR" "${opts[@]}" >"$DIR.setup.log" 2>&1
-fi || { tail -20 "$DIR.setup.log"; exit 1; }
+  meson setup "$DIR" "${opts[@]}" >"$L-setup.log" 2>&1
+fi || { tail -20 "$L-setup.log"; exit 1; }
 # Only what this check runs (not every tool: aarch64 GCC 12 at -O3 crashes
 # on tools/lab_saturation.c, an internal compiler error in the vectoriser).
 targets=(tools/sdpa-info tools/sdpa-check tests/gen_conformance)
 for s in "${SUITES[@]}"; do targets+=("tests/test_$s"); done
-ninja -C "$DIR" "${targets[@]}" >"$DIR.build.log" 2>&1 || { tail -30 "$DIR.build.log"; exit 1; }
+ninja -C "$DIR" "${targets[@]}" >"$L-build.log" 2>&1 || { tail -30 "$L-build.log"; exit 1; }
 say "built in $((SECONDS - t0)) s"
 
 say "kernel set chosen at run time"
@@ -57,15 +59,15 @@ echo "$info" | grep -qE "^\s+kernels neon: " ||
 # introspect), through the wrapper. The conformance suite regenerates the
 # corpus with gen_conformance (an aarch64 program started with system()):
 # without binfmt_misc the guest cannot exec it, so it gets a wrapper script.
-gen_wrap="$PWD/$DIR/gen_conformance-qemu.sh"
+gen_wrap="$PWD/$L-gen_conformance-qemu.sh"
 printf '#!/bin/sh\nexec env -u QEMU_LD_PREFIX qemu-aarch64 -L / %q "$@"\n' \
   "$PWD/$DIR/tests/gen_conformance" >"$gen_wrap"
 chmod +x "$gen_wrap"
-meson introspect --tests "$DIR" >"$DIR.tests.json"
+meson introspect --tests "$DIR" >"$L-tests.json"
 failed=""
 for s in "${SUITES[@]}"; do
   ts=$SECONDS
-  mapfile -t envs < <(python3 - "$DIR.tests.json" "$s" "$gen_wrap" <<'EOF'
+  mapfile -t envs < <(python3 - "$L-tests.json" "$s" "$gen_wrap" <<'EOF'
 import json, os, sys
 tests = {t['name']: t for t in json.load(open(sys.argv[1]))}
 env = dict(tests[sys.argv[2]]['env'])
@@ -75,28 +77,28 @@ for k, v in env.items():
 EOF
 )
   if env -u SDPA_CPU_KERNELS "${envs[@]}" timeout "$TIMEOUT" "${WRAP[@]}" "$DIR/tests/test_$s" \
-       >"$DIR.$s.log" 2>&1; then
-    say "$s suite passed in $((SECONDS - ts)) s: $(grep -h '^[0-9]*%: Checks' "$DIR.$s.log")"
+       >"$L-$s.log" 2>&1; then
+    say "$s suite passed in $((SECONDS - ts)) s: $(grep -h '^[0-9]*%: Checks' "$L-$s.log")"
   else
-    tail -20 "$DIR.$s.log"
-    say "$s suite FAILED ($((SECONDS - ts)) s; log $DIR.$s.log)"
+    tail -20 "$L-$s.log"
+    say "$s suite FAILED ($((SECONDS - ts)) s; log $L-$s.log)"
     failed+="$s "
   fi
 done
 
 ts=$SECONDS
 if env -u SDPA_CPU_KERNELS SDPA_LOG=error "${WRAP[@]}" "$DIR/tools/sdpa-check" --backend cpu \
-     "$SRC/tests/conformance" >"$DIR.sdpa-check.log" 2>&1; then
-  say "sdpa-check --backend cpu tests/conformance: $(tail -1 "$DIR.sdpa-check.log") ($((SECONDS - ts)) s)"
+     "$SRC/tests/conformance" >"$L-sdpa-check.log" 2>&1; then
+  say "sdpa-check --backend cpu tests/conformance: $(tail -1 "$L-sdpa-check.log") ($((SECONDS - ts)) s)"
 else
-  tail -20 "$DIR.sdpa-check.log"
+  tail -20 "$L-sdpa-check.log"
   failed+="sdpa-check "
 fi
 
 say "instructions per FMA in the NEON GEMM hot loops (objdump; fmla = 4 lanes)"
 obj=$(find "$DIR/src/backend/cpu" -name 'cpu_kernels_neon.c.o' | head -1)
-aarch64-linux-gnu-objdump -d "$obj" >"$DIR.neon.dis"
-python3 "$SRC/scripts/fma_per_loop.py" "$DIR.neon.dis" uk_cs_4 uk_rs_4 || failed+="fma-count "
+aarch64-linux-gnu-objdump -d "$obj" >"$L-neon.dis"
+python3 "$SRC/scripts/fma_per_loop.py" "$L-neon.dis" uk_cs_4 uk_rs_4 || failed+="fma-count "
 
 if [ -n "$failed" ]; then
   say "FAILED: $failed($((SECONDS - t0)) s)"
