@@ -48,17 +48,29 @@ gpu_static_ptxas() {
   python3 -m venv "$gpu_static_venv"
   "$gpu_static_venv/bin/pip" install -q nvidia-cuda-nvcc-cu12
 }
+# --- aarch64 check (scripts/cross-check-aarch64.sh, docs/cpu.md): the cross
+# compiler and binutils (objdump), qemu-user, and through Debian multiarch
+# libc6:arm64 (the guest's loader and libc), Check and cJSON for arm64.
+aarch64_packages=(
+  gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  libc6:arm64 check:arm64 libsubunit-dev:arm64 libcjson-dev:arm64
+)
+# add_arch ARCH: a dpkg foreign architecture, for multiarch :ARCH packages.
+add_arch() {
+  dpkg --print-foreign-architectures | grep -qx "$1" && return 0
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: adding dpkg architecture $1"
+  $sudo dpkg --add-architecture "$1"
+}
+if [ "${1:-}" = "--aarch64" ]; then
+  add_arch arm64
+  packages=("${aarch64_packages[@]}")
+fi
 if [ "${1:-}" = "--gpu-static" ]; then
   packages=("${gpu_static_packages[@]}")
 fi
 if [ "${1:-}" = "--hardening" ]; then
-  for arch in arm64 i386; do
-    dpkg --print-foreign-architectures | grep -qx "$arch" || {
-      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-      echo "install-deps: adding dpkg architecture $arch"
-      $sudo dpkg --add-architecture "$arch"
-    }
-  done
+  for arch in arm64 i386; do add_arch "$arch"; done
   packages=("${hardening_packages[@]}")
 fi
 

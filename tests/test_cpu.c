@@ -6,8 +6,8 @@
  * gradient, determinism, 1 and 2 threads, and a workspace that does not grow
  * with Skv. The parity cases run with the kernels the CPU picks and again
  * with every other kernel set it runs (SDPA_CPU_KERNELS=generic, avx2,
- * avx512: TCases kernels_<set>); a set the CPU lacks is named on stderr as
- * not run.
+ * avx512, neon: TCases kernels_<set>); a set the CPU lacks is named on stderr
+ * as not run.
  *
  * Every output is poisoned with NaN first (testutil). Run time: about 5 s on
  * the 2-core development VM (the float64 reference dominates; the 1000 x 1000
@@ -58,6 +58,7 @@ static void setup_kset(const char *set)
 static void setup_generic(void) { setup_kset("generic"); }
 static void setup_avx2(void) { setup_kset("avx2"); }
 static void setup_avx512(void) { setup_kset("avx512"); }
+static void setup_neon(void) { setup_kset("neon"); }
 
 static void teardown(void)
 {
@@ -481,7 +482,8 @@ int main(void)
     static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
         {"generic", "kernels_generic", setup_generic},
         {"avx2", "kernels_avx2", setup_avx2},
-        {"avx512", "kernels_avx512", setup_avx512}};
+        {"avx512", "kernels_avx512", setup_avx512},
+        {"neon", "kernels_neon", setup_neon}};
     char def[1024], forced[1024], want[64];
     kernels_picked(NULL, def, sizeof def);
     for (size_t i = 0; i < sizeof ksets / sizeof ksets[0]; i++) {

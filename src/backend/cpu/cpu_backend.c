@@ -41,15 +41,17 @@ static sdpa_status cpu_context_init(sdpa_context *ctx, int device_index, void **
     return SDPA_OK;
 }
 
-/* The host device, with the kernels a context would run and why in details
- * (what sdpa-info shows). */
+/* The host device, with the kernels a context would run, why, and the sets
+ * this build has in details (what sdpa-info shows). */
 static sdpa_status cpu_device_info(int index, sdpa_device_info *info)
 {
     sdpa_status st = sdpa__host_device_info(index, info);
     if (st != SDPA_OK) return st;
-    char why[160];
+    char why[160], built[160];
     const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(why, sizeof why, NULL);
-    snprintf(info->details, sizeof info->details, "kernels %s: %s", k->name, why);
+    sdpa__cpu_kernels_built(built, sizeof built);
+    snprintf(info->details, sizeof info->details, "kernels %s: %s (this build has: %s)",
+             k->name, why, built);
     return SDPA_OK;
 }
 

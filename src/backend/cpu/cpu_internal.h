@@ -32,7 +32,7 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
  * run) and went to the condition variable: a test and diagnostic counter. */
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 
-/* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c) ---------- */
+/* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -96,11 +96,17 @@ extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;
 #ifdef SDPA_CPU_HAVE_AVX512
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx512;
 #endif
+#ifdef SDPA_CPU_HAVE_NEON
+extern const sdpa__cpu_kernels sdpa__cpu_kernels_neon;
+#endif
 /* The best table this CPU runs (cpu_kernels_select.c); SDPA_CPU_KERNELS=
- * generic|avx2|avx512 forces one the CPU runs (a developer and test switch).
- * Writes the reason into why (cap bytes; why may be NULL) and sets *ignored
- * (may be NULL) when SDPA_CPU_KERNELS named a set it could not use. */
+ * generic|avx2|avx512|neon forces one the CPU runs (a developer and test
+ * switch). Writes the reason into why (cap bytes; why may be NULL) and sets
+ * *ignored (may be NULL) when SDPA_CPU_KERNELS named a set it could not use. */
 const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *ignored);
+/* The sets this build has, best first, those this CPU cannot run marked
+ * ("neon, generic"): for the cpu device's details. */
+void sdpa__cpu_kernels_built(char *out, size_t cap);
 
 /* ---- backend state ---------------------------------------------------------- */
 typedef struct sdpa__cpu_state {

@@ -1,19 +1,31 @@
 /*
  * cpu_kernels_select.c — picks the fast CPU backend's kernel table at context
  * creation: AVX-512 (cpu_kernels_avx512.c), AVX2 + FMA + F16C
- * (cpu_kernels_avx2.c) or the portable loops (cpu_kernels_generic.c), the
- * best this build has and this CPU runs (__builtin_cpu_supports, which also
- * checks that the OS saves the vector registers). SDPA_CPU_KERNELS=generic,
- * avx2 or avx512 forces one (a developer and test switch); a set this CPU or
- * build lacks falls back to the best one, and the reason says so. The reason
- * reaches the INFO log line of cpu context creation and the cpu device's
- * details (sdpa-info).
+ * (cpu_kernels_avx2.c), NEON on aarch64 (cpu_kernels_neon.c) or the portable
+ * loops (cpu_kernels_generic.c), the best this build has and this CPU runs
+ * (x86: __builtin_cpu_supports, which also checks that the OS saves the
+ * vector registers; aarch64: getauxval(AT_HWCAP) & HWCAP_ASIMD).
+ * SDPA_CPU_KERNELS=generic, avx2, avx512 or neon forces one (a developer and
+ * test switch); a set this CPU or build lacks falls back to the best one, and
+ * the reason says so. The reason reaches the INFO log line of cpu context
+ * creation and the cpu device's details (sdpa-info), which also list the
+ * sets this build has (sdpa__cpu_kernels_built).
  */
 #include "cpu_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(SDPA_CPU_HAVE_NEON) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1) /* linux/arch/arm64/include/uapi/asm/hwcap.h */
+#endif
+#define SDPA__NEON_WHY "the CPU has Advanced SIMD (HWCAP_ASIMD: NEON, f16 conversions)"
+#else
+#define SDPA__NEON_WHY "AArch64: Advanced SIMD (NEON) is part of the platform ABI"
+#endif
 
 /* clang (14, 15) rejects "f16c" in __builtin_cpu_supports; every CPU with
  * AVX2 (hence every one with AVX-512F) has F16C, so the checks imply it. */
@@ -42,6 +54,20 @@ static bool cpu_has_avx2(void)
 }
 #endif
 
+#ifdef SDPA_CPU_HAVE_NEON
+/* Advanced SIMD, with its f16 <-> f32 conversions (fcvtl/fcvtn), is part of
+ * every AArch64 Linux CPU; the kernel says so in HWCAP_ASIMD. Elsewhere
+ * (macOS, Windows on Arm) the ABI requires it: no query. */
+static bool cpu_has_neon(void)
+{
+#ifdef __linux__
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+    return true;
+#endif
+}
+#endif
+
 static bool cpu_runs_anything(void) { return true; }
 
 /* The sets this build has, best first; the last always runs. */
@@ -59,8 +85,15 @@ static const struct kset {
     {"avx2", &sdpa__cpu_kernels_avx2, cpu_has_avx2,
      "the CPU has AVX2, FMA and F16C, and no AVX-512 (or this build lacks its kernels)"},
 #endif
+#ifdef SDPA_CPU_HAVE_NEON
+    {"neon", &sdpa__cpu_kernels_neon, cpu_has_neon, SDPA__NEON_WHY},
+#endif
     {"generic", &sdpa__cpu_kernels_generic, cpu_runs_anything,
+#if defined(__aarch64__)
+     "the CPU (or this build) has no NEON"},
+#else
      "the CPU (or this build) has neither AVX-512 nor AVX2+FMA+F16C"},
+#endif
 };
 enum { N_KSETS = sizeof ksets / sizeof ksets[0] };
 
@@ -85,11 +118,26 @@ const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *i
             return ksets[i].k;
         }
     if (ignored) *ignored = true;
-    if (strcmp(env, "generic") == 0 || strcmp(env, "avx2") == 0 || strcmp(env, "avx512") == 0)
-        snprintf(why, cap, "SDPA_CPU_KERNELS=%s: this CPU or build lacks them; %s", env,
-                 ksets[best].why);
-    else
-        snprintf(why, cap, "SDPA_CPU_KERNELS=%.32s is not generic, avx2, avx512 or auto; %s",
-                 env, ksets[best].why);
+    static const char *const known[] = {"generic", "avx2", "avx512", "neon"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(env, known[i]) == 0) {
+            snprintf(why, cap, "SDPA_CPU_KERNELS=%s: this CPU or build lacks them; %s", env,
+                     ksets[best].why);
+            return ksets[best].k;
+        }
+    snprintf(why, cap, "SDPA_CPU_KERNELS=%.32s is not generic, avx2, avx512, neon or auto; %s",
+             env, ksets[best].why);
     return ksets[best].k;
+}
+
+void sdpa__cpu_kernels_built(char *out, size_t cap)
+{
+    size_t used = 0;
+    if (cap) out[0] = '\0';
+    for (int i = 0; i < N_KSETS && used < cap; i++) {
+        int w = snprintf(out + used, cap - used, "%s%s%s", i ? ", " : "", ksets[i].name,
+                         ksets[i].runs() ? "" : " (not on this CPU)");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
 }
