@@ -25,6 +25,10 @@
 #define SC_MAX_EXTENT ((int64_t)INT32_MAX)    /* one axis */
 #define SC_MAX_DEPTH 4                        /* folder nesting for sc_find */
 
+/* The case-file keys are the library's slot names: inputs are the slots
+ * sdpa_slot_get_info reports as inputs (forward slots, then backward), outputs
+ * the ones it reports as outputs, in its order; these indices follow that
+ * order (tests/test_slots.c checks them against the slot table). */
 enum {
     SC_IN_Q, SC_IN_K, SC_IN_V, SC_IN_MASK, SC_IN_BIAS, SC_IN_KV_LEN,
     SC_IN_Q_GAIN, SC_IN_K_GAIN, SC_IN_TEMPERATURE, SC_IN_DOUT, SC_IN_COUNT
