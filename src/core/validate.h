@@ -15,8 +15,8 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
                                 sdpa__shape_key *key);
 
 /* Checks a call's forward tensors against the plan's key (presence, dtype,
- * shape, data pointers, strides, buffer ownership and bounds, kv_len values
- * of host tensors; outputs may not broadcast or otherwise overlap themselves). In a backward call out, lse
+ * shape, data pointers, strides, buffer ownership and bounds, the values of
+ * host key-count tensors; outputs may not broadcast or otherwise overlap themselves). In a backward call out, lse
  * and stats are inputs. */
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
                                         const sdpa_forward_tensors *t, bool backward);

@@ -83,15 +83,18 @@ static void fill(sdpa__tune_instance *ti, int i, const sdpa__problem *p,
         for (size_t e = 0; e < n; e++) sdpa__store_float(h, dt, (int64_t)e, NAN);
         return;
     }
-    switch (i) {
-    case SDPA__T_MASK: /* keep 80% */
+    sdpa__dtype_rule rule = sdpa__fwd_info[rule_of(i)].dtype;
+    if (rule == SDPA__DT_U8) { /* a mask: keep 80% */
         for (size_t e = 0; e < n; e++) ((uint8_t *)h)[e] = rng_uniform(rng) < 0.8;
-        break;
-    case SDPA__T_KV_LEN: /* valid keys per batch */
+        return;
+    }
+    if (rule == SDPA__DT_I32) { /* valid keys per batch */
         for (size_t e = 0; e < n; e++)
             ((int32_t *)h)[e] = ragged ? (int32_t)(1 + rng_next(rng) % (uint64_t)d->Skv)
                                        : (int32_t)d->Skv;
-        break;
+        return;
+    }
+    switch (i) {
     case SDPA__T_Q_GAIN: case SDPA__T_K_GAIN:
         for (size_t e = 0; e < n; e++) ((float *)h)[e] = (float)(1.0 + 0.1 * rng_normal(rng));
         break;

@@ -32,7 +32,7 @@ typedef struct sdpa__tune_instance {
     sdpa_dtype dtype[SDPA__TI_ALL];
 } sdpa__tune_instance;
 
-/* `dev` NULL = host tensors. `ragged` = random kv_len values (< Skv). */
+/* `dev` NULL = host tensors. `ragged` = random valid-key counts (<= Skv). */
 sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
                                      const sdpa_attention_desc *tmpl, const sdpa__problem *p,
                                      const sdpa__tune_dims *d, bool backward, bool ragged,
