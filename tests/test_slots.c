@@ -296,7 +296,17 @@ START_TEST(forward_rules_per_slot)
             expect(create(&d, 0), info.broadcast >> a & 1 ? SDPA_OK : SDPA_ERR_SHAPE, name, what);
         }
 
-        /* an output may not alias an input (q; k for q itself) */
+        /* i32 slots hold key counts: host values past Skv are refused */
+        if (info.dtype == SDPA_DTYPE_I32) {
+            full(&d);
+            int32_t *v = sdpa_forward_tensors_get_slot(&d.tensors, i)->host;
+            v[1] = SKV + 1;
+            snprintf(what, sizeof what, "%s[1] = Skv + 1", name);
+            expect(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, name, what);
+            v[1] = SKV;
+        }
+
+        /* an output may not alias an input (q) */
         if (info.output) {
             full(&d);
             x = sdpa_forward_tensors_get_slot(&d.tensors, i);

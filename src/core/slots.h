@@ -29,7 +29,9 @@
  * role      IN: read by the forward and the backward;
  *           SAVED: written by the forward, read by the backward;
  *           OUT: written by the forward, unused by the backward.
- * dtype     Q: the storage dtype of q; F32, U8, I32: that dtype.
+ * dtype     Q: the storage dtype of q; F32, U8, I32: that dtype. U8 slots
+ *           are keep masks (0 drops); I32 slots hold valid-key counts, whose
+ *           values in host memory must lie in [0, Skv] (validate.c).
  * axes      the problem extent each axis takes: B batch, Q query heads,
  *           K key/value heads, s queries Sq, k keys Skv, D head dim,
  *           V value dim Dv, C SDPA_STAT_COUNT, 1 unit axis.

@@ -102,15 +102,16 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
  * within about Sq + Skv, so that no backend's index arithmetic (int64 here,
  * often int32 in kernels) can overflow, whatever the user passed (|values| <
  * 2^62 by validation). Row i keeps keys j with lo(i) <= j < hi(i), where
- * lo = max(0, i + A), A = off - left, and hi = min(kv_len, i + B + 1),
- * B = off + right. For i in [0, Sq) and kv_len <= Skv, any A <= -Sq acts like
+ * lo = max(0, i + A), A = off - left, and hi = min(keys, i + B + 1),
+ * B = off + right, for the batch's valid key count keys. For i in [0, Sq) and
+ * keys <= Skv, any A <= -Sq acts like
  * -Sq - 1 and any A >= Skv like Skv + 1 (the same for B), so clamping A and B
  * there changes nothing; an edge that can never bind becomes -1. */
 static void canonical_band(sdpa__problem *p, int64_t off, int64_t left, int64_t right)
 {
     const int64_t lim = p->Sq + p->Skv + 1;
     if (p->diagonal != SDPA_DIAGONAL_EXPLICIT) {
-        /* off = 0 or kv_len - Sq lies in [-Sq, Skv]: larger windows never bind */
+        /* off = 0 or keys - Sq lies in [-Sq, Skv]: larger windows never bind */
         p->diagonal_offset = 0;
         p->window_left = left >= lim ? -1 : left;
         p->window_right = right >= lim ? -1 : right;
@@ -119,7 +120,7 @@ static void canonical_band(sdpa__problem *p, int64_t off, int64_t left, int64_t 
     int64_t A = left >= 0 ? clamp64(off - left, -p->Sq - 1, p->Skv + 1) : 0;
     int64_t B = right >= 0 ? clamp64(off + right, -p->Sq - 1, p->Skv + 1) : 0;
     if (left >= 0 && A <= -p->Sq) left = -1;  /* lo is always 0 */
-    if (right >= 0 && B >= p->Skv) right = -1; /* hi is always kv_len */
+    if (right >= 0 && B >= p->Skv) right = -1; /* hi is always keys */
     if (left >= 0 && right >= 0) {
         if (A > B) { /* lo > hi - 1 on every row: all rows empty */
             A = B = -p->Sq - 1;
@@ -322,17 +323,26 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
     return SDPA_OK;
 }
 
-static sdpa_status check_kv_len_values(sdpa_context *ctx, const sdpa__problem *p,
-                                       const sdpa_tensor *t)
+/* The values of a host tensor of an i32 slot (key counts per batch, slots.h)
+ * lie in [0, Skv]; device values are clamped by the kernels. */
+static sdpa_status check_count_values(sdpa_context *ctx, const sdpa__problem *p,
+                                      const char *name, const sdpa_tensor *t)
 {
-    if (!t->host) return SDPA_OK; /* device values are clamped by the kernels */
+    if (!t->host) return SDPA_OK;
     const int32_t *v = t->host;
-    for (int64_t b = 0; b < p->B; b++) {
-        int32_t n = v[(int64_t)t->offset + b * (t->shape[0] > 1 ? t->stride[0] : 0)];
-        SDPA__CHECK(ctx, n >= 0 && n <= p->Skv, SDPA_ERR_INVALID_ARG,
-                    "tensors.kv_len[%lld] is %d: must lie in [0, Skv=%lld]", (long long)b,
-                    (int)n, (long long)p->Skv);
-    }
+    int64_t flat = 0;
+    for (int64_t i0 = 0; i0 < t->shape[0]; i0++)
+        for (int64_t i1 = 0; i1 < t->shape[1]; i1++)
+            for (int64_t i2 = 0; i2 < t->shape[2]; i2++)
+                for (int64_t i3 = 0; i3 < t->shape[3]; i3++, flat++) {
+                    const int64_t idx[4] = {i0, i1, i2, i3};
+                    int64_t e = (int64_t)t->offset;
+                    for (int a = 0; a < 4; a++)
+                        if (t->shape[a] > 1) e += idx[a] * t->stride[a];
+                    SDPA__CHECK(ctx, v[e] >= 0 && v[e] <= p->Skv, SDPA_ERR_INVALID_ARG,
+                                "%s[%lld] is %d: must lie in [0, Skv=%lld]", name,
+                                (long long)flat, (int)v[e], (long long)p->Skv);
+                }
     return SDPA_OK;
 }
 
@@ -361,8 +371,10 @@ sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key
         SDPA__TRY(check_call_tensor(ctx, sdpa__fwd_info[i].name, i, sdpa__fwd_slot(t, i),
                                     key->dtypes[i], key->shapes[i],
                                     sdpa__fwd_is_output(i, backward)));
-    if (key->problem.has_kv_len)
-        SDPA__TRY(check_kv_len_values(ctx, &key->problem, &t->kv_len));
+    for (int i = 0; i < SDPA__T_COUNT; i++)
+        if (sdpa__fwd_info[i].dtype == SDPA__DT_I32 && key->dtypes[i] != SDPA_DTYPE_NONE)
+            SDPA__TRY(check_count_values(ctx, &key->problem, sdpa__fwd_info[i].name,
+                                         sdpa__fwd_slot(t, i)));
     return SDPA_OK;
 }
 
