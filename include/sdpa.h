@@ -302,7 +302,9 @@ SDPA_API const char *sdpa_stat_name(int stat);
 
 /* The tensors of one attention call. Inputs: q, k, v and the optional mask,
  * bias, kv_len, q_gain, k_gain, temperature. Outputs: out and the optional
- * lse and stats. */
+ * lse and stats. The experimental slot API (sdpa_slot_get_info) lists these
+ * fields, and those of sdpa_backward_tensors, in declaration order with their
+ * roles, dtypes and shapes. */
 typedef struct sdpa_forward_tensors {
     sdpa_tensor q, k, v;        /* (B,Hq,Sq,D) (B,Hkv,Skv,D) (B,Hkv,Skv,Dv) */
     sdpa_tensor out;            /* (B,Hq,Sq,Dv), same dtype as q */

@@ -204,11 +204,9 @@ static void grads(sdpa_backward_tensors *g)
 
 static void setup(void)
 {
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_REFERENCE;
-    o.log_level = SDPA_LOG_ERROR;
-    ck_assert_int_eq(sdpa_context_create(&o, &g_ctx), SDPA_OK);
+    sdpa_status st;
+    g_ctx = tcontext(SDPA_BACKEND_REFERENCE, &st);
+    ck_assert_int_eq(st, SDPA_OK);
 }
 static void teardown(void)
 {

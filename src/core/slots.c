@@ -13,20 +13,16 @@
 
 /* The public structs hold the table's fields, in its order, and nothing else;
  * the backend args hold one sdpa__ref per slot in the same order. */
-#define SDPA__X(id, f, ...)                                                          \
-    _Static_assert(offsetof(sdpa_forward_tensors, f) ==                              \
-                       SDPA__T_##id * sizeof(sdpa_tensor),                           \
-                   "sdpa_forward_tensors." #f " is not at its slot-table row");     \
-    _Static_assert(offsetof(sdpa__fwd_args, f) == SDPA__T_##id * sizeof(sdpa__ref), \
-                   "sdpa__fwd_args." #f " is not at its slot-table row");
+#define SDPA__ROW_AT(pub, args, row, f)                                                     \
+    _Static_assert(offsetof(pub, f) == (row) * sizeof(sdpa_tensor),                        \
+                   #pub "." #f " is not at its slot-table row");                            \
+    _Static_assert(offsetof(args, f) == (row) * sizeof(sdpa__ref),                         \
+                   #args "." #f " is not at its slot-table row");
+#define SDPA__X(id, f, ...) SDPA__ROW_AT(sdpa_forward_tensors, sdpa__fwd_args, SDPA__T_##id, f)
 SDPA__FWD_SLOTS(SDPA__X)
 #undef SDPA__X
-#define SDPA__X(id, f, role, pres)                                                    \
-    _Static_assert(offsetof(sdpa_backward_tensors, f) ==                             \
-                       SDPA__G_##id * sizeof(sdpa_tensor),                           \
-                   "sdpa_backward_tensors." #f " is not at its slot-table row");    \
-    _Static_assert(offsetof(sdpa__bwd_args, f) == SDPA__G_##id * sizeof(sdpa__ref), \
-                   "sdpa__bwd_args." #f " is not at its slot-table row");
+#define SDPA__X(id, f, role, pres) \
+    SDPA__ROW_AT(sdpa_backward_tensors, sdpa__bwd_args, SDPA__G_##id, f)
 SDPA__BWD_SLOTS(SDPA__X)
 #undef SDPA__X
 _Static_assert(sizeof(sdpa_forward_tensors) == SDPA__T_COUNT * sizeof(sdpa_tensor),
