@@ -93,6 +93,12 @@ typedef struct sc_result {
     double tol_max_abs, tol_rel_l2; /* the case's tolerance (0 if not loaded) */
 } sc_result;
 
+/* The shapes of the slot named `key` (a case-file key) for case c: its
+ * library shape (lib, from the slot's axis letters, sdpa_slot_get_info) and
+ * its sdpa-case/1 file shape (file: lib without the unit axes). Returns the
+ * file rank, 0 for an unknown key. */
+int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4]);
+
 /* "q", "mask", ... / "out", "lse", "stats", "dq", ... */
 const char *sc_input_name(int which);
 const char *sc_output_name(int which);

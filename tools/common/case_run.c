@@ -125,34 +125,16 @@ static sdpa_tensor *slot_of(const char *key, sdpa_forward_tensors *t, sdpa_backw
     return NULL;
 }
 
-/* The library's 4-D shape of a slot for this case, from its axis letters. */
-static void lib_shape(const sc_case *c, const sdpa_slot_info *info, int64_t s[4])
-{
-    for (int a = 0; a < 4; a++) {
-        switch (info->axes[a]) {
-        case 'B': s[a] = c->B; break;
-        case 'Q': s[a] = c->Hq; break;
-        case 'K': s[a] = c->Hkv; break;
-        case 's': s[a] = c->Sq; break;
-        case 'k': s[a] = c->Skv; break;
-        case 'D': s[a] = c->D; break;
-        case 'V': s[a] = c->Dv; break;
-        case 'C': s[a] = SDPA_STAT_COUNT; break;
-        default: s[a] = 1; break;
-        }
-    }
-}
-
 /* Case input w as a host tensor: rank-4 files as given (mask and bias keep
  * their broadcast axes), lower ranks in the slot's library shape. */
-static sdpa_tensor input_tensor(const sc_case *c, int w, const sdpa_slot_info *info)
+static sdpa_tensor input_tensor(const sc_case *c, int w)
 {
     const sc_tensor *t = &c->in[w];
-    int64_t s[4];
+    int64_t s[4], file[4];
     if (t->rank == 4)
         memcpy(s, t->shape, sizeof s);
     else
-        lib_shape(c, info, s);
+        sc_slot_shape(c, sc_input_name(w), s, file);
     return host4(t->data, t->dtype, s[0], s[1], s[2], s[3]);
 }
 
@@ -232,7 +214,7 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
         sdpa_slot_group group;
         sdpa_tensor *x = slot_of(sc_input_name(w), t, &bt, &info, &group);
         if (c->in[w].present && x)
-            *x = input_tensor(c, w, &info);
+            *x = input_tensor(c, w);
     }
     for (int w = 0; w < SC_OUT_COUNT; w++) {
         sdpa_slot_info info;
@@ -245,8 +227,8 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
                    (c->backward && (info.saved || (!fwd && info.required)));
         if (!need)
             continue;
-        int64_t s[4];
-        lib_shape(c, &info, s);
+        int64_t s[4], file[4];
+        sc_slot_shape(c, sc_output_name(w), s, file);
         sdpa_dtype dt = info.dtype == SDPA_DTYPE_NONE ? c->dtype : info.dtype;
         if (!out_alloc(&o[w], dt, s[0], s[1], s[2], s[3])) {
             rfail(r, SC_FAIL, "output %s: too large or out of memory", sc_output_name(w));
