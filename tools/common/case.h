@@ -99,6 +99,11 @@ typedef struct sc_result {
  * file rank, 0 for an unknown key. */
 int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4]);
 
+/* Clears t (and bt) and points every present input of the loaded case at
+ * its slot as a host tensor (rank-4 files as given, lower ranks in the
+ * slot's library shape); bt may be NULL (then dout is left out). */
+void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_tensors *bt);
+
 /* "q", "mask", ... / "out", "lse", "stats", "dq", ... */
 const char *sc_input_name(int which);
 const char *sc_output_name(int which);

@@ -138,6 +138,21 @@ static sdpa_tensor input_tensor(const sc_case *c, int w)
     return host4(t->data, t->dtype, s[0], s[1], s[2], s[3]);
 }
 
+void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_tensors *bt)
+{
+    sdpa_backward_tensors none;
+    memset(t, 0, sizeof *t);
+    if (bt)
+        memset(bt, 0, sizeof *bt);
+    for (int w = 0; w < SC_IN_COUNT; w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group group;
+        sdpa_tensor *x = slot_of(sc_input_name(w), t, bt ? bt : &none, &info, &group);
+        if (c->in[w].present && x && (bt || group == SDPA_SLOT_FORWARD))
+            *x = input_tensor(c, w);
+    }
+}
+
 /* Compares output `w` (got in library layout) with the expected tensor. */
 static int compare_output(const sc_case *c, int w, const outbuf *o, sc_compare *cmp)
 {
@@ -207,15 +222,7 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
     sdpa_attention_desc desc = c->attrs;
     sdpa_forward_tensors *t = &desc.tensors;
     sdpa_backward_tensors bt;
-    memset(t, 0, sizeof *t);
-    memset(&bt, 0, sizeof bt);
-    for (int w = 0; w < SC_IN_COUNT; w++) {
-        sdpa_slot_info info;
-        sdpa_slot_group group;
-        sdpa_tensor *x = slot_of(sc_input_name(w), t, &bt, &info, &group);
-        if (c->in[w].present && x)
-            *x = input_tensor(c, w);
-    }
+    sc_case_inputs(c, t, &bt);
     for (int w = 0; w < SC_OUT_COUNT; w++) {
         sdpa_slot_info info;
         sdpa_slot_group group;
