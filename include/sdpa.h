@@ -302,7 +302,9 @@ SDPA_API const char *sdpa_stat_name(int stat);
 
 /* The tensors of one attention call. Inputs: q, k, v and the optional mask,
  * bias, kv_len, q_gain, k_gain, temperature. Outputs: out and the optional
- * lse and stats. */
+ * lse and stats. The experimental slot API (sdpa_slot_get_info) lists these
+ * fields, and those of sdpa_backward_tensors, in declaration order with their
+ * roles, dtypes and shapes. */
 typedef struct sdpa_forward_tensors {
     sdpa_tensor q, k, v;        /* (B,Hq,Sq,D) (B,Hkv,Skv,D) (B,Hkv,Skv,Dv) */
     sdpa_tensor out;            /* (B,Hq,Sq,Dv), same dtype as q */
@@ -551,6 +553,50 @@ typedef struct sdpa_plan_info {
 SDPA_API sdpa_status sdpa_plan_get_info(const sdpa_plan *plan,
                                         sdpa_plan_info *info);
 
+
+/* ---- tensor slots (experimental) ----
+ * The tensors of sdpa_forward_tensors and sdpa_backward_tensors as a table,
+ * in declaration order, so that tools map names (case-file keys, options) to
+ * fields and learn each tensor's role, dtype and shape without listing them.
+ * The library's own validation reads the same table. Thread-safe. */
+typedef enum sdpa_slot_group {
+    SDPA_SLOT_FORWARD = 0,  /* sdpa_forward_tensors: q, k, v, out, mask, ... */
+    SDPA_SLOT_BACKWARD = 1, /* sdpa_backward_tensors: dout, dq, dk, dv, ... */
+} sdpa_slot_group;
+
+typedef struct sdpa_slot_info {
+    size_t struct_size;  /* sizeof(sdpa_slot_info), set by the call */
+    const char *name;    /* the field name, also the case-file key: "q",
+                            "kv_len", "dq_gain" (static) */
+    int output;          /* 1: the call writes it (forward: out, lse, stats;
+                            backward: dq, dk, dv and the optional gradients) */
+    int saved;           /* forward outputs the backward reads (out, lse) */
+    int required;        /* 1: must be present; 0: may be absent (dtype NONE) */
+    sdpa_dtype dtype;    /* its dtype; SDPA_DTYPE_NONE = the dtype of q */
+    char axes[5];        /* the extent of each axis, one letter per axis:
+                            B batch, Q query heads, K key/value heads,
+                            s queries (Sq), k keys (Skv), D head dim,
+                            V value dim (Dv), C SDPA_STAT_COUNT, 1 one */
+    int broadcast;       /* bit a set: axis a may also have extent 1 */
+    int pair;            /* forward slot: index of its gradient in the
+                            backward group, -1 when none; backward slot: the
+                            forward slot it is the gradient of (and whose
+                            dtype and axes it has) */
+    size_t offset;       /* offsetof the field in its struct */
+} sdpa_slot_info;
+
+/* Number of slots in the group (0 for an unknown group). */
+SDPA_API int sdpa_slot_count(sdpa_slot_group group);
+/* Fills *info for slot `index` of the group. Returns SDPA_ERR_NULL (info
+ * NULL) or SDPA_ERR_INVALID_ARG (unknown group, index out of range). */
+SDPA_API sdpa_status sdpa_slot_get_info(sdpa_slot_group group, int index,
+                                        sdpa_slot_info *info);
+/* Index of the slot named `name` in the group, or -1. */
+SDPA_API int sdpa_slot_find(sdpa_slot_group group, const char *name);
+/* The tensor of slot `index` inside t (NULL when t is NULL or the index is
+ * out of range). */
+SDPA_API sdpa_tensor *sdpa_forward_tensors_get_slot(sdpa_forward_tensors *t, int index);
+SDPA_API sdpa_tensor *sdpa_backward_tensors_get_slot(sdpa_backward_tensors *t, int index);
 
 /* ---- tuning (experimental) ----
  * Tuning never starts implicitly: only sdpa_tune (and the sdpa-tune tool)

@@ -105,27 +105,7 @@ int lab_cmd_inspect(lab_env *env, int argc, char **argv)
         have_case = 1;
         d = cs.attrs;
         B = cs.B, H = cs.Hq, Sq = cs.Sq, Skv = cs.Skv, D = cs.D, Dv = cs.Dv;
-        sdpa_forward_tensors *t = &d.tensors;
-        memset(t, 0, sizeof *t);
-        t->q = sdpa_tensor_host(cs.in[SC_IN_Q].data, cs.dtype, B, H, Sq, D);
-        t->k = sdpa_tensor_host(cs.in[SC_IN_K].data, cs.dtype, B, cs.Hkv, Skv, D);
-        t->v = sdpa_tensor_host(cs.in[SC_IN_V].data, cs.dtype, B, cs.Hkv, Skv, Dv);
-        for (int w = SC_IN_MASK; w <= SC_IN_BIAS; w++) {
-            const sc_tensor *x = &cs.in[w];
-            if (x->present)
-                *(w == SC_IN_MASK ? &t->mask : &t->bias) =
-                    sdpa_tensor_host(x->data, x->dtype, x->shape[0], x->shape[1],
-                                     x->shape[2], x->shape[3]);
-        }
-        if (cs.in[SC_IN_KV_LEN].present)
-            t->kv_len = sdpa_tensor_host(cs.in[SC_IN_KV_LEN].data, SDPA_DTYPE_I32, B, 1, 1, 1);
-        if (cs.in[SC_IN_Q_GAIN].present)
-            t->q_gain = sdpa_tensor_host(cs.in[SC_IN_Q_GAIN].data, SDPA_DTYPE_F32, 1, 1, 1, D);
-        if (cs.in[SC_IN_K_GAIN].present)
-            t->k_gain = sdpa_tensor_host(cs.in[SC_IN_K_GAIN].data, SDPA_DTYPE_F32, 1, 1, 1, D);
-        if (cs.in[SC_IN_TEMPERATURE].present)
-            t->temperature =
-                sdpa_tensor_host(cs.in[SC_IN_TEMPERATURE].data, SDPA_DTYPE_F32, 1, H, 1, 1);
+        sc_case_inputs(&cs, &d.tensors, NULL);
         snprintf(label, sizeof label, "case %s (%s, Hkv %lld, Skv %lld)", cs.name,
                  sdpa_dtype_name(cs.dtype), (long long)cs.Hkv, (long long)Skv);
     } else {

@@ -3,7 +3,8 @@
  *
  * The front end validates every descriptor once and turns it into an
  * sdpa__problem: plain numbers and flags, with the scale resolved and every
- * optional input reduced to a has_* flag. At call time it resolves each tensor
+ * optional input reduced to a has_* flag (both generated from the tables in
+ * slots.h). At call time it resolves each tensor
  * to an sdpa__ref: for host-memory backends (reference, cpu) `mem` is a host
  * pointer; for device backends it is the backend's own buffer handle (host
  * tensors are staged by the front end, see src/core/staging.c). Strides are
@@ -20,30 +21,26 @@
 #define SDPA_EXPERIMENTAL
 #endif
 #include "sdpa.h"
+#include "slots.h"
 
 #include <stdbool.h>
 
 #define SDPA__BACKEND_API_VERSION 1
 
-/* A validated attention problem. */
+/* A validated attention problem. The scalar attributes and the has_* flags
+ * come from the tables in slots.h. */
 typedef struct sdpa__problem {
     int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
     sdpa_dtype dtype;        /* storage dtype of q, k, v, out (and dout, dq..) */
-    double scale;            /* resolved; ignored when has_temperature */
-    sdpa_diagonal diagonal;
-    /* The band, canonicalised by validation: |diagonal_offset| and the
-     * windows are at most Sq + Skv + 2, with edges that can never bind turned
-     * into -1, so kernels may compute with 32-bit ints when Sq + Skv < 2^30. */
-    int64_t diagonal_offset; /* for EXPLICIT (0 otherwise) */
-    int64_t window_left;     /* -1 = unbounded */
-    int64_t window_right;    /* -1 = unbounded */
-    double softcap;          /* 0 = none */
-    sdpa_qk_norm qk_norm;
-    double qk_norm_eps;
-    double stats_saturation;
-    bool has_mask, has_bias, has_kv_len;
-    bool has_q_gain, has_k_gain, has_temperature;
-    bool has_lse, has_stats;
+    /* One field per attribute of sdpa_attention_desc (SDPA__ATTRS): the
+     * scale resolved (ignored when has_temperature); a zero cap = none; the
+     * band canonicalised by validation: |diagonal_offset| and the windows
+     * are at most Sq + Skv + 2, diagonal_offset is 0 unless EXPLICIT, and
+     * edges that can never bind are -1 (unbounded), so kernels may compute
+     * with 32-bit ints when Sq + Skv < 2^30. */
+    SDPA__ATTRS(SDPA__X_ATTR_FIELD)
+    /* has_<field> for every optional forward slot (has_mask, has_bias, ...) */
+    SDPA__FWD_SLOTS(SDPA__X_HAS)
 } sdpa__problem;
 
 /* A resolved tensor: memory, offset and strides in elements. */
@@ -53,17 +50,20 @@ typedef struct sdpa__ref {
     int64_t stride[4];
 } sdpa__ref;
 
+/* One sdpa__ref per slot, named after the slot's field (q, k, ..., stats;
+ * dout, dq, ..., dtemperature); mem is NULL for an absent slot. */
 typedef struct sdpa__fwd_args {
-    sdpa__ref q, k, v, out;
-    sdpa__ref mask, bias, kv_len;
-    sdpa__ref q_gain, k_gain, temperature;
-    sdpa__ref lse, stats;
+    SDPA__FWD_SLOTS(SDPA__X_REF)
 } sdpa__fwd_args;
 
 typedef struct sdpa__bwd_args {
-    sdpa__ref dout, dq, dk, dv;
-    sdpa__ref dq_gain, dk_gain, dtemperature; /* mem NULL when not requested */
+    SDPA__BWD_SLOTS(SDPA__X_BREF)
 } sdpa__bwd_args;
+
+/* Ref of slot i (SDPA__T_* / SDPA__G_*): the args hold one ref per slot in
+ * table order (checked in slots.c). */
+static inline sdpa__ref *sdpa__fwd_ref(sdpa__fwd_args *a, int i) { return (sdpa__ref *)(void *)a + i; }
+static inline sdpa__ref *sdpa__bwd_ref(sdpa__bwd_args *a, int i) { return (sdpa__ref *)(void *)a + i; }
 
 /* One tile parameter a backend has (sdpa_tile_param): the values it takes
  * besides SDPA_AUTO, checked by the front end for every configuration before
@@ -210,25 +210,27 @@ sdpa_status sdpa__buffer_wrap(sdpa_context *ctx, void *handle, size_t bytes,
 void *sdpa__buffer_handle(const sdpa_buffer *buf);
 sdpa_context *sdpa__buffer_context(const sdpa_buffer *buf);
 
-/* Effective diagonal offset for batch b (kv_len_b = Skv without kv_len). */
-static inline int64_t sdpa__diag_offset(const sdpa__problem *p, int64_t kv_len_b)
+/* Effective diagonal offset for batch b, whose first `keys_b` keys are valid
+ * (Skv unless the call gives per-batch key counts). */
+static inline int64_t sdpa__diag_offset(const sdpa__problem *p, int64_t keys_b)
 {
     switch (p->diagonal) {
-    case SDPA_DIAGONAL_BOTTOM_RIGHT: return kv_len_b - p->Sq;
+    case SDPA_DIAGONAL_BOTTOM_RIGHT: return keys_b - p->Sq;
     case SDPA_DIAGONAL_EXPLICIT: return p->diagonal_offset;
     default: return 0;
     }
 }
 
-/* Kept-key range [*lo, *hi) of row i from kv_len and the band (masks and
- * -inf biases may drop more inside it). Empty when *lo >= *hi. */
-static inline void sdpa__row_range(const sdpa__problem *p, int64_t kv_len_b,
+/* Kept-key range [*lo, *hi) of row i from the batch's valid key count and
+ * the band (masks and -inf biases may drop more inside it). Empty when
+ * *lo >= *hi. */
+static inline void sdpa__row_range(const sdpa__problem *p, int64_t keys_b,
                                    int64_t i, int64_t *lo, int64_t *hi)
 {
     /* validation keeps |offset| and the windows within Sq + Skv + 1, so
      * nothing here can overflow (see canonical_band in validate.c) */
-    int64_t off = sdpa__diag_offset(p, kv_len_b);
-    int64_t a = 0, b = kv_len_b;
+    int64_t off = sdpa__diag_offset(p, keys_b);
+    int64_t a = 0, b = keys_b;
     if (p->window_left >= 0 && i + off - p->window_left > a)
         a = i + off - p->window_left;
     if (p->window_right >= 0 && i + off + p->window_right + 1 < b)

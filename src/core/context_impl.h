@@ -26,8 +26,8 @@ typedef struct sdpa__slot {
 /* Dtype, shape and presence of every tensor a plan was made for. */
 typedef struct sdpa__shape_key {
     sdpa__problem problem;
-    sdpa_dtype dtypes[12];
-    int64_t shapes[12][4];
+    sdpa_dtype dtypes[SDPA__T_COUNT];
+    int64_t shapes[SDPA__T_COUNT][4];
 } sdpa__shape_key;
 
 struct sdpa_plan {

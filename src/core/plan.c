@@ -178,14 +178,10 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
 static sdpa_status stage_forward(sdpa__staging *s, const sdpa_forward_tensors *t,
                                  sdpa__fwd_args *a, bool outputs_are_outputs)
 {
-    sdpa__ref *refs[SDPA__T_COUNT] = {&a->q, &a->k, &a->v, &a->out, &a->mask, &a->bias,
-                                      &a->kv_len, &a->q_gain, &a->k_gain, &a->temperature,
-                                      &a->lse, &a->stats};
     for (int i = 0; i < SDPA__T_COUNT; i++) {
-        bool output = outputs_are_outputs &&
-                      (i == SDPA__T_OUT || i == SDPA__T_LSE || i == SDPA__T_STATS);
-        if (!outputs_are_outputs && i == SDPA__T_STATS) continue; /* unused backward */
-        SDPA__TRY(sdpa__stage(s, sdpa__fwd_slot(t, i), output, refs[i]));
+        if (!outputs_are_outputs && !sdpa__fwd_read_by_backward(i)) continue; /* stats */
+        SDPA__TRY(sdpa__stage(s, sdpa__fwd_slot(t, i), sdpa__fwd_is_output(i, !outputs_are_outputs),
+                              sdpa__fwd_ref(a, i)));
     }
     return SDPA_OK;
 }
@@ -200,10 +196,9 @@ static sdpa_status run(sdpa_plan *plan, sdpa__staging *s, sdpa_status st,
     if (g) {
         sdpa__bwd_args b;
         memset(&b, 0, sizeof b);
-        sdpa__ref *refs[SDPA__G_COUNT] = {&b.dout, &b.dq, &b.dk, &b.dv,
-                                          &b.dq_gain, &b.dk_gain, &b.dtemperature};
         for (int i = 0; st == SDPA_OK && i < SDPA__G_COUNT; i++)
-            st = sdpa__stage(s, sdpa__bwd_slot(g, i), i != SDPA__G_DOUT, refs[i]);
+            st = sdpa__stage(s, sdpa__bwd_slot(g, i), sdpa__bwd_info[i].role == SDPA__ROLE_OUT,
+                             sdpa__bwd_ref(&b, i));
         if (st == SDPA_OK)
             st = sdpa__call_backward(ctx, plan->slot, plan->state, &plan->key.problem, &a, &b);
     } else if (st == SDPA_OK) {

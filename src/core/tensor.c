@@ -48,13 +48,9 @@ void sdpa_attention_desc_init(sdpa_attention_desc *d)
     if (!d) return;
     memset(d, 0, sizeof *d);
     d->struct_size = sizeof *d;
-    d->scale = SDPA_SCALE_DEFAULT;
-    d->diagonal = SDPA_DIAGONAL_TOP_LEFT;
-    d->window_left = -1;
-    d->window_right = -1;
-    d->qk_norm = SDPA_QK_NORM_NONE;
-    d->qk_norm_eps = 1e-6;
-    d->stats_saturation = 0.99;
+#define SDPA__X(f, ctype, def, rule, f32, max) d->f = def; /* slots.h */
+    SDPA__ATTRS(SDPA__X)
+#undef SDPA__X
 }
 
 void sdpa_attention_desc_set_causal(sdpa_attention_desc *d, sdpa_diagonal diagonal)

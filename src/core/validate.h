@@ -8,30 +8,15 @@
 
 #include "context_impl.h"
 
-/* Tensor slots of sdpa_forward_tensors, in declaration order. */
-enum {
-    SDPA__T_Q, SDPA__T_K, SDPA__T_V, SDPA__T_OUT, SDPA__T_MASK, SDPA__T_BIAS,
-    SDPA__T_KV_LEN, SDPA__T_Q_GAIN, SDPA__T_K_GAIN, SDPA__T_TEMPERATURE,
-    SDPA__T_LSE, SDPA__T_STATS, SDPA__T_COUNT
-};
-/* Tensor slots of sdpa_backward_tensors. */
-enum {
-    SDPA__G_DOUT, SDPA__G_DQ, SDPA__G_DK, SDPA__G_DV, SDPA__G_DQ_GAIN,
-    SDPA__G_DK_GAIN, SDPA__G_DTEMPERATURE, SDPA__G_COUNT
-};
-
-extern const char *const sdpa__fwd_names[SDPA__T_COUNT];
-extern const char *const sdpa__bwd_names[SDPA__G_COUNT];
-const sdpa_tensor *sdpa__fwd_slot(const sdpa_forward_tensors *t, int i);
-const sdpa_tensor *sdpa__bwd_slot(const sdpa_backward_tensors *t, int i);
+/* The slot enums (SDPA__T_*, SDPA__G_*), names and rules: slots.h. */
 
 /* Validates every field of desc; fills key. */
 sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *desc,
                                 sdpa__shape_key *key);
 
 /* Checks a call's forward tensors against the plan's key (presence, dtype,
- * shape, data pointers, strides, buffer ownership and bounds, kv_len values
- * of host tensors; outputs may not broadcast or otherwise overlap themselves). In a backward call out, lse
+ * shape, data pointers, strides, buffer ownership and bounds, the values of
+ * host key-count tensors; outputs may not broadcast or otherwise overlap themselves). In a backward call out, lse
  * and stats are inputs. */
 sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key *key,
                                         const sdpa_forward_tensors *t, bool backward);

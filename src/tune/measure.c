@@ -17,40 +17,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Axis meaning of every slot: B batch, Q query heads, K kv heads, s Sq,
- * k Skv, D head dim, V value dim, C stat count, 1 extent one. */
-static const char *const axes[SDPA__TI_ALL] = {
-    "BQsD", "BKkD", "BKkV", "BQsV", /* q k v out */
-    "BQsk", "BQsk", "B111",         /* mask bias kv_len */
-    "111D", "111D", "1Q11",         /* q_gain k_gain temperature */
-    "BQs1", "BQ1C",                 /* lse stats */
-    "BQsV", "BQsD", "BKkD", "BKkV", /* dout dq dk dv */
-};
+/* The slot-table row of instance slot i (forward slots, then backward). */
+static const sdpa__slot_info *row(int i)
+{
+    return i < SDPA__TI_FWD ? &sdpa__fwd_info[i] : &sdpa__bwd_info[i - SDPA__TI_FWD];
+}
+/* The forward row whose dtype and axes instance slot i has. */
+static int rule_of(int i) { return i < SDPA__TI_FWD ? i : sdpa__bwd_of[i - SDPA__TI_FWD]; }
 
+/* Extent of axis letter a (slots.h): the instance's own sizes for the
+ * batch, head and sequence axes, the template's for the rest. */
 static int64_t extent(char a, const sdpa__problem *p, const sdpa__tune_dims *d, bool tmpl)
 {
-    switch (a) {
-    case 'B': return tmpl ? p->B : d->B;
-    case 'Q': return tmpl ? p->Hq : d->Hq;
-    case 'K': return tmpl ? p->Hkv : d->Hkv;
-    case 's': return tmpl ? p->Sq : d->Sq;
-    case 'k': return tmpl ? p->Skv : d->Skv;
-    case 'D': return p->D;
-    case 'V': return p->Dv;
-    case 'C': return SDPA_STAT_COUNT;
-    default: return 1;
+    switch (tmpl ? 0 : a) {
+    case 'B': return d->B;
+    case 'Q': return d->Hq;
+    case 'K': return d->Hkv;
+    case 's': return d->Sq;
+    case 'k': return d->Skv;
+    default: return sdpa__axis_extent(a, p);
     }
 }
 
 static sdpa_tensor *slot(sdpa__tune_instance *ti, int i)
 {
-    sdpa_forward_tensors *t = &ti->desc.tensors;
-    sdpa_tensor *f[SDPA__TI_FWD] = {&t->q, &t->k, &t->v, &t->out, &t->mask, &t->bias,
-                                    &t->kv_len, &t->q_gain, &t->k_gain, &t->temperature,
-                                    &t->lse, &t->stats};
-    if (i < SDPA__TI_FWD) return f[i];
-    sdpa_tensor *g[SDPA__TI_BWD] = {&ti->bwd.dout, &ti->bwd.dq, &ti->bwd.dk, &ti->bwd.dv};
-    return g[i - SDPA__TI_FWD];
+    if (i < SDPA__TI_FWD) return sdpa_forward_tensors_get_slot(&ti->desc.tensors, i);
+    return sdpa_backward_tensors_get_slot(&ti->bwd, i - SDPA__TI_FWD);
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -70,7 +62,15 @@ static double rng_normal(uint64_t *s)
 
 static bool is_output(int i)
 {
-    return i == 3 || i == 10 || i == 11 || i >= SDPA__TI_FWD + 1;
+    return i < SDPA__TI_FWD ? sdpa__fwd_is_output(i, false) : row(i)->role == SDPA__ROLE_OUT;
+}
+
+/* The outputs the check compares: out, lse, dq, dk, dv (not the stats,
+ * which have their own tolerances, nor the optional gradients). */
+static bool is_checked(int i)
+{
+    return i < SDPA__TI_FWD ? sdpa__fwd_info[i].role == SDPA__ROLE_SAVED
+                            : is_output(i) && !row(i)->optional;
 }
 
 static void fill(sdpa__tune_instance *ti, int i, const sdpa__problem *p,
@@ -83,19 +83,22 @@ static void fill(sdpa__tune_instance *ti, int i, const sdpa__problem *p,
         for (size_t e = 0; e < n; e++) sdpa__store_float(h, dt, (int64_t)e, NAN);
         return;
     }
-    switch (i) {
-    case 4: /* mask: keep 80% */
+    sdpa__dtype_rule rule = sdpa__fwd_info[rule_of(i)].dtype;
+    if (rule == SDPA__DT_U8) { /* a mask: keep 80% */
         for (size_t e = 0; e < n; e++) ((uint8_t *)h)[e] = rng_uniform(rng) < 0.8;
-        break;
-    case 6: /* kv_len */
+        return;
+    }
+    if (rule == SDPA__DT_I32) { /* valid keys per batch */
         for (size_t e = 0; e < n; e++)
             ((int32_t *)h)[e] = ragged ? (int32_t)(1 + rng_next(rng) % (uint64_t)d->Skv)
                                        : (int32_t)d->Skv;
-        break;
-    case 7: case 8: /* gains */
+        return;
+    }
+    switch (i) {
+    case SDPA__T_Q_GAIN: case SDPA__T_K_GAIN:
         for (size_t e = 0; e < n; e++) ((float *)h)[e] = (float)(1.0 + 0.1 * rng_normal(rng));
         break;
-    case 9: /* temperature: a positive scale near 1/sqrt(D) */
+    case SDPA__T_TEMPERATURE: /* a positive scale near 1/sqrt(D) */
         for (size_t e = 0; e < n; e++)
             ((float *)h)[e] = (float)((0.5 + rng_uniform(rng)) / sqrt((double)p->D));
         break;
@@ -122,18 +125,19 @@ sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
         if (i < SDPA__TI_FWD) {
             present = src->dtype != SDPA_DTYPE_NONE;
             dt = src->dtype;
-            if (i == 10 && backward && !present) { /* the backward needs lse */
-                present = true;
-                dt = SDPA_DTYPE_F32;
+            if (row(i)->role == SDPA__ROLE_SAVED && backward && !present) {
+                present = true; /* the backward needs lse */
+                dt = sdpa__slot_dtype(i, p->dtype);
             }
-        } else {
-            present = backward;
+        } else { /* the gradients the backward must have */
+            present = backward && !row(i)->optional;
             dt = p->dtype;
         }
+        const char *axes = sdpa__fwd_info[rule_of(i)].axes;
         int64_t shape[4];
         for (int a = 0; a < 4; a++) {
-            int64_t full = extent(axes[i][a], p, d, true);
-            int64_t want = extent(axes[i][a], p, d, false);
+            int64_t full = extent(axes[a], p, d, true);
+            int64_t want = extent(axes[a], p, d, false);
             /* keep broadcast axes broadcast */
             shape[a] = (src && src->dtype != SDPA_DTYPE_NONE && src->shape[a] == 1 && full > 1)
                            ? 1 : want;
@@ -182,14 +186,12 @@ void sdpa__tune_instance_free(sdpa__tune_instance *ti)
 
 void sdpa__tune_outputs_free(sdpa__tune_outputs *o)
 {
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < SDPA__TI_ALL; i++) {
         free(o->v[i]);
         o->v[i] = NULL;
         o->n[i] = 0;
     }
 }
-
-static const int output_slots[5] = {3, 10, SDPA__TI_FWD + 1, SDPA__TI_FWD + 2, SDPA__TI_FWD + 3};
 
 sdpa_status sdpa__tune_run_host(sdpa_context *ctx, sdpa__tune_instance *ti, unsigned flags,
                                 const sdpa_tile_config *tile, sdpa__tune_outputs *out)
@@ -210,17 +212,16 @@ sdpa_status sdpa__tune_run_host(sdpa_context *ctx, sdpa__tune_instance *ti, unsi
     if (st == SDPA_OK) st = sdpa_context_finish(ctx);
     sdpa_plan_destroy(plan);
     if (st != SDPA_OK) return st;
-    for (int k = 0; k < 5; k++) {
-        int i = output_slots[k];
-        if (!ti->host[i]) continue;
-        out->v[k] = malloc(ti->count[i] * sizeof(double));
-        if (!out->v[k]) {
+    for (int i = 0; i < SDPA__TI_ALL; i++) {
+        if (!is_checked(i) || !ti->host[i]) continue;
+        out->v[i] = malloc(ti->count[i] * sizeof(double));
+        if (!out->v[i]) {
             sdpa__tune_outputs_free(out);
             return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "tune: outputs");
         }
-        out->n[k] = ti->count[i];
+        out->n[i] = ti->count[i];
         for (size_t e = 0; e < ti->count[i]; e++)
-            out->v[k][e] = sdpa__load_float(ti->host[i], ti->dtype[i], (int64_t)e);
+            out->v[i][e] = sdpa__load_float(ti->host[i], ti->dtype[i], (int64_t)e);
     }
     return SDPA_OK;
 }
@@ -228,15 +229,15 @@ sdpa_status sdpa__tune_run_host(sdpa_context *ctx, sdpa__tune_instance *ti, unsi
 bool sdpa__tune_compare(const sdpa__tune_outputs *got, const sdpa__tune_outputs *want,
                         sdpa_dtype dtype, char *why, size_t why_size)
 {
-    static const char *const names[5] = {"out", "lse", "dq", "dk", "dv"};
     double base = dtype == SDPA_DTYPE_BF16 ? 6e-2 : dtype == SDPA_DTYPE_F16 ? 1e-2 : 2e-3;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < SDPA__TI_ALL; k++) {
+        const char *name = row(k)->field;
         if (got->n[k] != want->n[k]) {
-            snprintf(why, why_size, "%s: %zu elements, expected %zu", names[k], got->n[k],
+            snprintf(why, why_size, "%s: %zu elements, expected %zu", name, got->n[k],
                      want->n[k]);
             return false;
         }
-        double tol = k >= 2 ? 4 * base : base;
+        double tol = k >= SDPA__TI_FWD ? 4 * base : base; /* gradients */
         for (size_t e = 0; e < got->n[k]; e++) {
             double g = got->v[k][e], w = want->v[k][e];
             bool ok;
@@ -245,7 +246,7 @@ bool sdpa__tune_compare(const sdpa__tune_outputs *got, const sdpa__tune_outputs 
             else ok = isfinite(g) && fabs(g - w) <= tol * (1.0 + fabs(w));
             if (!ok) {
                 snprintf(why, why_size, "wrong results: %s[%zu] = %.6g, reference %.6g",
-                         names[k], e, g, w);
+                         name, e, g, w);
                 return false;
             }
         }

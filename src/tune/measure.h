@@ -9,9 +9,10 @@
 
 #include "tune.h"
 
-#define SDPA__TI_FWD 12
-#define SDPA__TI_BWD 4 /* dout, dq, dk, dv */
-#define SDPA__TI_ALL (SDPA__TI_FWD + SDPA__TI_BWD)
+/* An instance holds every forward slot, then every backward slot (the slot
+ * table, src/core/slots.h); the optional gradients stay absent. */
+#define SDPA__TI_FWD SDPA__T_COUNT
+#define SDPA__TI_ALL (SDPA__T_COUNT + SDPA__G_COUNT)
 
 typedef struct sdpa__tune_dims {
     int64_t B, Hq, Hkv, Sq, Skv;
@@ -31,18 +32,19 @@ typedef struct sdpa__tune_instance {
     sdpa_dtype dtype[SDPA__TI_ALL];
 } sdpa__tune_instance;
 
-/* `dev` NULL = host tensors. `ragged` = random kv_len values (< Skv). */
+/* `dev` NULL = host tensors. `ragged` = random valid-key counts (<= Skv). */
 sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
                                      const sdpa_attention_desc *tmpl, const sdpa__problem *p,
                                      const sdpa__tune_dims *d, bool backward, bool ragged,
                                      uint64_t seed, sdpa__tune_instance *ti);
 void sdpa__tune_instance_free(sdpa__tune_instance *ti);
 
-/* Outputs of a host instance as doubles (out, lse, dq, dk, dv; absent ones
- * have n = 0). */
+/* Outputs of a host instance as doubles, by instance slot: the ones the check
+ * compares are the forward's saved outputs (out, lse) and the backward's
+ * required gradients (dq, dk, dv); the others and absent ones have n = 0. */
 typedef struct sdpa__tune_outputs {
-    double *v[5];
-    size_t n[5];
+    double *v[SDPA__TI_ALL];
+    size_t n[SDPA__TI_ALL];
 } sdpa__tune_outputs;
 void sdpa__tune_outputs_free(sdpa__tune_outputs *o);
 

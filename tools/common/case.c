@@ -29,19 +29,51 @@
 /* The extra file dtype that only kv_len may use. */
 #define SC_FILE_I64 100
 
-static const char *const in_names[SC_IN_COUNT] = {
-    "q", "k", "v", "mask", "bias", "kv_len", "q_gain", "k_gain", "temperature", "dout"};
-static const char *const out_names[SC_OUT_COUNT] = {
-    "out", "lse", "stats", "dq", "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
+/* The case-file keys are the library's slot names (sdpa_slot_get_info):
+ * the which-th slot that is an input (output = 0) or output (1), forward
+ * slots first, then backward ones; "?" past the end. */
+static const char *slot_key(int which, int output)
+{
+    const sdpa_slot_group groups[2] = {SDPA_SLOT_FORWARD, SDPA_SLOT_BACKWARD};
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < sdpa_slot_count(groups[g]); i++) {
+            sdpa_slot_info info;
+            if (sdpa_slot_get_info(groups[g], i, &info) == SDPA_OK && info.output == output &&
+                which-- == 0)
+                return info.name;
+        }
+    return "?";
+}
 
 const char *sc_input_name(int which)
 {
-    return which >= 0 && which < SC_IN_COUNT ? in_names[which] : "?";
+    return which >= 0 && which < SC_IN_COUNT ? slot_key(which, 0) : "?";
 }
 
 const char *sc_output_name(int which)
 {
-    return which >= 0 && which < SC_OUT_COUNT ? out_names[which] : "?";
+    return which >= 0 && which < SC_OUT_COUNT ? slot_key(which, 1) : "?";
+}
+
+int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4])
+{
+    sdpa_slot_info info;
+    int g = SDPA_SLOT_FORWARD, i = sdpa_slot_find(SDPA_SLOT_FORWARD, key);
+    if (i < 0) {
+        g = SDPA_SLOT_BACKWARD;
+        i = sdpa_slot_find(SDPA_SLOT_BACKWARD, key);
+    }
+    if (i < 0 || sdpa_slot_get_info((sdpa_slot_group)g, i, &info) != SDPA_OK)
+        return 0;
+    const int64_t ext[] = {c->B, c->Hq, c->Hkv, c->Sq, c->Skv, c->D, c->Dv, SDPA_STAT_COUNT};
+    int rank = 0;
+    for (int a = 0; a < 4; a++) {
+        const char *at = strchr("BQKskDVC", info.axes[a]);
+        lib[a] = at ? ext[at - "BQKskDVC"] : 1;
+        if (at)
+            file[rank++] = lib[a];
+    }
+    return rank;
 }
 
 typedef struct loader {
@@ -464,10 +496,10 @@ static int parse_attrs(loader *L, const cJSON *attrs)
 
 /* ---- inputs ----------------------------------------------------------------------- */
 
-static int find_index(const char *const *names, int n, const char *s)
+static int find_index(const char *(*name)(int), int n, const char *s)
 {
     for (int i = 0; i < n; i++)
-        if (strcmp(names[i], s) == 0)
+        if (strcmp(name(i), s) == 0)
             return i;
     return -1;
 }
@@ -522,7 +554,7 @@ static int parse_inputs(loader *L, const cJSON *inputs)
     if (!cJSON_IsObject(inputs))
         return fail(L, "inputs: missing object \"inputs\"");
     for (const cJSON *it = inputs->child; it; it = it->next) {
-        int w = find_index(in_names, SC_IN_COUNT, it->string);
+        int w = find_index(sc_input_name, SC_IN_COUNT, it->string);
         if (w < 0)
             return fail(L, "inputs: unknown input \"%s\"", it->string);
         if (c->in[w].present)
@@ -533,7 +565,7 @@ static int parse_inputs(loader *L, const cJSON *inputs)
     }
     for (int w = SC_IN_Q; w <= SC_IN_V; w++)
         if (!c->in[w].present)
-            return fail(L, "inputs: missing \"%s\"", in_names[w]);
+            return fail(L, "inputs: missing \"%s\"", sc_input_name(w));
     if (c->backward && !c->in[SC_IN_DOUT].present)
         return fail(L, "inputs: a backward case needs \"dout\"");
     if (!c->backward && c->in[SC_IN_DOUT].present)
@@ -549,9 +581,9 @@ static int parse_inputs(loader *L, const cJSON *inputs)
         if (!c->in[w].present)
             continue;
         if (c->in[w].rank != 4)
-            return fail(L, "inputs.%s: shape must have 4 axes", in_names[w]);
+            return fail(L, "inputs.%s: shape must have 4 axes", sc_input_name(w));
         if (fdt[w] != (int)c->dtype)
-            return fail(L, "inputs.%s: dtype %s differs from the case dtype %s", in_names[w],
+            return fail(L, "inputs.%s: dtype %s differs from the case dtype %s", sc_input_name(w),
                         file_dtype_name(fdt[w]), sdpa_dtype_name(c->dtype));
     }
     const int64_t *q = c->in[SC_IN_Q].shape, *k = c->in[SC_IN_K].shape,
@@ -593,25 +625,20 @@ static int parse_inputs(loader *L, const cJSON *inputs)
             char got[96];
             shape_str(t, got, sizeof got);
             return fail(L, "inputs.%s: shape %s, expected (B|1, Hq|1, Sq=%lld, Skv=%lld)",
-                        in_names[w], got, (long long)c->Sq, (long long)c->Skv);
+                        sc_input_name(w), got, (long long)c->Sq, (long long)c->Skv);
         }
     }
-    if (c->in[SC_IN_KV_LEN].present) {
-        const int64_t s[1] = {c->B}, lib[4] = {c->B, 1, 1, 1};
-        if (!expect_shape(L, &c->in[SC_IN_KV_LEN], "inputs.kv_len", 1, s, lib) ||
-            !to_i32(L, &c->in[SC_IN_KV_LEN], fdt[SC_IN_KV_LEN], c->Skv))
-            return 0;
-    }
-    for (int w = SC_IN_Q_GAIN; w <= SC_IN_TEMPERATURE; w++) {
+    /* the lower-rank inputs (kv_len, gains, temperature): the slot's shape
+     * without its unit axes, or the library's 4-D shape */
+    for (int w = SC_IN_KV_LEN; w <= SC_IN_TEMPERATURE; w++) {
         sc_tensor *t = &c->in[w];
         if (!t->present)
             continue;
-        snprintf(what, sizeof what, "inputs.%s", in_names[w]);
-        int64_t n = w == SC_IN_TEMPERATURE ? c->Hq : c->D;
-        const int64_t s[1] = {n};
-        const int64_t lg[4] = {1, 1, 1, c->D}, lt[4] = {1, c->Hq, 1, 1};
-        if (!expect_shape(L, t, what, 1, s, w == SC_IN_TEMPERATURE ? lt : lg) ||
-            !to_f32(L, t, what))
+        snprintf(what, sizeof what, "inputs.%s", sc_input_name(w));
+        int64_t lib[4], file[4];
+        int rank = sc_slot_shape(c, sc_input_name(w), lib, file);
+        if (!expect_shape(L, t, what, rank, file, lib) ||
+            !(w == SC_IN_KV_LEN ? to_i32(L, t, fdt[w], c->Skv) : to_f32(L, t, what)))
             return 0;
     }
     return 1;
@@ -659,7 +686,7 @@ static int parse_expected(loader *L, const cJSON *exp)
     if (!cJSON_IsObject(exp) || !exp->child)
         return fail(L, "expected: missing or empty object \"expected\"");
     for (const cJSON *it = exp->child; it; it = it->next) {
-        int w = find_index(out_names, SC_OUT_COUNT, it->string);
+        int w = find_index(sc_output_name, SC_OUT_COUNT, it->string);
         if (w < 0)
             return fail(L, "expected: unknown output \"%s\"", it->string);
         if (c->want[w].present)
@@ -673,55 +700,25 @@ static int parse_expected(loader *L, const cJSON *exp)
             return 0;
         if (!is_float(fdt))
             return fail(L, "%s: dtype must be f32, f16 or bf16", what);
-        int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv;
-        switch (w) {
-        case SC_OUT_OUT: {
-            const int64_t s[4] = {B, Hq, c->Sq, c->Dv};
-            if (!expect_shape(L, t, what, 4, s, s))
-                return 0;
-            break;
-        }
-        case SC_OUT_LSE: {
-            const int64_t s[3] = {B, Hq, c->Sq}, lib[4] = {B, Hq, c->Sq, 1};
-            if (!expect_shape(L, t, what, 3, s, lib))
-                return 0;
-            break;
-        }
-        case SC_OUT_STATS: {
+        if (w == SC_OUT_STATS) { /* (B, Hq, cols): the columns are named */
             int64_t cols = t->shape[t->rank - 1];
-            const int64_t s[3] = {B, Hq, cols}, lib[4] = {B, Hq, 1, cols};
+            const int64_t s[3] = {c->B, c->Hq, cols}, lib[4] = {c->B, c->Hq, 1, cols};
             if (!expect_shape(L, t, what, 3, s, lib) || !parse_stats_names(L, it, cols))
                 return 0;
-            break;
+            continue;
         }
-        case SC_OUT_DQ: {
-            const int64_t s[4] = {B, Hq, c->Sq, c->D};
-            if (!expect_shape(L, t, what, 4, s, s))
-                return 0;
-            break;
-        }
-        case SC_OUT_DK:
-        case SC_OUT_DV: {
-            const int64_t s[4] = {B, Hkv, c->Skv, w == SC_OUT_DK ? c->D : c->Dv};
-            if (!expect_shape(L, t, what, 4, s, s))
-                return 0;
-            break;
-        }
-        case SC_OUT_DQ_GAIN:
-        case SC_OUT_DK_GAIN:
-        case SC_OUT_DTEMPERATURE: {
-            int src = w == SC_OUT_DQ_GAIN   ? SC_IN_Q_GAIN
-                      : w == SC_OUT_DK_GAIN ? SC_IN_K_GAIN
-                                            : SC_IN_TEMPERATURE;
-            if (!c->in[src].present)
-                return fail(L, "%s: needs inputs.%s", what, in_names[src]);
-            const int64_t s[1] = {w == SC_OUT_DTEMPERATURE ? Hq : c->D};
-            const int64_t lg[4] = {1, 1, 1, c->D}, lt[4] = {1, Hq, 1, 1};
-            if (!expect_shape(L, t, what, 1, s, w == SC_OUT_DTEMPERATURE ? lt : lg))
-                return 0;
-            break;
-        }
-        }
+        /* an optional gradient needs its input (the slot it pairs with) */
+        sdpa_slot_info info, of;
+        int g = sdpa_slot_find(SDPA_SLOT_BACKWARD, it->string);
+        if (g >= 0 && sdpa_slot_get_info(SDPA_SLOT_BACKWARD, g, &info) == SDPA_OK &&
+            !info.required && sdpa_slot_get_info(SDPA_SLOT_FORWARD, info.pair, &of) == SDPA_OK &&
+            !c->in[find_index(sc_input_name, SC_IN_COUNT, of.name)].present)
+            return fail(L, "%s: needs inputs.%s", what, of.name);
+        /* the slot's shape without its unit axes, or the 4-D one */
+        int64_t lib[4], file[4];
+        int rank = sc_slot_shape(c, it->string, lib, file);
+        if (!expect_shape(L, t, what, rank, file, lib))
+            return 0;
     }
     return 1;
 }

@@ -25,6 +25,10 @@
 #define SC_MAX_EXTENT ((int64_t)INT32_MAX)    /* one axis */
 #define SC_MAX_DEPTH 4                        /* folder nesting for sc_find */
 
+/* The case-file keys are the library's slot names: inputs are the slots
+ * sdpa_slot_get_info reports as inputs (forward slots, then backward), outputs
+ * the ones it reports as outputs, in its order; these indices follow that
+ * order (tests/test_slots.c checks them against the slot table). */
 enum {
     SC_IN_Q, SC_IN_K, SC_IN_V, SC_IN_MASK, SC_IN_BIAS, SC_IN_KV_LEN,
     SC_IN_Q_GAIN, SC_IN_K_GAIN, SC_IN_TEMPERATURE, SC_IN_DOUT, SC_IN_COUNT
@@ -88,6 +92,17 @@ typedef struct sc_result {
     double seconds;       /* plan + run time */
     double tol_max_abs, tol_rel_l2; /* the case's tolerance (0 if not loaded) */
 } sc_result;
+
+/* The shapes of the slot named `key` (a case-file key) for case c: its
+ * library shape (lib, from the slot's axis letters, sdpa_slot_get_info) and
+ * its sdpa-case/1 file shape (file: lib without the unit axes). Returns the
+ * file rank, 0 for an unknown key. */
+int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4]);
+
+/* Clears t (and bt) and points every present input of the loaded case at
+ * its slot as a host tensor (rank-4 files as given, lower ranks in the
+ * slot's library shape); bt may be NULL (then dout is left out). */
+void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_tensors *bt);
 
 /* "q", "mask", ... / "out", "lse", "stats", "dq", ... */
 const char *sc_input_name(int which);

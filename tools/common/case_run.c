@@ -108,20 +108,48 @@ static sdpa_tensor host4(void *p, sdpa_dtype dt, int64_t a, int64_t b, int64_t c
     return sdpa_tensor_host(p, dt, a, b, c, d);
 }
 
+/* The slot named `key` (a case-file key is a slot name, sdpa_slot_find):
+ * its tensor inside t or bt, its description in *info and its group in
+ * *group; NULL when no slot has that name. */
+static sdpa_tensor *slot_of(const char *key, sdpa_forward_tensors *t, sdpa_backward_tensors *bt,
+                            sdpa_slot_info *info, sdpa_slot_group *group)
+{
+    int i = sdpa_slot_find(SDPA_SLOT_FORWARD, key);
+    *group = SDPA_SLOT_FORWARD;
+    if (i >= 0 && sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, info) == SDPA_OK)
+        return sdpa_forward_tensors_get_slot(t, i);
+    i = sdpa_slot_find(SDPA_SLOT_BACKWARD, key);
+    *group = SDPA_SLOT_BACKWARD;
+    if (i >= 0 && sdpa_slot_get_info(SDPA_SLOT_BACKWARD, i, info) == SDPA_OK)
+        return sdpa_backward_tensors_get_slot(bt, i);
+    return NULL;
+}
+
+/* Case input w as a host tensor: rank-4 files as given (mask and bias keep
+ * their broadcast axes), lower ranks in the slot's library shape. */
 static sdpa_tensor input_tensor(const sc_case *c, int w)
 {
     const sc_tensor *t = &c->in[w];
-    sdpa_tensor none;
-    memset(&none, 0, sizeof none);
-    if (!t->present)
-        return none;
-    switch (w) {
-    case SC_IN_KV_LEN: return host4(t->data, SDPA_DTYPE_I32, c->B, 1, 1, 1);
-    case SC_IN_Q_GAIN:
-    case SC_IN_K_GAIN: return host4(t->data, SDPA_DTYPE_F32, 1, 1, 1, c->D);
-    case SC_IN_TEMPERATURE: return host4(t->data, SDPA_DTYPE_F32, 1, c->Hq, 1, 1);
-    default: /* rank-4 as given */
-        return host4(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], t->shape[3]);
+    int64_t s[4], file[4];
+    if (t->rank == 4)
+        memcpy(s, t->shape, sizeof s);
+    else
+        sc_slot_shape(c, sc_input_name(w), s, file);
+    return host4(t->data, t->dtype, s[0], s[1], s[2], s[3]);
+}
+
+void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_tensors *bt)
+{
+    sdpa_backward_tensors none;
+    memset(t, 0, sizeof *t);
+    if (bt)
+        memset(bt, 0, sizeof *bt);
+    for (int w = 0; w < SC_IN_COUNT; w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group group;
+        sdpa_tensor *x = slot_of(sc_input_name(w), t, bt ? bt : &none, &info, &group);
+        if (c->in[w].present && x && (bt || group == SDPA_SLOT_FORWARD))
+            *x = input_tensor(c, w);
     }
 }
 
@@ -187,46 +215,34 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
     r->tol_rel_l2 = c->tol_rel_l2;
     double t0 = tu_now();
 
-    /* Outputs: out always; lse when expected or for the backward; the rest
-     * when expected. */
-    int need[SC_OUT_COUNT];
-    for (int w = 0; w < SC_OUT_COUNT; w++)
-        need[w] = c->want[w].present;
-    need[SC_OUT_OUT] = 1;
-    if (c->backward)
-        need[SC_OUT_LSE] = need[SC_OUT_DQ] = need[SC_OUT_DK] = need[SC_OUT_DV] = 1;
-    int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv;
-    const int64_t shp[SC_OUT_COUNT][4] = {
-        {B, Hq, c->Sq, c->Dv}, {B, Hq, c->Sq, 1},   {B, Hq, 1, SDPA_STAT_COUNT},
-        {B, Hq, c->Sq, c->D},  {B, Hkv, c->Skv, c->D}, {B, Hkv, c->Skv, c->Dv},
-        {1, 1, 1, c->D},       {1, 1, 1, c->D},     {1, Hq, 1, 1}};
+    /* Every case key is a slot name: inputs go to their slot as they are;
+     * outputs get a NaN-poisoned host tensor of the slot's dtype and shape
+     * when expected, required (out), or read by the backward (lse) or
+     * required of it (dq, dk, dv) in a backward case. */
+    sdpa_attention_desc desc = c->attrs;
+    sdpa_forward_tensors *t = &desc.tensors;
+    sdpa_backward_tensors bt;
+    sc_case_inputs(c, t, &bt);
     for (int w = 0; w < SC_OUT_COUNT; w++) {
-        if (!need[w])
+        sdpa_slot_info info;
+        sdpa_slot_group group;
+        sdpa_tensor *x = slot_of(sc_output_name(w), t, &bt, &info, &group);
+        if (!x)
             continue;
-        sdpa_dtype dt = (w == SC_OUT_OUT || (w >= SC_OUT_DQ && w <= SC_OUT_DV)) ? c->dtype
-                                                                                 : SDPA_DTYPE_F32;
-        if (!out_alloc(&o[w], dt, shp[w][0], shp[w][1], shp[w][2], shp[w][3])) {
+        int fwd = group == SDPA_SLOT_FORWARD;
+        int need = c->want[w].present || (fwd && info.required) ||
+                   (c->backward && (info.saved || (!fwd && info.required)));
+        if (!need)
+            continue;
+        int64_t s[4], file[4];
+        sc_slot_shape(c, sc_output_name(w), s, file);
+        sdpa_dtype dt = info.dtype == SDPA_DTYPE_NONE ? c->dtype : info.dtype;
+        if (!out_alloc(&o[w], dt, s[0], s[1], s[2], s[3])) {
             rfail(r, SC_FAIL, "output %s: too large or out of memory", sc_output_name(w));
             goto done;
         }
+        *x = host4(o[w].data, dt, s[0], s[1], s[2], s[3]);
     }
-
-    sdpa_attention_desc desc = c->attrs;
-    sdpa_forward_tensors *t = &desc.tensors;
-    memset(t, 0, sizeof *t);
-    t->q = input_tensor(c, SC_IN_Q);
-    t->k = input_tensor(c, SC_IN_K);
-    t->v = input_tensor(c, SC_IN_V);
-    t->mask = input_tensor(c, SC_IN_MASK);
-    t->bias = input_tensor(c, SC_IN_BIAS);
-    t->kv_len = input_tensor(c, SC_IN_KV_LEN);
-    t->q_gain = input_tensor(c, SC_IN_Q_GAIN);
-    t->k_gain = input_tensor(c, SC_IN_K_GAIN);
-    t->temperature = input_tensor(c, SC_IN_TEMPERATURE);
-    sdpa_tensor *outs[3] = {&t->out, &t->lse, &t->stats};
-    for (int w = SC_OUT_OUT; w <= SC_OUT_STATS; w++)
-        if (need[w])
-            *outs[w] = host4(o[w].data, o[w].dtype, shp[w][0], shp[w][1], shp[w][2], shp[w][3]);
 
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
@@ -244,14 +260,6 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
         goto done;
     }
     if (c->backward) {
-        sdpa_backward_tensors bt;
-        memset(&bt, 0, sizeof bt);
-        bt.dout = input_tensor(c, SC_IN_DOUT);
-        sdpa_tensor *g[6] = {&bt.dq, &bt.dk, &bt.dv, &bt.dq_gain, &bt.dk_gain, &bt.dtemperature};
-        for (int w = SC_OUT_DQ; w <= SC_OUT_DTEMPERATURE; w++)
-            if (need[w])
-                *g[w - SC_OUT_DQ] = host4(o[w].data, o[w].dtype, shp[w][0], shp[w][1],
-                                          shp[w][2], shp[w][3]);
         st = sdpa_plan_backward(plan, t, &bt);
         if (st != SDPA_OK) {
             call_failed(ctx, r, "sdpa_plan_backward", st);

@@ -155,7 +155,6 @@ static void bwd_tile(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
 {
     const sdpa__cpu_plan *pl = call->pl;
     const sdpa__problem *p = call->p;
-    const sdpa__fwd_args *a = call->a;
     const sdpa__cpu_kernels *k = pl->k;
     const int D = (int)p->D, Dv = (int)p->Dv, ld = pl->bq;
     float *st = w->st, *dpt = w->dpt;
@@ -167,36 +166,11 @@ static void bwd_tile(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         k->dots(n, nq, D, w->kk, w->kld, w->qs, D, st, ld);
         k->dots(n, nq, Dv, w->vv, w->vld, w->dout, Dv, dpt, ld);
     }
-    if (p->softcap > 0) {
-        const float c = (float)p->softcap;
-        for (int j = 0; j < n; j++)
-            for (int r = 0; r < nq; r++)
-                st[j * ld + r] = sdpa__cpu_softcap(st[j * ld + r], c, &w->th[j * ld + r]);
-    }
-    bool full = true;
-    for (int r = 0; r < nq; r++) {
-        const int64_t i = i0 + r;
-        int64_t lo = w->lo[r] - kt, hi = w->hi[r] - kt;
-        if (lo > 0 || hi < n) full = false;
-        lo = lo < 0 ? 0 : lo > n ? n : lo;
-        hi = hi < 0 ? 0 : hi > n ? n : hi;
-        w->lor[r] = (int32_t)lo;
-        w->hir[r] = (int32_t)hi;
-        if (p->has_bias) {
-            const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
-            const int64_t bs = a->bias.stride[3];
-            for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
-                st[j * ld + r] =
-                    bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
-        }
-        if (p->has_mask) {
-            const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
-            const int64_t ms = a->mask.stride[3];
-            for (int j = 0; j < n; j++)
-                if (!mm[j * ms]) st[j * ld + r] = -INFINITY;
-        }
-    }
-    if (!full) k->band(st, ld, n, nq, w->lor, w->hir);
+    const sdpa__cpu_tile t = {
+        .st = st, .ld = ld, .n = n, .nq = nq, .b = b, .kt = kt, .h0 = h, .g0 = i0,
+        .lo = w->lo, .hi = w->hi, .lor = w->lor, .hir = w->hir,
+        .th = p->softcap > 0 ? w->th : NULL};
+    sdpa__cpu_score(call, &t);
     /* A NaN / +inf LSE (a row with a NaN or infinite score): s - lse by hand
      * so that dropped keys (-inf) keep p = 0 exactly and kept ones follow
      * IEEE (lsub is 0 for these rows). */
@@ -272,7 +246,7 @@ static void dkv_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
     const int64_t kb = t % nkb, bh = t / nkb, b = bh / p->Hkv, hkv = bh % p->Hkv;
     const int64_t kt = kb * bk;
     const int n = (int)(p->Skv - kt < bk ? p->Skv - kt : bk);
-    const int64_t kvl = sdpa__cpu_kv_len(p, call->a, b);
+    const int64_t kvl = sdpa__cpu_batch_keys(p, call->a, b);
 
     memset(w->dk, 0, (size_t)n * D * sizeof(float));
     memset(w->dv, 0, (size_t)n * Dv * sizeof(float));
@@ -341,7 +315,7 @@ static void dq_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
     const int64_t qb = t % nqb, bh = t / nqb, b = bh / p->Hq, h = bh % p->Hq;
     const int64_t hkv = h / pl->G, i0 = qb * bq;
     const int nq = (int)(p->Sq - i0 < bq ? p->Sq - i0 : bq);
-    const int64_t kvl = sdpa__cpu_kv_len(p, call->a, b);
+    const int64_t kvl = sdpa__cpu_batch_keys(p, call->a, b);
 
     int64_t K0, K1;
     bwd_load_rows(call, w, b, h, i0, nq, kvl, &K0, &K1);

@@ -1,7 +1,7 @@
 /*
  * cpu_common.c — small helpers shared by the fast CPU backend's forward and
  * backward drivers: per-call parameters (gains and per-head scales loaded
- * once into the plan's workspace), kv_len lookup, the QK-norm forward and
+ * once into the plan's workspace), the QK-norm forward and
  * gradient on one f32 row, and the product that skips zero weights (for
  * operands that hold Inf/NaN). Everything here is O(D) per row; the heavy loops
  * live in the kernels.
@@ -30,25 +30,6 @@ void sdpa__cpu_load_params(const sdpa__cpu_plan *pl, const sdpa__problem *p,
                     ? ((const float *)a->temperature.mem)[sdpa__at(&a->temperature, 0, h, 0, 0)]
                     : (float)p->scale;
     call->scale_h = sc;
-}
-
-int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b)
-{
-    if (!p->has_kv_len) return p->Skv;
-    int64_t n = ((const int32_t *)a->kv_len.mem)[sdpa__at(&a->kv_len, b, 0, 0, 0)];
-    if (n < 0) n = 0;
-    if (n > p->Skv) n = p->Skv;
-    return n;
-}
-
-float sdpa__cpu_softcap(float z, float c, float *t)
-{
-    /* z / c, not z * (1 / c): 1 / c is subnormal (few bits) for c > 2^126;
-     * where |z / c| < 2^-12, tanh(z / c) = (z / c)(1 - ~2^-25) and z itself
-     * is exact even when z / c has lost bits to underflow. */
-    const float x = z / c;
-    *t = tanhf(x);
-    return fabsf(x) < 0x1p-12f ? z : c * *t;
 }
 
 float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D)

@@ -11,11 +11,12 @@
  *      transposed (D x bq) per sub-block of bq rows (row-major when a
  *      sub-block has fewer than 16 rows: then S uses dot products);
  *   2. walks key tiles of bk keys over the union of its rows' kept ranges
- *      (sdpa__row_range: kv_len and the band), packing K (normalised, gain)
+ *      (sdpa__row_range: valid keys and the band), packing K (normalised, gain)
  *      and V once per tile for all sub-blocks;
  *   3. per sub-block whose range meets the tile: S^T = K Q^T (bk x bq),
- *      softcap, bias, mask and band (the band only on tiles not fully inside
- *      every row's range), column max, exp, column sums, rescale of the
+ *      the score function (cpu_score.c; skipped on tiles fully inside every
+ *      row's range when it has nothing else to do), column max, exp, column
+ *      sums, rescale of the
  *      accumulators, O += P V;
  *   4. writes O / l and lse = m + log l (0 and -inf for empty rows), or, with
  *      key splits, the unnormalised partial (O, m, l) which a serial pass
@@ -98,55 +99,17 @@ static inline void row_head(const sdpa__cpu_plan *pl, int64_t hkv, int64_t gr,
     *i = gr % pl->p.Sq;
 }
 
-/* Softcap, bias, mask and band on one S^T tile (keys kt..kt+n, rows of sub). */
-static void fwd_mask_tile(const sdpa__cpu_call *call, const fwd_ws *w,
-                          const sub_info *s, int64_t b, int64_t hkv, int64_t r0,
-                          int64_t kt, int n, bool full)
+/* The score function on one S^T tile (keys kt..kt+n, rows of sub). */
+static void fwd_score_tile(const sdpa__cpu_call *call, const fwd_ws *w,
+                           const sub_info *s, int64_t b, int64_t hkv, int64_t r0,
+                           int64_t kt, int n)
 {
     const sdpa__cpu_plan *pl = call->pl;
-    const sdpa__problem *p = call->p;
-    const sdpa__fwd_args *a = call->a;
-    float *st = w->st;
-    const int ld = pl->bq, nq = s->nq;
-    if (p->softcap > 0) {
-        const float c = (float)p->softcap;
-        float t;
-        for (int j = 0; j < n; j++)
-            for (int r = 0; r < nq; r++)
-                st[j * ld + r] = sdpa__cpu_softcap(st[j * ld + r], c, &t);
-    }
-    if (p->has_bias || p->has_mask) {
-        for (int r = 0; r < nq; r++) {
-            int64_t h, i;
-            row_head(pl, hkv, r0 + s->r0 + r, &h, &i);
-            if (p->has_bias) {
-                const float *bb = (const float *)a->bias.mem + sdpa__at(&a->bias, b, h, i, kt);
-                const int64_t bs = a->bias.stride[3];
-                for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
-                    st[j * ld + r] =
-                        bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
-            }
-            if (p->has_mask) {
-                const uint8_t *mm = (const uint8_t *)a->mask.mem + sdpa__at(&a->mask, b, h, i, kt);
-                const int64_t ms = a->mask.stride[3];
-                for (int j = 0; j < n; j++)
-                    if (!mm[j * ms]) st[j * ld + r] = -INFINITY;
-            }
-        }
-    }
-    if (!full) {
-        /* The band relative to the tile, clamped into int32, then one vector
-         * pass down the keys. */
-        int32_t *lor = (int32_t *)w->mnew, *hir = (int32_t *)w->msub;
-        for (int r = 0; r < nq; r++) {
-            int64_t lo = w->lo[s->r0 + r] - kt, hi = w->hi[s->r0 + r] - kt;
-            lo = lo < 0 ? 0 : lo > n ? n : lo;
-            hi = hi < 0 ? 0 : hi > n ? n : hi;
-            lor[r] = (int32_t)lo;
-            hir[r] = (int32_t)hi;
-        }
-        pl->k->band(st, ld, n, nq, lor, hir);
-    }
+    const sdpa__cpu_tile t = {
+        .st = w->st, .ld = pl->bq, .n = n, .nq = s->nq, .b = b, .kt = kt,
+        .h0 = hkv * pl->G, .g0 = r0 + s->r0, .lo = w->lo + s->r0, .hi = w->hi + s->r0,
+        .lor = (int32_t *)w->mnew, .hir = (int32_t *)w->msub, .th = NULL};
+    sdpa__cpu_score(call, &t);
 }
 
 /* Adds one tile to the rows' running statistics; m holds the rows' maxima
@@ -212,8 +175,8 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     else
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
     const bool full = kt >= s->lo_max && kt + n <= s->hi_min;
-    if (!full || p->softcap > 0 || p->has_bias || p->has_mask)
-        fwd_mask_tile(call, w, s, b, hkv, r0, kt, n, full);
+    if (!full || !sdpa__cpu_score_is_identity(p))
+        fwd_score_tile(call, w, s, b, hkv, r0, kt, n);
 
     memcpy(w->mnew, m, (size_t)nq * sizeof(float));
     k->colmax(st, ld, n, nq, w->mnew);
@@ -301,7 +264,7 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
     const int64_t b = bh / p->Hkv, hkv = bh % p->Hkv;
     const int64_t r0 = sbi * pl->sb;
     const int nrows = (int)(r0 + pl->sb <= pl->rows ? pl->sb : pl->rows - r0);
-    const int64_t kvl = sdpa__cpu_kv_len(p, a, b);
+    const int64_t kvl = sdpa__cpu_batch_keys(p, a, b);
     const bool direct_k = p->dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
                           p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain;
     const bool direct_v = p->dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;

@@ -179,12 +179,29 @@ sdpa_status sdpa__cpu_backward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
 /* Loads per-call parameters (gains, per-head scale) into pl->params. */
 void sdpa__cpu_load_params(const sdpa__cpu_plan *pl, const sdpa__problem *p,
                            const sdpa__fwd_args *a, sdpa__cpu_call *call);
-/* Valid key count of batch b (clamped to [0, Skv]). */
-int64_t sdpa__cpu_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a,
-                         int64_t b);
-/* Softcap c tanh(z / c), with tanh(z / c) in *t; accurate for every c in
- * [FLT_MIN, FLT_MAX] (z itself where |z / c| < 2^-12). */
-float sdpa__cpu_softcap(float z, float c, float *t);
+
+/* ---- the score pipeline (cpu_score.c) ------------------------------------- */
+/* Valid key count of batch b (Skv, or the call's per-batch count clamped to
+ * [0, Skv]). */
+int64_t sdpa__cpu_batch_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b);
+/* One S^T tile of scores scale * q.k: element (j, r) at st[j * ld + r] is key
+ * kt + j of row r, and row r is query (h0 + (g0 + r) / Sq, (g0 + r) % Sq) of
+ * batch b (the G heads sharing a KV head laid end to end). */
+typedef struct sdpa__cpu_tile {
+    float *st;
+    int ld, n, nq;
+    int64_t b, kt, h0, g0;
+    const int64_t *lo, *hi; /* each row's kept-key range (sdpa__row_range) */
+    int32_t *lor, *hir;     /* scratch of nq: the range relative to the tile */
+    float *th;              /* NULL, or receives the cap's tanh per element
+                               (what the backward's gradient needs) */
+} sdpa__cpu_tile;
+/* The score function every cpu kernel calls on its tiles: the cap, then the
+ * additive terms, then the drop decision (-inf). */
+void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t);
+/* True when sdpa__cpu_score changes nothing on a tile inside every row's
+ * range, so a kernel may skip the call there. */
+bool sdpa__cpu_score_is_identity(const sdpa__problem *p);
 /* Normalises x (length D) in place per p->qk_norm (no gain); returns the
  * inverse norm r (1 when no norm). */
 float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D);

@@ -19,10 +19,12 @@ void sdpa__ref_norm_backward(sdpa_qk_norm mode, double r, const double *n,
 void sdpa__ref_load_row(const sdpa__ref *t, sdpa_dtype dtype, int64_t i0, int64_t i1,
                         int64_t i2, int64_t len, double *dst);
 
-/* Per-row scores. For row (b, h, i): kept[j] says whether key j survives
- * masks, band, kv_len and -inf bias; t[j] is scale * (q.k) before softcap;
- * s[j] the final score. qn is the normalised (and gained) query. Returns the
- * number of kept keys. */
+/* The reference's score function (reference_forward.c), used by the forward
+ * and the backward. For row (b, h, i) of a batch whose first `keys` keys are
+ * valid: kept[j] says whether key j survives the drop decision (mask, band,
+ * valid keys, -inf bias); t[j] is scale * (q.k) before the cap; s[j] the
+ * final score. qn is the normalised (and gained) query. Returns the number
+ * of kept keys. */
 typedef struct sdpa__ref_row {
     double *qn, *qraw; /* D */
     double *dot, *t, *s, *p; /* Skv */
@@ -35,10 +37,11 @@ typedef struct sdpa__ref_row {
 void sdpa__ref_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
                     int64_t kvh, double *kn, double *k_r);
 int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
-                         int64_t h, int64_t i, int64_t kv_len, const double *kn,
+                         int64_t h, int64_t i, int64_t keys, const double *kn,
                          sdpa__ref_row *row);
-/* kv_len of batch b (Skv without kv_len; clamped to [0, Skv]). */
-int64_t sdpa__ref_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b);
+/* Valid key count of batch b (Skv, or the call's per-batch count clamped to
+ * [0, Skv]). */
+int64_t sdpa__ref_batch_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b);
 
 sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
                               const sdpa__fwd_args *a);

@@ -64,7 +64,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__proble
     double *dp = rows + 4 * (Skv + 1);
 
     for (int64_t b = 0; b < p->B; b++) {
-        int64_t kv_len = sdpa__ref_kv_len(p, a, b);
+        int64_t keys = sdpa__ref_batch_keys(p, a, b);
         for (int64_t kvh = 0; kvh < p->Hkv; kvh++) {
             sdpa__ref_keys(p, a, b, kvh, kn, k_r);
             for (int64_t j = 0; j < Skv; j++)
@@ -73,7 +73,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__proble
             memset(dvacc, 0, nkv * sizeof *dvacc);
             for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
                 for (int64_t i = 0; i < p->Sq; i++) {
-                    int64_t nkept = sdpa__ref_scores(p, a, b, h, i, kv_len, kn, &row);
+                    int64_t nkept = sdpa__ref_scores(p, a, b, h, i, keys, kn, &row);
                     for (int64_t d = 0; d < D; d++) dqn[d] = 0.0;
                     if (nkept) {
                         sdpa__ref_load_row(&g->dout, p->dtype, b, h, i, Dv, dout);

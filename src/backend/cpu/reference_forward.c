@@ -47,7 +47,7 @@ void sdpa__ref_load_row(const sdpa__ref *t, sdpa_dtype dtype, int64_t i0, int64_
         dst[d] = sdpa__load_float(t->mem, dtype, sdpa__at(t, i0, i1, i2, d));
 }
 
-int64_t sdpa__ref_kv_len(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b)
+int64_t sdpa__ref_batch_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b)
 {
     if (!p->has_kv_len) return p->Skv;
     int64_t n = ((const int32_t *)a->kv_len.mem)[sdpa__at(&a->kv_len, b, 0, 0, 0)];
@@ -68,7 +68,7 @@ void sdpa__ref_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
 }
 
 int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
-                         int64_t h, int64_t i, int64_t kv_len, const double *kn,
+                         int64_t h, int64_t i, int64_t keys, const double *kn,
                          sdpa__ref_row *row)
 {
     const int64_t D = p->D;
@@ -82,7 +82,7 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
                      ? ((const float *)a->temperature.mem)[sdpa__at(&a->temperature, 0, h, 0, 0)]
                      : p->scale;
     int64_t lo, hi, nkept = 0;
-    sdpa__row_range(p, kv_len, i, &lo, &hi);
+    sdpa__row_range(p, keys, i, &lo, &hi);
     for (int64_t j = 0; j < p->Skv; j++) {
         bool keep = j >= lo && j < hi;
         if (keep && p->has_mask)
@@ -222,13 +222,13 @@ sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem
                          buf + 2 * D + 2 * (Skv + 1), buf + 2 * D + 3 * (Skv + 1), kept,
                          0, 0, 0};
     for (int64_t b = 0; b < p->B; b++) {
-        int64_t kv_len = sdpa__ref_kv_len(p, a, b);
+        int64_t keys = sdpa__ref_batch_keys(p, a, b);
         for (int64_t kvh = 0; kvh < p->Hkv; kvh++) {
             sdpa__ref_keys(p, a, b, kvh, kn, k_r);
             for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
                 head_stats hs = {0, 0, 0, INFINITY, -INFINITY, 0, 0, INFINITY, 0, 0, 0, 0, 0};
                 for (int64_t i = 0; i < p->Sq; i++) {
-                    int64_t nkept = sdpa__ref_scores(p, a, b, h, i, kv_len, kn, &row);
+                    int64_t nkept = sdpa__ref_scores(p, a, b, h, i, keys, kn, &row);
                     for (int64_t d = 0; d < Dv; d++) o[d] = 0.0;
                     for (int64_t j = 0; j < Skv && nkept; j++) {
                         if (!row.kept[j]) continue;
