@@ -139,18 +139,26 @@ sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *j
 #define SDPA__PEAK_FORMAT 1
 #define SDPA__PEAK_FILE "peak.jsonl"
 
-/* The cached peak of backend be's device on ctx with `threads` (0 for
- * device backends): true and *gflops, method when <profile dir>/peak.jsonl
- * holds a record with this device key, thread count and driver version. A
- * record of another driver is stale (false, logged at INFO); damaged lines
- * are skipped with one WARN. Never fails. */
-bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                          double *gflops, char *method, size_t method_len);
-/* Records a measurement, replacing the device's record (any driver). A
- * failure (unwritable directory, ...) is returned and recorded as usual;
- * the caller decides whether it matters. */
-sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be, int threads,
-                                 double gflops, const char *method);
+/* What a record measures, and for which configuration: part of its key. */
+typedef struct sdpa__peak_what {
+    const char *metric;  /* "fma": fp32 FMA peak, value in "gflops"; "read": read
+                            bandwidth, value in "gbps" */
+    const char *kernels; /* the kernel set measured for ("avx2", ...), "" for devices */
+    int threads;         /* CPU backends: the context's thread count; 0 for devices */
+} sdpa__peak_what;
+
+/* The cached value of backend be's device on ctx for `what`: true and
+ * *value, method when <profile dir>/peak.jsonl holds a record with this
+ * device key, metric, kernel set, thread count and driver version. A record
+ * of another driver is stale (false, logged at INFO); damaged lines are
+ * skipped with one WARN. Never fails. */
+bool sdpa__peak_cache_get(sdpa_context *ctx, const sdpa__backend *be, const sdpa__peak_what *what,
+                          double *value, char *method, size_t method_len);
+/* Records a measurement, replacing the device's record for `what` (any
+ * driver). A failure (unwritable directory, ...) is returned and recorded as
+ * usual; the caller decides whether it matters. */
+sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const sdpa__backend *be,
+                                 const sdpa__peak_what *what, double value, const char *method);
 
 /* ---- parsed-profile cache (profile_cache.c) ------------------------------ */
 

@@ -75,6 +75,17 @@ typedef struct sdpa__cpu_kernels {
     /* dst[e*stride] = src[e] * mul, converted to dtype, for e < n. */
     void (*store_row)(const float *src, float mul, void *dst, sdpa_dtype dtype,
                       int64_t stride, int n);
+    /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
+     * rows read in their storage dtype (f32, f16, bf16; unit element stride)
+     * and converted in registers while streaming, for sub-blocks under 16
+     * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
+     * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
+     * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
+    void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+    void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
+                  sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                  const float *c_scale);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */

@@ -392,6 +392,157 @@ static void store_row_avx2(const float *src, float mul, void *dst, sdpa_dtype dt
     }
 }
 
+/* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
+
+/* n (1..8) elements from element e of a row of dtype dt, as f32 (lanes past
+ * n are 0 and their memory is never read). */
+SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
+{
+    if (dt == SDPA_DTYPE_F32)
+        return n >= 8 ? _mm256_loadu_ps((const float *)base + e)
+                      : load_m(tail_mask(n), (const float *)base + e);
+    __m128i h;
+    if (n >= 8) {
+        h = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + e));
+    } else {
+        uint16_t t[8] = {0};
+        memcpy(t, (const uint16_t *)base + e, (size_t)n * sizeof(uint16_t));
+        h = _mm_loadu_si128((const __m128i *)t);
+    }
+    if (dt == SDPA_DTYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Prefetch distance of the decode kernels, in rows of K or V. */
+#define KV_AHEAD 8
+
+/* NI query rows against M key rows: each K row is loaded and converted once
+ * and multiplied into NI accumulators. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const int nv = (K + 7) / 8;
+    for (int j = 0; j < M; j++) {
+        const char *ahead = (const char *)A + (size_t)(j + KV_AHEAD) * lda * esz;
+        for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        __m256 s[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) s[i] = _mm256_setzero_ps();
+        for (int c = 0; c < nv; c++) {
+            const int n = K - 8 * c;
+            const __m256 kv = load_kv8(A, dt, j * lda + 8 * c, n);
+#pragma GCC unroll 4
+            for (int i = 0; i < NI; i++) {
+                const float *b = B + i * ldb + 8 * c;
+                s[i] = _mm256_fmadd_ps(kv, n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b),
+                                       s[i]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) C[j * ldc + i] = hsum(s[i]);
+    }
+}
+
+#define DOTS_KV(NI, DT)                                                                      \
+    static void dots_kv_##NI##_##DT(int M, int K, const void *A, ptrdiff_t lda,               \
+                                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)   \
+    {                                                                                        \
+        dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, lda, B, ldb, C, ldc);                    \
+    }
+#define DOTS_KV_DT(DT) DOTS_KV(1, DT) DOTS_KV(2, DT) DOTS_KV(3, DT) DOTS_KV(4, DT)
+DOTS_KV_DT(F32)
+DOTS_KV_DT(F16)
+DOTS_KV_DT(BF16)
+
+typedef void (*dots_kv_fn)(int, int, const void *, ptrdiff_t, const float *, ptrdiff_t, float *,
+                           ptrdiff_t);
+#define DOTS_KV_ROW(DT) {dots_kv_1_##DT, dots_kv_2_##DT, dots_kv_3_##DT, dots_kv_4_##DT}
+static const dots_kv_fn dots_kv_table[3][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16),
+                                               DOTS_KV_ROW(BF16)};
+
+static int dt_index(sdpa_dtype dt)
+{
+    return dt == SDPA_DTYPE_F32 ? 0 : dt == SDPA_DTYPE_F16 ? 1 : 2;
+}
+
+static void dots_kv_avx2(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
+                         const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
+{
+    for (int i0 = 0; i0 < N; i0 += 4) {
+        const int ni = N - i0 < 4 ? N - i0 : 4;
+        dots_kv_table[dt_index(dtype)][ni - 1](M, K, A, lda, B + i0 * ldb, ldb, C + i0, ldc);
+    }
+}
+
+/* C (NR rows x 16 columns) = C * c_scale + P^T V over K keys: each V row
+ * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
+SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t ldp,
+                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
+    const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        const __m256 sc = _mm256_set1_ps(c_scale ? c_scale[r] : 1.0f);
+        acc[r][0] = _mm256_mul_ps(ldm(n >= 8, m0, C + r * ldc), sc);
+        acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
+                           : _mm256_setzero_ps();
+    }
+    for (int k = 0; k < K; k++) {
+        _mm_prefetch((const char *)V + (size_t)(k + KV_AHEAD) * ldv * esz, _MM_HINT_T0);
+        const __m256 v0 = load_kv8(V, dt, k * ldv, n);
+        const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * ldv + 8, n1) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);
+            acc[r][0] = _mm256_fmadd_ps(p, v0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(p, v1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        stm(n >= 8, m0, C + r * ldc, acc[r][0]);
+        if (n1 > 0) stm(n1 >= 8, m1, C + r * ldc + 8, acc[r][1]);
+    }
+}
+
+#define PV_KV(NR, DT)                                                                         \
+    static void pv_kv_##NR##_##DT(int N, int K, const float *P, ptrdiff_t ldp, const void *V, \
+                                  ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *cs)    \
+    {                                                                                         \
+        pv_kv_block(NR, N, K, P, ldp, V, SDPA_DTYPE_##DT, ldv, C, ldc, cs);                   \
+    }
+#define PV_KV_DT(DT) PV_KV(1, DT) PV_KV(2, DT) PV_KV(3, DT) PV_KV(4, DT)
+PV_KV_DT(F32)
+PV_KV_DT(F16)
+PV_KV_DT(BF16)
+
+typedef void (*pv_kv_fn)(int, int, const float *, ptrdiff_t, const void *, ptrdiff_t, float *,
+                         ptrdiff_t, const float *);
+#define PV_KV_ROW(DT) {pv_kv_1_##DT, pv_kv_2_##DT, pv_kv_3_##DT, pv_kv_4_##DT}
+static const pv_kv_fn pv_kv_table[3][4] = {PV_KV_ROW(F32), PV_KV_ROW(F16), PV_KV_ROW(BF16)};
+
+static void pv_kv_avx2(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
+                       sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                       const float *c_scale)
+{
+    const size_t esz = dtype == SDPA_DTYPE_F32 ? 4 : 2;
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        const int nn = N - n0 < 16 ? N - n0 : 16;
+        for (int r0 = 0; r0 < M; r0 += 4) {
+            const int nr = M - r0 < 4 ? M - r0 : 4;
+            pv_kv_table[dt_index(dtype)][nr - 1](
+                nn, K, P + r0, ldp, (const char *)V + (size_t)n0 * esz, ldv,
+                C + r0 * ldc + n0, ldc, c_scale ? c_scale + r0 : NULL);
+        }
+    }
+}
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .name = "avx2",
     .gemm = gemm_avx2,
@@ -404,4 +555,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .nonfinite = nonfinite_avx2,
     .band = band_avx2,
     .tilestats = tilestats_avx2,
+    .dots_kv = dots_kv_avx2,
+    .pv_kv = pv_kv_avx2,
 };

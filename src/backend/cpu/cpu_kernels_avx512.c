@@ -353,6 +353,143 @@ static void store_row_avx512(const float *src, float mul, void *dst, sdpa_dtype 
     }
 }
 
+/* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
+
+/* 16 (masked: m) elements from element e of a row of dtype dt, as f32. */
+SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16 m)
+{
+    if (dt == SDPA_DTYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)base + e);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)base + e);
+    if (dt == SDPA_DTYPE_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Prefetch distance of the decode kernels, in rows of K or V. */
+#define KV_AHEAD 8
+
+/* NI query rows against M key rows: each K row is loaded and converted once
+ * and multiplied into NI accumulators. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const int nv = (K + 15) / 16;
+    for (int j = 0; j < M; j++) {
+        const char *ahead = (const char *)A + (size_t)(j + KV_AHEAD) * lda * esz;
+        for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        __m512 s[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) s[i] = _mm512_setzero_ps();
+        for (int c = 0; c < nv; c++) {
+            const __mmask16 m = tail_mask(K - 16 * c);
+            const __m512 kv = load_kv16(A, dt, j * lda + 16 * c, m);
+#pragma GCC unroll 4
+            for (int i = 0; i < NI; i++)
+                s[i] = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c), s[i]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) C[j * ldc + i] = _mm512_reduce_add_ps(s[i]);
+    }
+}
+
+#define DOTS_KV(NI, DT)                                                                      \
+    static void dots_kv_##NI##_##DT(int M, int K, const void *A, ptrdiff_t lda,               \
+                                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)   \
+    {                                                                                        \
+        dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, lda, B, ldb, C, ldc);                    \
+    }
+#define DOTS_KV_DT(DT) DOTS_KV(1, DT) DOTS_KV(2, DT) DOTS_KV(3, DT) DOTS_KV(4, DT)
+DOTS_KV_DT(F32)
+DOTS_KV_DT(F16)
+DOTS_KV_DT(BF16)
+
+typedef void (*dots_kv_fn)(int, int, const void *, ptrdiff_t, const float *, ptrdiff_t, float *,
+                           ptrdiff_t);
+#define DOTS_KV_ROW(DT) {dots_kv_1_##DT, dots_kv_2_##DT, dots_kv_3_##DT, dots_kv_4_##DT}
+static const dots_kv_fn dots_kv_table[3][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16),
+                                               DOTS_KV_ROW(BF16)};
+
+static int dt_index(sdpa_dtype dt)
+{
+    return dt == SDPA_DTYPE_F32 ? 0 : dt == SDPA_DTYPE_F16 ? 1 : 2;
+}
+
+static void dots_kv_avx512(int M, int N, int K, const void *A, sdpa_dtype dtype,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc)
+{
+    for (int i0 = 0; i0 < N; i0 += 4) {
+        const int ni = N - i0 < 4 ? N - i0 : 4;
+        dots_kv_table[dt_index(dtype)][ni - 1](M, K, A, lda, B + i0 * ldb, ldb, C + i0, ldc);
+    }
+}
+
+/* C (NR rows x 64 columns from n0) = C * c_scale + P^T V over K keys: each V
+ * row chunk is loaded and converted once for the NR rows. */
+SDPA_AI void pv_kv_block(const int NR, int N, int K, const float *P, ptrdiff_t ldp,
+                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    __mmask16 m[4];
+    for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        const __m512 sc = _mm512_set1_ps(c_scale ? c_scale[r] : 1.0f);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
+    }
+    for (int k = 0; k < K; k++) {
+        _mm_prefetch((const char *)V + (size_t)(k + KV_AHEAD) * ldv * esz, _MM_HINT_T0);
+        __m512 v[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * ldv + 16 * q, m[q]);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m512 p = _mm512_set1_ps(P[r + k * ldp]);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm512_fmadd_ps(p, v[q], acc[r][q]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) _mm512_mask_storeu_ps(C + r * ldc + 16 * q, m[q], acc[r][q]);
+}
+
+#define PV_KV(NR, DT)                                                                         \
+    static void pv_kv_##NR##_##DT(int N, int K, const float *P, ptrdiff_t ldp, const void *V, \
+                                  ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *cs)    \
+    {                                                                                         \
+        pv_kv_block(NR, N, K, P, ldp, V, SDPA_DTYPE_##DT, ldv, C, ldc, cs);                   \
+    }
+#define PV_KV_DT(DT) PV_KV(1, DT) PV_KV(2, DT) PV_KV(3, DT) PV_KV(4, DT)
+PV_KV_DT(F32)
+PV_KV_DT(F16)
+PV_KV_DT(BF16)
+
+typedef void (*pv_kv_fn)(int, int, const float *, ptrdiff_t, const void *, ptrdiff_t, float *,
+                         ptrdiff_t, const float *);
+#define PV_KV_ROW(DT) {pv_kv_1_##DT, pv_kv_2_##DT, pv_kv_3_##DT, pv_kv_4_##DT}
+static const pv_kv_fn pv_kv_table[3][4] = {PV_KV_ROW(F32), PV_KV_ROW(F16), PV_KV_ROW(BF16)};
+
+static void pv_kv_avx512(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
+                         sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
+{
+    const size_t esz = dtype == SDPA_DTYPE_F32 ? 4 : 2;
+    for (int n0 = 0; n0 < N; n0 += 64)
+        for (int r0 = 0; r0 < M; r0 += 4) {
+            const int nr = M - r0 < 4 ? M - r0 : 4;
+            pv_kv_table[dt_index(dtype)][nr - 1](
+                N - n0, K, P + r0, ldp, (const char *)V + (size_t)n0 * esz, ldv,
+                C + r0 * ldc + n0, ldc, c_scale ? c_scale + r0 : NULL);
+        }
+}
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .name = "avx512",
     .gemm = gemm_avx512,
@@ -365,4 +502,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .nonfinite = nonfinite_avx512,
     .band = band_avx512,
     .tilestats = tilestats_avx512,
+    .dots_kv = dots_kv_avx512,
+    .pv_kv = pv_kv_avx512,
 };

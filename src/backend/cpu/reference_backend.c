@@ -88,4 +88,6 @@ const sdpa__backend sdpa__backend_reference = {
     .finish = sdpa__host_finish,
     .tile_ranges = ref_tile_ranges,
     .measure_peak = sdpa__cpu_measure_peak,
+    .peak_kernels = sdpa__cpu_peak_widest,
+    .measure_bandwidth = sdpa__cpu_measure_bandwidth,
 };
