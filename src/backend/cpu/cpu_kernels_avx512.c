@@ -367,29 +367,65 @@ SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16
 /* Prefetch distance of the decode kernels, in rows of K or V. */
 #define KV_AHEAD 8
 
-/* NI query rows against M key rows: each K row is loaded and converted once
- * and multiplied into NI accumulators. */
+/* The 16 sums of v[0..15] in one vector, lane n = sum of v[n]: a transpose
+ * tree (45 shuffles and adds instead of 16 horizontal reductions). */
+SDPA_AI __m512 hsum16(const __m512 v[16])
+{
+    __m512 u[4];
+    for (int m = 0; m < 4; m++) {
+        /* quarters [v_m, v_m+4, v_m+8, v_m+12], each 4 lanes of partial sums */
+        const __m512 t0 = _mm512_add_ps(_mm512_shuffle_f32x4(v[m], v[m + 4], 0x44),
+                                        _mm512_shuffle_f32x4(v[m], v[m + 4], 0xEE));
+        const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(v[m + 8], v[m + 12], 0x44),
+                                        _mm512_shuffle_f32x4(v[m + 8], v[m + 12], 0xEE));
+        u[m] = _mm512_add_ps(_mm512_shuffle_f32x4(t0, t1, 0x88),
+                             _mm512_shuffle_f32x4(t0, t1, 0xDD));
+    }
+    /* per quarter p: lane m = the sum of quarter p of u[m] */
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1]));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
+    return _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* NI (<= 4) query rows against M key rows, 4 keys at a time: each K row is
+ * loaded and converted once and multiplied into NI accumulators (16
+ * independent FMA chains), the 16 sums reduced together by hsum16. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
                            ptrdiff_t ldc)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
     const int nv = (K + 15) / 16;
-    for (int j = 0; j < M; j++) {
-        const char *ahead = (const char *)A + (size_t)(j + KV_AHEAD) * lda * esz;
-        for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-        __m512 s[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++) s[i] = _mm512_setzero_ps();
+    const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
+    for (int j = 0; j < M; j += 4) {
+        for (int k = 0; k < 4; k++) {
+            const char *ahead = (const char *)A + (size_t)(j + k + KV_AHEAD) * lda * esz;
+            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        }
+        /* rows past M repeat row j (in bounds; their sums are not stored) */
+        ptrdiff_t row[4];
+        for (int k = 0; k < 4; k++) row[k] = (ptrdiff_t)(j + k < M ? j + k : j) * lda;
+        __m512 s[16];
+#pragma GCC unroll 16
+        for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
         for (int c = 0; c < nv; c++) {
             const __mmask16 m = tail_mask(K - 16 * c);
-            const __m512 kv = load_kv16(A, dt, j * lda + 16 * c, m);
+            __m512 q[4];
 #pragma GCC unroll 4
-            for (int i = 0; i < NI; i++)
-                s[i] = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c), s[i]);
+            for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m512 kv = load_kv16(A, dt, row[k] + 16 * c, m);
+#pragma GCC unroll 4
+                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
+            }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++) C[j * ldc + i] = _mm512_reduce_add_ps(s[i]);
+        const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
+        _mm_mask_storeu_ps(C + j * ldc, out_mask, _mm512_castps512_ps128(w));
+        if (j + 1 < M) _mm_mask_storeu_ps(C + (j + 1) * ldc, out_mask, _mm512_extractf32x4_ps(w, 1));
+        if (j + 2 < M) _mm_mask_storeu_ps(C + (j + 2) * ldc, out_mask, _mm512_extractf32x4_ps(w, 2));
+        if (j + 3 < M) _mm_mask_storeu_ps(C + (j + 3) * ldc, out_mask, _mm512_extractf32x4_ps(w, 3));
     }
 }
 
