@@ -416,32 +416,53 @@ SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
 /* Prefetch distance of the decode kernels, in rows of K or V. */
 #define KV_AHEAD 8
 
-/* NI query rows against M key rows: each K row is loaded and converted once
- * and multiplied into NI accumulators. */
+/* The 8 sums of v[0..7] in one vector, lane n = sum of v[n]. */
+SDPA_AI __m256 hsum8(const __m256 v[8])
+{
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    /* each 128-bit half of t0: the sums of that half of v[0..3]; t1: v[4..7] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+/* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
+ * loaded and converted once and multiplied into NI accumulators (8
+ * independent FMA chains), the 8 sums reduced together by hsum8. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
                            ptrdiff_t ldc)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
     const int nv = (K + 7) / 8;
-    for (int j = 0; j < M; j++) {
-        const char *ahead = (const char *)A + (size_t)(j + KV_AHEAD) * lda * esz;
-        for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-        __m256 s[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++) s[i] = _mm256_setzero_ps();
+    const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
+    for (int j = 0; j < M; j += 2) {
+        for (int k = 0; k < 2; k++) {
+            const char *ahead = (const char *)A + (size_t)(j + k + KV_AHEAD) * lda * esz;
+            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        }
+        /* a row past M repeats row j (in bounds; its sums are not stored) */
+        const ptrdiff_t row[2] = {(ptrdiff_t)j * lda, (ptrdiff_t)(j + 1 < M ? j + 1 : j) * lda};
+        __m256 s[8];
+#pragma GCC unroll 8
+        for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
         for (int c = 0; c < nv; c++) {
             const int n = K - 8 * c;
-            const __m256 kv = load_kv8(A, dt, j * lda + 8 * c, n);
+            __m256 q[4];
 #pragma GCC unroll 4
             for (int i = 0; i < NI; i++) {
                 const float *b = B + i * ldb + 8 * c;
-                s[i] = _mm256_fmadd_ps(kv, n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b),
-                                       s[i]);
+                q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
+            }
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                const __m256 kv = load_kv8(A, dt, row[k] + 8 * c, n);
+#pragma GCC unroll 4
+                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
             }
         }
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++) C[j * ldc + i] = hsum(s[i]);
+        const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */
+        _mm_maskstore_ps(C + j * ldc, out_mask, _mm256_castps256_ps128(w));
+        if (j + 1 < M) _mm_maskstore_ps(C + (j + 1) * ldc, out_mask, _mm256_extractf128_ps(w, 1));
     }
 }
 
