@@ -466,37 +466,6 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     }
 }
 
-#define DOTS_KV(NI, DT)                                                                      \
-    static void dots_kv_##NI##_##DT(int M, int K, const void *A, ptrdiff_t lda,               \
-                                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)   \
-    {                                                                                        \
-        dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, lda, B, ldb, C, ldc);                    \
-    }
-#define DOTS_KV_DT(DT) DOTS_KV(1, DT) DOTS_KV(2, DT) DOTS_KV(3, DT) DOTS_KV(4, DT)
-DOTS_KV_DT(F32)
-DOTS_KV_DT(F16)
-DOTS_KV_DT(BF16)
-
-typedef void (*dots_kv_fn)(int, int, const void *, ptrdiff_t, const float *, ptrdiff_t, float *,
-                           ptrdiff_t);
-#define DOTS_KV_ROW(DT) {dots_kv_1_##DT, dots_kv_2_##DT, dots_kv_3_##DT, dots_kv_4_##DT}
-static const dots_kv_fn dots_kv_table[3][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16),
-                                               DOTS_KV_ROW(BF16)};
-
-static int dt_index(sdpa_dtype dt)
-{
-    return dt == SDPA_DTYPE_F32 ? 0 : dt == SDPA_DTYPE_F16 ? 1 : 2;
-}
-
-static void dots_kv_avx2(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                         const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
-{
-    for (int i0 = 0; i0 < N; i0 += 4) {
-        const int ni = N - i0 < 4 ? N - i0 : 4;
-        dots_kv_table[dt_index(dtype)][ni - 1](M, K, A, lda, B + i0 * ldb, ldb, C + i0, ldc);
-    }
-}
-
 /* C (NR rows x 16 columns) = C * c_scale + P^T V over K keys: each V row
  * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
 SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t ldp,
@@ -532,37 +501,8 @@ SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t l
     }
 }
 
-#define PV_KV(NR, DT)                                                                         \
-    static void pv_kv_##NR##_##DT(int N, int K, const float *P, ptrdiff_t ldp, const void *V, \
-                                  ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *cs)    \
-    {                                                                                         \
-        pv_kv_block(NR, N, K, P, ldp, V, SDPA_DTYPE_##DT, ldv, C, ldc, cs);                   \
-    }
-#define PV_KV_DT(DT) PV_KV(1, DT) PV_KV(2, DT) PV_KV(3, DT) PV_KV(4, DT)
-PV_KV_DT(F32)
-PV_KV_DT(F16)
-PV_KV_DT(BF16)
-
-typedef void (*pv_kv_fn)(int, int, const float *, ptrdiff_t, const void *, ptrdiff_t, float *,
-                         ptrdiff_t, const float *);
-#define PV_KV_ROW(DT) {pv_kv_1_##DT, pv_kv_2_##DT, pv_kv_3_##DT, pv_kv_4_##DT}
-static const pv_kv_fn pv_kv_table[3][4] = {PV_KV_ROW(F32), PV_KV_ROW(F16), PV_KV_ROW(BF16)};
-
-static void pv_kv_avx2(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
-                       sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                       const float *c_scale)
-{
-    const size_t esz = dtype == SDPA_DTYPE_F32 ? 4 : 2;
-    for (int n0 = 0; n0 < N; n0 += 16) {
-        const int nn = N - n0 < 16 ? N - n0 : 16;
-        for (int r0 = 0; r0 < M; r0 += 4) {
-            const int nr = M - r0 < 4 ? M - r0 : 4;
-            pv_kv_table[dt_index(dtype)][nr - 1](
-                nn, K, P + r0, ldp, (const char *)V + (size_t)n0 * esz, ldv,
-                C + r0 * ldc + n0, ldc, c_scale ? c_scale + r0 : NULL);
-        }
-    }
-}
+#define PV_KV_COLS 16
+#include "cpu_decode_tables.h"
 
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .name = "avx2",
@@ -576,6 +516,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .nonfinite = nonfinite_avx2,
     .band = band_avx2,
     .tilestats = tilestats_avx2,
-    .dots_kv = dots_kv_avx2,
-    .pv_kv = pv_kv_avx2,
+    .dots_kv = decode_dots_kv,
+    .pv_kv = decode_pv_kv,
 };
