@@ -5,7 +5,7 @@
  * caches the result next to the FMA peak.
  *
  * A STREAM-like read loop: one buffer of 4x the last-level cache (sysfs;
- * at least 64 MiB, at most 1 GiB) split into one slice per thread of the
+ * at least 64 MiB, at most 1 GiB, halved while the allocation fails) split into one slice per thread of the
  * context; a first untimed round has each thread write its slice (first
  * touch: its pages are mapped, and local to it), then every round starts one
  * pthread per slice that reads it once with vector loads of the widest ISA
@@ -19,13 +19,15 @@
 #include "host_buffers.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ROUNDS 6
 #define MIN_BYTES ((size_t)64 << 20)
-#define MAX_BYTES ((size_t)1 << 30)
+/* 1 GiB (256 MiB in a 32-bit address space) */
+#define MAX_BYTES (SIZE_MAX > 0xFFFFFFFFu ? (size_t)1 << 30 : (size_t)256 << 20)
 
 /* 64 bytes per vector; the compiler maps it to the ISA of the function. */
 typedef float vec16 __attribute__((vector_size(64)));
@@ -109,12 +111,18 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, double seconds, doubl
     size_t bytes = 4 * llc_bytes();
     if (bytes < MIN_BYTES) bytes = MIN_BYTES;
     if (bytes > MAX_BYTES) bytes = MAX_BYTES;
-    const size_t per = bytes / sizeof(vec16) / (size_t)threads / 8 * 8; /* vectors per thread */
-    bytes = per * (size_t)threads * sizeof(vec16);
+    vec16 *buf = NULL;
+    size_t per = 0; /* vectors per thread */
+    for (;; bytes /= 2) { /* a smaller buffer where memory is short */
+        per = bytes / sizeof(vec16) / (size_t)threads / 8 * 8;
+        if (per < 8) per = 8;
+        bytes = per * (size_t)threads * sizeof(vec16);
+        buf = sdpa__aligned_alloc(64, bytes);
+        if (buf || bytes <= MIN_BYTES) break;
+    }
 
     const char *isa = "";
     const read_fn fn = pick_reader(&isa);
-    vec16 *buf = sdpa__aligned_alloc(64, bytes);
     bw_worker *w = sdpa__calloc((size_t)threads, sizeof *w);
     pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
     if (!buf || !w || !tid) {
