@@ -413,14 +413,6 @@ SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* Prefetch distance of the decode kernels: rows of K or V about 4 KiB ahead
- * (8 to 64 rows), so f16 rows are fetched as far ahead in time as f32 ones. */
-SDPA_AI ptrdiff_t kv_ahead(ptrdiff_t ld, size_t esz)
-{
-    const ptrdiff_t rows = (ptrdiff_t)(4096 / ((size_t)ld * esz + 1)) + 1;
-    return rows < 8 ? 8 : rows > 64 ? 64 : rows;
-}
-
 /* The 8 sums of v[0..7] in one vector, lane n = sum of v[n]. */
 SDPA_AI __m256 hsum8(const __m256 v[8])
 {
@@ -438,7 +430,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
                            ptrdiff_t ldc)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = kv_ahead(lda, esz);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
     const int nv = (K + 7) / 8;
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
@@ -479,7 +471,7 @@ SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t l
                          const float *c_scale)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = kv_ahead(ldv, esz);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
     const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
     const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
     __m256 acc[4][2];

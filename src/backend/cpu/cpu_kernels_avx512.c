@@ -364,14 +364,6 @@ SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Prefetch distance of the decode kernels: rows of K or V about 4 KiB ahead
- * (8 to 64 rows), so f16 rows are fetched as far ahead in time as f32 ones. */
-SDPA_AI ptrdiff_t kv_ahead(ptrdiff_t ld, size_t esz)
-{
-    const ptrdiff_t rows = (ptrdiff_t)(4096 / ((size_t)ld * esz + 1)) + 1;
-    return rows < 8 ? 8 : rows > 64 ? 64 : rows;
-}
-
 /* The 16 sums of v[0..15] in one vector, lane n = sum of v[n]: a transpose
  * tree (45 shuffles and adds instead of 16 horizontal reductions). */
 SDPA_AI __m512 hsum16(const __m512 v[16])
@@ -401,7 +393,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
                            ptrdiff_t ldc)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = kv_ahead(lda, esz);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
     const int nv = (K + 15) / 16;
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
@@ -442,7 +434,7 @@ SDPA_AI void pv_kv_block(const int NR, int N, int K, const float *P, ptrdiff_t l
                          const float *c_scale)
 {
     const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = kv_ahead(ldv, esz);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][4];
