@@ -693,14 +693,16 @@ SDPA_API sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *
 /* ---- device peak (experimental) ----
  * The fp32 FMA throughput of the context's device, for "fraction of peak"
  * figures (sdpa-bench). Measured once per device by a built-in micro-benchmark
- * (CPU and reference: independent FMA chains in the widest vector ISA, on the
+ * (CPU: independent FMA chains at the vector width of the kernel set the
+ * context runs, AVX-512, AVX2 or the portable loops' 4 lanes, so `% peak` is
+ * against the kernels' own width; reference: the widest ISA; both on the
  * context's thread count; OpenCL: a kernel of floatN FMA chains timed with
  * profiling events; Vulkan: a compute shader timed with timestamp queries, or
  * the host clock around a fence where timestamps are missing), best of a few
  * runs, about 0.2-0.5 s plus a first kernel build. The result is cached as one
  * JSON line per device in <profile dir>/peak.jsonl (the directory of
  * sdpa_context_profile_path), keyed like profiles (backend, vendor, device,
- * compute units) plus the thread count for the CPU backends; a record made
+ * compute units) plus the thread count and kernel set for the CPU backends; a record made
  * with another driver version is stale and re-measured. Damaged lines are
  * skipped with one WARN; an unwritable directory costs only the caching (one
  * WARN). Builds without the profile store (no cJSON) measure every time. */
@@ -720,6 +722,32 @@ typedef struct sdpa_peak_info {
  * backend has no micro-benchmark), SDPA_ERR_BUILD, SDPA_ERR_DEVICE, SDPA_ERR_OUT_OF_MEMORY
  * (the measurement failed). Caching problems are never errors. */
 SDPA_API sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info);
+
+/* ---- read bandwidth (experimental) ----
+ * The read bandwidth of the memory the context's device streams K and V
+ * from, for "fraction of bandwidth" figures of memory-bound calls (decode:
+ * sdpa-bench's `% bw`). CPU and reference backends: a STREAM-like read loop
+ * (vector loads of the widest ISA summed, nothing written) over a buffer of
+ * 4x the last-level cache (at least 64 MiB, at most 1 GiB), split over the
+ * context's threads, best of a few passes; about 0.3-1 s with first-touching
+ * the buffer. Cached in peak.jsonl beside the FMA peak (metric "read"), keyed
+ * by device and thread count, with the same staleness and damage rules.
+ * OpenCL and Vulkan have no probe yet (SDPA_ERR_UNSUPPORTED). */
+typedef struct sdpa_bandwidth_info {
+    size_t struct_size;  /* sizeof(sdpa_bandwidth_info), set by the call */
+    double gbps;         /* 1e9 bytes read per second, all threads together */
+    char method[64];     /* how it was measured, e.g. "cpu read 2 threads 1024 MiB" */
+    int cached;          /* 1 = read from the profile dir, 0 = measured now */
+} sdpa_bandwidth_info;
+
+/* Fills *info with the read bandwidth of ctx's device (the primary backend's,
+ * as sdpa_context_peak): the cached record, or a measurement that is then
+ * cached; refresh = 1 measures again. Returns SDPA_ERR_NULL (ctx or info
+ * NULL), SDPA_ERR_UNSUPPORTED (no probe for the backend),
+ * SDPA_ERR_OUT_OF_MEMORY (the buffer or threads). Caching problems are never
+ * errors. */
+SDPA_API sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh,
+                                            sdpa_bandwidth_info *info);
 
 #endif /* SDPA_EXPERIMENTAL */
 

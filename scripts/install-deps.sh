@@ -4,7 +4,9 @@
 # Sourced or run by scripts/demo.sh, scripts/test.sh and .ci/run.
 # `install-deps.sh --hardening` installs only the extra packages of
 # scripts/hardening.sh (see hardening_packages below); `--gpu-static` those
-# of scripts/gpu-static.sh (gpu_static_packages below, plus ptxas from PyPI).
+# of scripts/gpu-static.sh (gpu_static_packages below, plus ptxas from PyPI);
+# `--baselines` those of scripts/bench-baselines.sh (baselines_packages below,
+# plus ONNX Runtime from PyPI).
 set -euo pipefail
 
 packages=(
@@ -66,8 +68,23 @@ if [ "${1:-}" = "--aarch64" ]; then
   add_arch arm64
   packages=("${aarch64_packages[@]}")
 fi
+# --- outside baselines (scripts/bench-baselines.sh only; optional extras,
+# not needed by the README's commands): Debian's OpenBLAS for the unfused
+# baseline, and a venv with ONNX Runtime, onnx and numpy from PyPI
+# (SDPA_BASELINES_VENV; the script's SDPA_BASELINES_PYTHON default).
+baselines_packages=(libopenblas-dev python3-venv python3-pip)
+baselines_venv="${SDPA_BASELINES_VENV:-$HOME/.cache/sdpa/baselines-venv}"
+baselines_ort() {
+  "$baselines_venv/bin/python" -c "import onnxruntime, onnx, numpy" 2>/dev/null && return 0
+  echo "install-deps: installing onnxruntime, onnx, numpy (pip) into $baselines_venv"
+  python3 -m venv "$baselines_venv"
+  "$baselines_venv/bin/pip" install -q onnxruntime onnx numpy
+}
 if [ "${1:-}" = "--gpu-static" ]; then
   packages=("${gpu_static_packages[@]}")
+fi
+if [ "${1:-}" = "--baselines" ]; then
+  packages=("${baselines_packages[@]}")
 fi
 if [ "${1:-}" = "--hardening" ]; then
   for arch in arm64 i386; do add_arch "$arch"; done
@@ -88,3 +105,4 @@ else
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ "${1:-}" = "--gpu-static" ]; then gpu_static_ptxas; fi
+if [ "${1:-}" = "--baselines" ]; then baselines_ort; fi

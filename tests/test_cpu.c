@@ -103,6 +103,12 @@ static const fcase fcases[] = {
     {"decode_long", 1, 4, 1, 1, 4100, 64, 64, 0},
     {"decode_window", 1, 4, 4, 3, 2000, 64, 64, F_EXPL | F_WIN},
     {"decode_bf16_stats", 1, 4, 2, 2, 1000, 64, 64, F_BF16 | F_STATS},
+    /* K/V streamed in their dtype (dots_kv/pv_kv): 4- and 5-row groups,
+     * head sizes with vector tails, GQA, f32/f16/bf16, causal + kv_len */
+    {"decode_f16_gqa", 1, 8, 2, 1, 1000, 128, 128, F_F16 | F_KVLEN},
+    {"decode_f16_tails", 2, 10, 2, 1, 333, 70, 37, F_F16 | F_CAUSAL},
+    {"decode_bf16_tails", 1, 10, 2, 3, 130, 23, 81, F_BF16},
+    {"decode_f32_tails", 1, 6, 2, 1, 200, 9, 130, F_KVLEN},
 };
 #define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
 

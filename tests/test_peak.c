@@ -332,6 +332,139 @@ START_TEST(null_arguments)
 }
 END_TEST
 
+/* The cpu backend's peak is measured at the width of the kernel set its
+ * context runs (SDPA_CPU_KERNELS), and each set has its own record. */
+START_TEST(peak_per_kernel_set)
+{
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
+    peak_path(dir, path, sizeof path);
+    tlogcap cap = {0};
+    sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
+    sdpa_peak_info best = peak_ok(ctx, 0);
+    sdpa_context_destroy(ctx);
+    setenv("SDPA_CPU_KERNELS", "generic", 1);
+    ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
+    sdpa_peak_info g = peak_ok(ctx, 0);
+    ck_assert_ptr_nonnull(strstr(g.method, "cpu generic "));
+    ck_assert_int_eq(peak_ok(ctx, 0).cached, 1);
+    sdpa_context_destroy(ctx);
+    unsetenv("SDPA_CPU_KERNELS");
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(count_substr(text, "\"kernels\":\"generic\""), 1);
+    if (strstr(best.method, "cpu generic ")) {
+        /* no vector kernels on this CPU: one record serves both */
+        ck_assert_int_eq(g.cached, 1);
+        fprintf(stderr, "test_peak: peak_per_kernel_set: only generic kernels here\n");
+    } else {
+        ck_assert_int_eq(g.cached, 0);
+        ck_assert_int_eq(count_substr(text, "\n"), 2);
+        fprintf(stderr, "test_peak: %s %.1f vs generic %.1f GFLOP/s (1 thread)\n", best.method,
+                best.gflops, g.gflops);
+    }
+    free(text);
+    ck_assert_int_eq(cap.errors, 0);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
+/* A record from before the metric and kernel-set fields is not used for a
+ * kernel set (it may have been measured at another width) and is replaced. */
+START_TEST(record_without_kernels_replaced)
+{
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
+    peak_path(dir, path, sizeof path);
+    tlogcap cap = {0};
+    sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 1, &cap);
+    sdpa_peak_info a = peak_ok(ctx, 0);
+    ck_assert_int_eq(a.cached, 0);
+    char *text = slurp(path), line[4096];
+    ck_assert_ptr_nonnull(text);
+    snprintf(line, sizeof line, "%s", text);
+    free(text);
+    char *m = strstr(line, "\"metric\":\"fma\",\"kernels\":\"");
+    ck_assert_ptr_nonnull(m);
+    char *end = strchr(m + strlen("\"metric\":\"fma\",\"kernels\":\""), '"');
+    ck_assert_ptr_nonnull(end);
+    memmove(m, end + 2, strlen(end + 2) + 1); /* drop both fields and the comma */
+    char *gf = strstr(line, "\"gflops\":");
+    ck_assert_ptr_nonnull(gf);
+    char *comma = strchr(gf, ',');
+    char rest[4096];
+    snprintf(rest, sizeof rest, "%s", comma);
+    snprintf(gf, sizeof line - (size_t)(gf - line), "\"gflops\":12345.5%s", rest);
+    write_file(path, line, strlen(line));
+    sdpa_peak_info b = peak_ok(ctx, 0);
+    ck_assert_int_eq(b.cached, 0);
+    ck_assert(b.gflops != 12345.5);
+    text = slurp(path);
+    ck_assert_int_eq(count_substr(text, "\n"), 1);
+    ck_assert_ptr_null(strstr(text, "12345.5"));
+    free(text);
+    ck_assert_int_eq(cap.warns, 0);
+    sdpa_context_destroy(ctx);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
+static sdpa_bandwidth_info bandwidth_ok(sdpa_context *ctx, int refresh)
+{
+    sdpa_bandwidth_info info;
+    memset(&info, 0xAB, sizeof info);
+    sdpa_status st = sdpa_context_bandwidth(ctx, refresh, &info);
+    ck_assert_msg(st == SDPA_OK, "sdpa_context_bandwidth: %s", sdpa_status_name(st));
+    ck_assert_uint_eq(info.struct_size, sizeof info);
+    ck_assert_msg(info.gbps > 0.01 && info.gbps < 1e5, "bandwidth %g GB/s", info.gbps);
+    ck_assert(info.cached == 0 || info.cached == 1);
+    ck_assert(memchr(info.method, '\0', sizeof info.method) != NULL);
+    ck_assert_ptr_nonnull(strstr(info.method, "cpu read "));
+    return info;
+}
+
+/* The read bandwidth: measured, then cached beside the peak (its own
+ * record), per thread count; the reference backend measures it too. */
+START_TEST(bandwidth_measured_then_cached)
+{
+    char *dir = tmkdtemp("sdpa-test-peak"), path[512];
+    peak_path(dir, path, sizeof path);
+    tlogcap cap = {0};
+    sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 2, &cap);
+    sdpa_bandwidth_info a = bandwidth_ok(ctx, 0);
+    ck_assert_int_eq(a.cached, 0);
+    ck_assert_ptr_nonnull(strstr(a.method, " 2 threads "));
+    sdpa_bandwidth_info b = bandwidth_ok(ctx, 0);
+    ck_assert_int_eq(b.cached, 1);
+    ck_assert_double_eq(b.gbps, a.gbps);
+    ck_assert_str_eq(b.method, a.method);
+    peak_ok(ctx, 0);
+    ck_assert_int_eq(bandwidth_ok(ctx, 0).cached, 1); /* the peak's record is another */
+    char *text = slurp(path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(count_substr(text, "\n"), 2);
+    ck_assert_int_eq(count_substr(text, "\"metric\":\"read\""), 1);
+    ck_assert_int_eq(count_substr(text, "\"gbps\":"), 1);
+    free(text);
+    ck_assert_int_eq(bandwidth_ok(ctx, 1).cached, 0);
+    ck_assert_int_eq(sdpa_context_bandwidth(NULL, 0, &b), SDPA_ERR_NULL);
+    ck_assert_int_eq(sdpa_context_bandwidth(ctx, 0, NULL), SDPA_ERR_NULL);
+    sdpa_error_info e;
+    sdpa_context_last_error(ctx, &e);
+    ck_assert_ptr_nonnull(strstr(e.message, "sdpa_context_bandwidth"));
+    sdpa_context_destroy(ctx);
+    ctx = ctx_on(SDPA_BACKEND_REFERENCE, dir, 1, &cap);
+    sdpa_bandwidth_info r = bandwidth_ok(ctx, 0);
+    ck_assert_int_eq(r.cached, 0);
+    ck_assert_ptr_nonnull(strstr(r.method, " 1 thread "));
+    sdpa_context_destroy(ctx);
+    ck_assert_int_eq(cap.warns, 0);
+    ck_assert_int_eq(cap.errors, 0);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 /* With -Dfault_injection=true: every fault site the measurement reaches
  * (the "measure_peak" wrapper, the CPU benchmark's allocations) fails the
  * call with a status, and the context measures again once disarmed. In
@@ -428,6 +561,9 @@ static Suite *peak_suite(void)
     tcase_add_test(cache, fifo_peak_file_refused);
     tcase_add_test(cache, null_arguments);
     tcase_add_test(cache, fault_walk);
+    tcase_add_test(cache, peak_per_kernel_set);
+    tcase_add_test(cache, record_without_kernels_replaced);
+    tcase_add_test(cache, bandwidth_measured_then_cached);
     tcase_set_timeout(cache, 60);
     suite_add_tcase(s, cache);
     TCase *dev = tcase_create("devices");

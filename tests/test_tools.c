@@ -610,6 +610,50 @@ static double bench_peak_entry(cJSON *j, int want_cached)
     return peak;
 }
 
+/* Decode rows (Sq <= 16) carry the K/V bytes read per second and their
+ * fraction of the measured read bandwidth; other rows carry neither. */
+START_TEST(bench_decode_bandwidth)
+{
+    char args[1024], prof[600];
+    snprintf(prof, sizeof prof, "%s/profiles-bw", g_tmp);
+    snprintf(args, sizeof args,
+             "--backend cpu --shape 1,4,2,1,512,64 --shape 1,2,2,64,64,32 --dtype f16 "
+             "--repeat 1 --warmup 0 --json --profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    cJSON *bws = cJSON_GetObjectItem(j, "bandwidths");
+    ck_assert_int_eq(cJSON_GetArraySize(bws), 1);
+    cJSON *bw = cJSON_GetArrayItem(bws, 0);
+    const double gbps = cJSON_GetObjectItem(bw, "gbps")->valuedouble;
+    ck_assert(gbps > 0.01 && gbps < 1e5);
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(bw, "method")->valuestring, "cpu read "));
+    cJSON *res = cJSON_GetObjectItem(j, "results");
+    ck_assert_int_eq(cJSON_GetArraySize(res), 2);
+    cJSON *dec = cJSON_GetArrayItem(res, 0), *pre = cJSON_GetArrayItem(res, 1);
+    /* B1 Hkv2 Skv512 D=Dv=64 f16: 2 * 512 * 128 * 2 bytes */
+    const double want = 2.0 * 512 * 128 * 2 / (cJSON_GetObjectItem(dec, "median_ms")->valuedouble * 1e-3) / 1e9;
+    const double got = cJSON_GetObjectItem(dec, "kv_gbps")->valuedouble;
+    ck_assert_double_eq_tol(got, want, 1e-9 * want);
+    ck_assert_double_eq(cJSON_GetObjectItem(dec, "bandwidth_gbps")->valuedouble, gbps);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(dec, "bw_frac")->valuedouble, got / gbps,
+                            1e-9 * got / gbps);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(pre, "kv_gbps")));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(pre, "bw_frac")));
+    cJSON_Delete(j);
+    snprintf(args, sizeof args,
+             "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 --warmup 0 --csv --profile-dir '%s'",
+             prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, ",gflops,kv_gbps,bw_frac,peak_frac,"));
+    snprintf(args, sizeof args,
+             "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 --warmup 0 --profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, " % bw "));
+    ck_assert_ptr_nonnull(strstr(g_out, "\n% bw: decode rows"));
+}
+END_TEST
+
 START_TEST(bench_peak_and_plot)
 {
     char args[1024], svg[600], prof[600];
@@ -1082,6 +1126,7 @@ static Suite *suite(void)
     tcase_add_test(t, bench_table_and_csv);
     tcase_add_test(t, bench_gap_ms);
     tcase_add_test(t, bench_peak_and_plot);
+    tcase_add_test(t, bench_decode_bandwidth);
     tcase_add_test(t, bench_usage_errors);
     tcase_add_test(t, bench_opencl_unfused_rows);
     tcase_add_test(t, bench_peak_above_100_remeasured);

@@ -143,8 +143,9 @@ static void usage(FILE *f)
             "  --gemm-params K  CLBlast parameter set of the opencl-unfused rows: 0 =\n"
             "                   CLBlast's own, 1.. = libsdpa's table (docs/opencl.md);\n"
             "                   default: the set in force (none at start = CLBlast's)\n"
-            "  --no-peak        no device peaks (empty %% peak column)\n"
-            "  --refresh-peak   measure every device's peak again and update the cache\n"
+            "  --no-peak        no device peaks or bandwidths (empty %% peak, %% bw)\n"
+            "  --refresh-peak   measure every device's peak (and read bandwidth) again\n"
+            "                   and update the cache\n"
             "  --profile-dir D  profiles and peak cache read from D (default: SDPA_PROFILE_DIR,\n"
             "                   else $XDG_DATA_HOME/sdpa/profiles, else\n"
             "                   ~/.local/share/sdpa/profiles), as sdpa-tune writes them\n"
@@ -159,7 +160,12 @@ static void usage(FILE *f)
             "Vulkan devices) and cached in the profile dir (peak.jsonl), so later runs\n"
             "read it; a new driver version is measured again. A row above 100 %% makes\n"
             "the tool measure that peak again; a row still above is shown as >100? with a\n"
-            "warning. `config` is the plan's kernel configuration and `source` where it\n"
+            "warning. Decode rows (forward, Sq <= 16) also show `GB/s`, the bytes of K\n"
+            "and V read per second (every kept key once per KV head), and `%% bw`, that\n"
+            "over the read bandwidth of the device (a STREAM-like read loop on the CPU\n"
+            "backends, cached beside the peak; none for OpenCL and Vulkan). The CPU peak\n"
+            "is measured at the vector width of the kernels in use (SDPA_CPU_KERNELS).\n"
+            "`config` is the plan's kernel configuration and `source` where it\n"
             "came from: default, profile, shipped profile or forced.\n"
             "Shapes whose buffers do not fit in the machine's memory are refused (exit 2)\n"
             "before anything is allocated.\n"
@@ -214,6 +220,32 @@ static double kept_pairs(const shape *s)
             n += (double)(hi - lo + 1);
     }
     return n;
+}
+
+/* Rows of at most this many queries are decode rows: memory-bound, shown as
+ * a fraction of the read bandwidth. */
+#define DECODE_MAX_SQ 16
+
+/* Bytes of K and V a decode row reads: every key in the union of the rows'
+ * kept ranges, once per KV head (the query heads of a group share it). */
+static double kv_bytes(const shape *s)
+{
+    int64_t off = s->diagonal == SDPA_DIAGONAL_BOTTOM_RIGHT ? s->Skv - s->Sq : 0;
+    int64_t lo = s->Skv, hi = -1;
+    for (int64_t i = 0; i < s->Sq; i++) {
+        int64_t l = s->wl < 0 ? 0 : i + off - s->wl;
+        int64_t h = s->wr < 0 ? s->Skv - 1 : i + off + s->wr;
+        l = l < 0 ? 0 : l;
+        h = h > s->Skv - 1 ? s->Skv - 1 : h;
+        if (h >= l) {
+            lo = l < lo ? l : lo;
+            hi = h > hi ? h : hi;
+        }
+    }
+    const double esz = s->dtype == SDPA_DTYPE_F32 ? 4.0 : 2.0;
+    return hi < lo ? 0.0
+                   : (double)s->B * (double)s->Hkv * (double)(hi - lo + 1) *
+                         (double)(s->D + s->Dv) * esz;
 }
 
 static double forward_flops(const shape *s)
@@ -663,6 +695,7 @@ typedef struct row {
     char config[256];        /* the plan's parameters (sdpa_plan_info.config) */
     char source[64];         /* default, profile, shipped profile, forced */
     double plan_ms, med, min, max, gflops, speedup, mem_mib, peak, peak_frac;
+    double kv_gbps, bw, bw_frac; /* decode rows: K/V bytes read per second, of bandwidth */
     double gap_ms;           /* --gap-ms: pause before each call */
     int64_t skv;
     int has_speedup;
@@ -697,20 +730,21 @@ static void print_table(const row *rows, int n, int csv)
 {
     const char *head[] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask", "dtype",
                           "plan ms", "gap ms", "runs", "median ms", "min ms", "max ms", "GFLOP/s",
-                          "% peak", "vs first", "mem MiB", "kernel", "config", "source",
+                          "GB/s", "% bw", "% peak", "vs first", "mem MiB", "kernel", "config", "source",
                           "status"};
     /* CSV has peak_suspect after peak_frac; the table shows it as >100? */
     const char *head_csv[] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
-                              "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops", "peak_frac",
+                              "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops", "kv_gbps",
+                              "bw_frac", "peak_frac",
                               "peak_suspect", "vs_first", "mem_mib", "kernel", "config",
                               "source", "status"};
-    enum { SUSPECT = 14, NCOL = 21 };
-    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    enum { SUSPECT = 16, NCOL = 23 };
+    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
     tu_table t;
     tu_table_init(&t, csv ? NCOL : NCOL - 1, csv ? head_csv : head, right);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char c[9][48], dev[48], st[300], pk[48], runs[16], gap[32];
+        char c[9][48], bw[2][48], dev[48], st[300], pk[48], runs[16], gap[32];
         if (!csv && strlen(r->device) > 28)
             snprintf(dev, sizeof dev, "%.25s...", r->device);
         else
@@ -722,6 +756,8 @@ static void print_table(const row *rows, int n, int csv)
         fmt(c[4], 48, "%.1f", r->gflops);
         fmt(c[5], 48, csv ? "%.3f" : "%.2fx", r->has_speedup ? r->speedup : NAN);
         fmt(c[6], 48, "%.1f", r->mem_mib);
+        fmt(bw[0], 48, "%.1f", r->kv_gbps);
+        fmt(bw[1], 48, csv ? "%.4f" : "%.1f", csv ? r->bw_frac : 100.0 * r->bw_frac);
         snprintf(runs, sizeof runs, "%d", r->runs);
         snprintf(gap, sizeof gap, "%g", r->gap_ms);
         fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
@@ -732,7 +768,7 @@ static void print_table(const row *rows, int n, int csv)
         else
             snprintf(st, sizeof st, "%s", r->status);
         const char *cells[] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0], gap, runs, c[1],
-                               c[2], c[3], c[4], pk, r->peak_suspect ? "1" : "0", c[5], c[6],
+                               c[2], c[3], c[4], bw[0], bw[1], pk, r->peak_suspect ? "1" : "0", c[5], c[6],
                                r->kernel[0] ? r->kernel : "-", r->config[0] ? r->config : "-",
                                r->source[0] ? r->source : "-", st};
         if (!csv)
@@ -761,6 +797,8 @@ typedef struct peak_entry {
     sdpa_status status;      /* SDPA_OK when info is valid */
     sdpa_peak_info info;
     int remeasured;          /* measured again because a row was above 100 % */
+    sdpa_status bw_status;   /* SDPA_OK when bw is valid (read bandwidth, decode rows) */
+    sdpa_bandwidth_info bw;
 } peak_entry;
 
 static int print_json(const row *rows, int n, const options *o, const peak_entry *pk, int npk)
@@ -792,6 +830,22 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
             }
             cJSON_AddItemToArray(pa, p);
         }
+        cJSON *ba = cJSON_AddArrayToObject(root, "bandwidths");
+        for (int i = 0; i < npk; i++) {
+            if (pk[i].bw_status == SDPA_ERR_UNSUPPORTED) /* or not asked: no decode row */
+                continue;
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddStringToObject(p, "backend", pk[i].backend);
+            cJSON_AddStringToObject(p, "device", pk[i].device);
+            add_num(p, "gbps", pk[i].bw.gbps, pk[i].bw_status == SDPA_OK);
+            if (pk[i].bw_status == SDPA_OK) {
+                cJSON_AddStringToObject(p, "method", pk[i].bw.method);
+                cJSON_AddBoolToObject(p, "cached", pk[i].bw.cached);
+            } else {
+                cJSON_AddStringToObject(p, "error", sdpa_status_name(pk[i].bw_status));
+            }
+            cJSON_AddItemToArray(ba, p);
+        }
     }
     cJSON *arr = cJSON_AddArrayToObject(root, "results");
     for (int i = 0; i < n; i++) {
@@ -816,6 +870,9 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
         add_num(x, "min_ms", r->min, 1);
         add_num(x, "max_ms", r->max, 1);
         add_num(x, "gflops", r->gflops, 1);
+        add_num(x, "kv_gbps", r->kv_gbps, 1);
+        add_num(x, "bandwidth_gbps", r->bw, 1);
+        add_num(x, "bw_frac", r->bw_frac, 1);
         add_num(x, "peak_gflops", r->peak, 1);
         add_num(x, "peak_frac", r->peak_frac, 1);
         cJSON_AddBoolToObject(x, "peak_suspect", r->peak_suspect);
@@ -1006,6 +1063,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "sdpa-bench: %s: no device peak (%s)\n", e->backend,
                     sdpa_status_name(e->status));
         }
+        /* the read bandwidth, for decode rows only (backends without a
+         * probe say SDPA_ERR_UNSUPPORTED: their rows show no % bw) */
+        e->bw_status = SDPA_ERR_UNSUPPORTED;
+        for (int si = 0; si < o.nshapes; si++)
+            if (o.shapes[si].Sq <= DECODE_MAX_SQ) {
+                e->bw_status = sdpa_context_bandwidth(ctx[b], o.refresh_peak, &e->bw);
+                if (e->bw_status != SDPA_OK && e->bw_status != SDPA_ERR_UNSUPPORTED)
+                    fprintf(stderr, "sdpa-bench: %s: no read bandwidth (%s)\n", e->backend,
+                            sdpa_status_name(e->bw_status));
+                break;
+            }
     }
 
     int nops = o.backward ? 2 : 1;
@@ -1090,10 +1158,13 @@ int main(int argc, char **argv)
                 r->gap_ms = o.gap_ms;
                 r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
-                r->peak = NAN;
-                for (int e = 0; e < npk; e++)
+                r->peak = r->kv_gbps = r->bw = r->bw_frac = NAN;
+                for (int e = 0; e < npk; e++) {
                     if (pk[e].index == b && pk[e].status == SDPA_OK)
                         r->peak = pk[e].info.gflops;
+                    if (pk[e].index == b && pk[e].bw_status == SDPA_OK)
+                        r->bw = pk[e].bw.gbps;
+                }
                 r->skv = s->Skv;
                 if (j->status != SDPA_OK) {
                     /* a path the backend does not offer, or one that would
@@ -1123,6 +1194,10 @@ int main(int argc, char **argv)
                 summarize(op ? j->t_bwd : j->t_fwd, j->nrun, &r->med, &r->min, &r->max);
                 r->gflops = (op ? 2.5 : 1.0) * flops / (r->med * 1e-3) / 1e9;
                 r->peak_frac = r->gflops / r->peak;
+                if (op == 0 && s->Sq <= DECODE_MAX_SQ) {
+                    r->kv_gbps = kv_bytes(s) / (r->med * 1e-3) / 1e9;
+                    r->bw_frac = r->kv_gbps / r->bw;
+                }
                 if (b == 0)
                     base = r->med;
                 if (!isnan(base)) {
@@ -1153,6 +1228,20 @@ int main(int argc, char **argv)
             else
                 printf("  %-9s        - GFLOP/s  %s\n", pk[e].backend,
                        sdpa_status_name(pk[e].status));
+        }
+        for (int e = 0, first = 1; !o.csv && e < npk; e++) {
+            if (pk[e].bw_status == SDPA_ERR_UNSUPPORTED)
+                continue;
+            if (first)
+                printf("%% bw: decode rows (Sq <= %d), K/V bytes read per second (GB/s) over "
+                       "the read bandwidth (measured once, cached)\n", DECODE_MAX_SQ);
+            first = 0;
+            if (pk[e].bw_status == SDPA_OK)
+                printf("  %-9s %8.1f GB/s     %s; %s\n", pk[e].backend, pk[e].bw.gbps,
+                       pk[e].bw.method, pk[e].bw.cached ? "cached" : "measured now");
+            else
+                printf("  %-9s        - GB/s     %s\n", pk[e].backend,
+                       sdpa_status_name(pk[e].bw_status));
         }
     }
     if (o.plot && !write_plot(o.plot, rows, nrows, &o))

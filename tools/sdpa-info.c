@@ -2,12 +2,14 @@
  * sdpa-info — what this libsdpa build and machine offer: version, backends
  * compiled in, the devices each backend sees with their capabilities, which
  * backend and device AUTO picks and why, the profile and kernel-cache
- * folders (DESIGN section 6) with what they hold, and the shipped-profile
- * folder with how many of its records match this machine's devices.
- * --tiles lists instead each compiled-in backend's tile parameters (range,
- * default, meaning: tools/common/tiles.c).
+ * folders (DESIGN section 6) with what they hold, the shipped-profile
+ * folder with how many of its records match this machine's devices, and the
+ * host's fp32 FMA peak (of the cpu backend's kernel set) and read bandwidth
+ * (sdpa_context_peak / sdpa_context_bandwidth: cached in the profile dir, or
+ * measured once, about a second). --tiles lists instead each compiled-in
+ * backend's tile parameters (range, default, meaning: tools/common/tiles.c).
  *
- *   sdpa-info [--json] [--tiles] [--help]
+ *   sdpa-info [--json] [--tiles] [--no-measure] [--help]
  *
  * Exit status: 0 on success, 1 when no context can be created with AUTO,
  * 2 on usage errors. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and cJSON.
@@ -62,22 +64,34 @@ typedef struct auto_report {
     char log[MAX_LOG][256];
 } auto_report;
 
+/* The host's peak and read bandwidth, through a cpu (else reference) context. */
+typedef struct host_report {
+    int asked;
+    char backend[32];
+    sdpa_status peak_status, bw_status;
+    sdpa_peak_info peak;
+    sdpa_bandwidth_info bw;
+} host_report;
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sdpa-info [--json] [--tiles] [--help]\n"
+            "usage: sdpa-info [--json] [--tiles] [--no-measure] [--help]\n"
             "\n"
             "Prints the libsdpa version, the backends compiled in, every device each\n"
             "backend sees (name, vendor, driver, GPU/CPU, compute units, memory, local\n"
             "memory, work-group size, fp16 and 16-bit storage, details; for cpu the\n"
             "kernel set it runs (avx512, avx2, neon or generic), why, and the sets this\n"
             "build has), what AUTO picks and why, the profile and kernel-cache folders,\n"
-            "and the shipped-profile folder with how many of its records match this\n"
-            "machine's devices.\n"
+            "the shipped-profile folder with how many of its records match this\n"
+            "machine's devices, and the host's fp32 FMA peak (at the width of the cpu\n"
+            "backend's kernels) and read bandwidth: cached in the profile folder, else\n"
+            "measured once (~1 s) and cached.\n"
             "\n"
-            "  --json      one JSON object instead of text\n"
-            "  --tiles     list each compiled-in backend's tile parameters (name, values,\n"
-            "              default, meaning on that backend) instead; with --json an array\n"
+            "  --json        one JSON object instead of text\n"
+            "  --tiles       list each compiled-in backend's tile parameters (name, values,\n"
+            "                default, meaning on that backend) instead; with --json an array\n"
+            "  --no-measure  leave out the peak and bandwidth (nothing measured or cached)\n"
             "  -h, --help  this text\n"
             "\n"
             "Exit status: 0 ok, 1 no context could be created with AUTO, 2 usage error.\n");
@@ -166,6 +180,24 @@ static void gather_auto(const backend_report *br, auto_report *a)
     explain_auto(br, a);
 }
 
+static void gather_host(host_report *h)
+{
+    memset(h, 0, sizeof *h);
+    h->asked = 1;
+    sdpa_context_options opt;
+    sdpa_context_options_init(&opt);
+    opt.backend = sdpa_backend_compiled(SDPA_BACKEND_CPU) ? SDPA_BACKEND_CPU
+                                                          : SDPA_BACKEND_REFERENCE;
+    snprintf(h->backend, sizeof h->backend, "%s", sdpa_backend_name(opt.backend));
+    sdpa_context *ctx = NULL;
+    h->peak_status = h->bw_status = sdpa_context_create(&opt, &ctx);
+    if (h->peak_status != SDPA_OK)
+        return;
+    h->peak_status = sdpa_context_peak(ctx, 0, &h->peak);
+    h->bw_status = sdpa_context_bandwidth(ctx, 0, &h->bw);
+    sdpa_context_destroy(ctx);
+}
+
 static void gather_dir(dir_report *d, const char *env, const char *xdg, const char *sub,
                        const char *home_sub)
 {
@@ -249,8 +281,26 @@ static void print_shipped(const sdpa_shipped_profiles_info *s)
     printf("\n");
 }
 
+static void print_host(const host_report *h)
+{
+    if (!h->asked)
+        return;
+    printf("\nhost (%s backend, default threads):\n", h->backend);
+    if (h->peak_status == SDPA_OK)
+        printf("  fp32 FMA peak   %.1f GFLOP/s (%s; %s)\n", h->peak.gflops, h->peak.method,
+               h->peak.cached ? "cached" : "measured now");
+    else
+        printf("  fp32 FMA peak   unavailable (%s)\n", sdpa_status_name(h->peak_status));
+    if (h->bw_status == SDPA_OK)
+        printf("  read bandwidth  %.1f GB/s (%s; %s)\n", h->bw.gbps, h->bw.method,
+               h->bw.cached ? "cached" : "measured now");
+    else
+        printf("  read bandwidth  unavailable (%s)\n", sdpa_status_name(h->bw_status));
+}
+
 static void print_text(const backend_report *br, const auto_report *a, const dir_report *prof,
-                       const dir_report *cache, const sdpa_shipped_profiles_info *shipped)
+                       const dir_report *cache, const sdpa_shipped_profiles_info *shipped,
+                       const host_report *host)
 {
     printf("libsdpa %s\n\nbackends:\n", sdpa_version_string());
     for (int k = 0; k < NKINDS; k++) {
@@ -297,6 +347,7 @@ static void print_text(const backend_report *br, const auto_report *a, const dir
     print_dir("profiles", prof);
     print_dir("kernel cache", cache);
     print_shipped(shipped);
+    print_host(host);
     printf("\nenvironment:");
     int any = 0;
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
@@ -338,8 +389,30 @@ static cJSON *shipped_json(const sdpa_shipped_profiles_info *s)
     return o;
 }
 
+static cJSON *host_json(const host_report *h)
+{
+    if (!h->asked)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "backend", h->backend);
+    cJSON_AddStringToObject(o, "peak_status", sdpa_status_name(h->peak_status));
+    if (h->peak_status == SDPA_OK) {
+        cJSON_AddNumberToObject(o, "peak_gflops", h->peak.gflops);
+        cJSON_AddStringToObject(o, "peak_method", h->peak.method);
+        cJSON_AddBoolToObject(o, "peak_cached", h->peak.cached);
+    }
+    cJSON_AddStringToObject(o, "bandwidth_status", sdpa_status_name(h->bw_status));
+    if (h->bw_status == SDPA_OK) {
+        cJSON_AddNumberToObject(o, "bandwidth_gbps", h->bw.gbps);
+        cJSON_AddStringToObject(o, "bandwidth_method", h->bw.method);
+        cJSON_AddBoolToObject(o, "bandwidth_cached", h->bw.cached);
+    }
+    return o;
+}
+
 static int print_json(const backend_report *br, const auto_report *a, const dir_report *prof,
-                      const dir_report *cache, const sdpa_shipped_profiles_info *shipped)
+                      const dir_report *cache, const sdpa_shipped_profiles_info *shipped,
+                      const host_report *host)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", sdpa_version_string());
@@ -387,6 +460,7 @@ static int print_json(const backend_report *br, const auto_report *a, const dir_
     cJSON_AddItemToObject(root, "profile_dir", dir_json(prof));
     cJSON_AddItemToObject(root, "cache_dir", dir_json(cache));
     cJSON_AddItemToObject(root, "shipped_profiles", shipped_json(shipped));
+    cJSON_AddItemToObject(root, "host", host_json(host));
     cJSON *env = cJSON_AddObjectToObject(root, "environment");
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
         const char *v = getenv(env_vars[i]);
@@ -406,7 +480,7 @@ static int print_json(const backend_report *br, const auto_report *a, const dir_
 
 int main(int argc, char **argv)
 {
-    int json = 0, help = 0, tiles = 0;
+    int json = 0, help = 0, tiles = 0, measure = 1;
     ta_args a;
     ta_init(&a, argc, argv);
     while (ta_next(&a)) {
@@ -416,6 +490,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (ta_flag(&a, "--tiles"))
             tiles = 1;
+        else if (ta_flag(&a, "--no-measure"))
+            measure = 0;
         else if (a.positional)
             ta_fail(&a, "unexpected argument %s", a.arg);
         else
@@ -458,13 +534,16 @@ int main(int argc, char **argv)
     sdpa_shipped_profiles_info shipped;
     if (sdpa_shipped_profiles_get_info(&shipped) != SDPA_OK)
         memset(&shipped, 0, sizeof shipped);
+    static host_report host;
+    if (measure)
+        gather_host(&host);
     if (json) {
-        if (!print_json(br, &au, &prof, &cache, &shipped)) {
+        if (!print_json(br, &au, &prof, &cache, &shipped, &host)) {
             fprintf(stderr, "sdpa-info: out of memory\n");
             return TA_EXIT_FAIL;
         }
     } else {
-        print_text(br, &au, &prof, &cache, &shipped);
+        print_text(br, &au, &prof, &cache, &shipped, &host);
     }
     return au.status == SDPA_OK ? TA_EXIT_OK : TA_EXIT_FAIL;
 }

@@ -168,6 +168,15 @@ typedef struct sdpa__backend {
      * short description of the method in `method`. Called by src/core/peak.c. */
     sdpa_status (*measure_peak)(sdpa_context *ctx, double seconds, double *gflops,
                                 char *method, size_t method_len);
+    /* The kernel set the FMA peak is measured for, part of its cache key
+     * (the CPU backends' vector width: "avx512", "avx2", "generic"); NULL
+     * slot = one peak per device. */
+    const char *(*peak_kernels)(sdpa_context *ctx);
+    /* Measures the read bandwidth of the memory the kernels stream K/V from
+     * for about `seconds`: *gbps (1e9 bytes/s), method as above. NULL =
+     * SDPA_ERR_UNSUPPORTED. Called by src/core/peak.c. */
+    sdpa_status (*measure_bandwidth)(sdpa_context *ctx, double seconds, double *gbps,
+                                     char *method, size_t method_len);
 } sdpa__backend;
 
 /* The device this context runs on (index into the backend's device list). */

@@ -100,16 +100,34 @@ int sdpa__call_tile_candidates(sdpa_context *ctx, sdpa__slot *slot, const sdpa__
     return n > 0 ? n : 0;
 }
 
-sdpa_status sdpa__call_measure_peak(sdpa_context *ctx, sdpa__slot *slot, double seconds,
-                                    double *gflops, char *method, size_t method_len)
+bool sdpa__call_can_measure(const sdpa__slot *slot, sdpa__measure_what what)
+{
+    const sdpa__backend *be = slot->backend;
+    return what == SDPA__MEASURE_PEAK ? be->measure_peak != NULL : be->measure_bandwidth != NULL;
+}
+
+sdpa_status sdpa__call_measure(sdpa_context *ctx, sdpa__slot *slot, sdpa__measure_what what,
+                               double seconds, double *value, char *method, size_t method_len)
 {
     const sdpa__backend *be = sdpa__use(ctx, slot);
-    SDPA__CHECK(ctx, be->measure_peak, SDPA_ERR_UNSUPPORTED,
-                "%s: no peak micro-benchmark for this backend", be->name);
-    INJECT(ctx, "measure_peak", SDPA_ERR_DEVICE);
-    SDPA__TRY(be->measure_peak(ctx, seconds, gflops, method, method_len));
+    const bool peak = what == SDPA__MEASURE_PEAK;
+    SDPA__CHECK(ctx, sdpa__call_can_measure(slot, what), SDPA_ERR_UNSUPPORTED,
+                "%s: no %s micro-benchmark for this backend", be->name, peak ? "fma" : "read");
+    if (peak) {
+        INJECT(ctx, "measure_peak", SDPA_ERR_DEVICE);
+        SDPA__TRY(be->measure_peak(ctx, seconds, value, method, method_len));
+    } else {
+        INJECT(ctx, "measure_bandwidth", SDPA_ERR_DEVICE);
+        SDPA__TRY(be->measure_bandwidth(ctx, seconds, value, method, method_len));
+    }
     sdpa__use(ctx, slot);
     return SDPA_OK;
+}
+
+const char *sdpa__call_peak_kernels(sdpa_context *ctx, sdpa__slot *slot)
+{
+    const sdpa__backend *be = sdpa__use(ctx, slot);
+    return be->peak_kernels ? be->peak_kernels(ctx) : "";
 }
 
 void sdpa__call_context_free(sdpa_context *ctx, sdpa__slot *slot)

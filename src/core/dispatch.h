@@ -38,8 +38,16 @@ sdpa_status sdpa__call_default_tile(sdpa_context *ctx, sdpa__slot *slot, const s
 /* The backend's tuning candidates (0 when it offers none); see backend.h. */
 int sdpa__call_tile_candidates(sdpa_context *ctx, sdpa__slot *slot, const sdpa__problem *p,
                                unsigned flags, sdpa_tile_config *out, int max);
-sdpa_status sdpa__call_measure_peak(sdpa_context *ctx, sdpa__slot *slot, double seconds,
-                                    double *gflops, char *method, size_t method_len);
+/* The two micro-benchmarks a backend may have (src/core/peak.c). */
+typedef enum sdpa__measure_what { SDPA__MEASURE_PEAK, SDPA__MEASURE_BANDWIDTH } sdpa__measure_what;
+/* Whether the backend has the micro-benchmark. */
+bool sdpa__call_can_measure(const sdpa__slot *slot, sdpa__measure_what what);
+/* Runs it for about `seconds` (fault sites "measure_peak", "measure_bandwidth"):
+ * *value in GFLOP/s or GB/s, a short description of the method. */
+sdpa_status sdpa__call_measure(sdpa_context *ctx, sdpa__slot *slot, sdpa__measure_what what,
+                               double seconds, double *value, char *method, size_t method_len);
+/* The kernel set the FMA peak is measured for ("" when the backend has one). */
+const char *sdpa__call_peak_kernels(sdpa_context *ctx, sdpa__slot *slot);
 /* Finishes outstanding work and frees the backend's context state. */
 void sdpa__call_context_free(sdpa_context *ctx, sdpa__slot *slot);
 /* Context-free calls: devices and kernel-source hash. */

@@ -1,15 +1,17 @@
 /*
- * peak.c — sdpa_context_peak: the fp32 FMA peak of a context's device, from
- * the per-device cache in the profile directory (src/tune/peak_cache.c) or
- * measured by the backend's measure_peak slot and then cached.
+ * peak.c — sdpa_context_peak and sdpa_context_bandwidth: the fp32 FMA peak
+ * and the read bandwidth of a context's device, from the per-device cache in
+ * the profile directory (src/tune/peak_cache.c) or measured by the backend's
+ * measure_peak / measure_bandwidth slot and then cached.
  *
  * Invariants: the primary slot's backend is the one measured (never the AUTO
  * CPU fallback); the CPU backends' records are keyed by the context's thread
- * count, device backends' by 0. Caching is best effort: a failed read is a
+ * count, device backends' by 0; FMA peaks also by the kernel set the backend
+ * runs (peak_kernels slot: the CPU's vector width). Caching is best effort: a failed read is a
  * miss, a failed write a WARN, and neither changes the status or the
  * context's last error. The backend is called through dispatch.c (fault
- * site "measure_peak"). Called by applications
- * and sdpa-bench through the experimental API.
+ * sites "measure_peak", "measure_bandwidth"). Called by applications and
+ * sdpa-bench through the experimental API.
  */
 #include "dispatch.h"
 
@@ -19,6 +21,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Seconds a measurement aims for (best of a few runs inside it). */
 #define PEAK_SECONDS 0.25
@@ -46,64 +49,92 @@ static void error_restore(sdpa_context *ctx, const saved_error *e)
 }
 #endif
 
-sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+/* What one cached measurement is: the FMA peak or the read bandwidth. */
+typedef struct measure_kind {
+    const char *metric, *unit;
+    sdpa__measure_what what; /* which backend slot dispatch.c calls */
+} measure_kind;
+
+/* The cached value of kind k for ctx's primary device, or a measurement
+ * that is then cached: *value, method (sized like sdpa_peak_info's), *cached. */
+static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int refresh,
+                                  double *value, char *method, size_t method_len, int *cached)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
-    memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
     sdpa__slot *slot = &ctx->primary;
     const sdpa__backend *be = slot->backend;
-    SDPA__CHECK(ctx, be->measure_peak, SDPA_ERR_UNSUPPORTED,
-                "%s: no peak micro-benchmark for this backend", be->name);
-    int threads = be->host_memory ? sdpa__context_threads(ctx) : 0;
+    SDPA__CHECK(ctx, sdpa__call_can_measure(slot, k->what), SDPA_ERR_UNSUPPORTED,
+                "%s: no %s micro-benchmark for this backend", be->name, k->metric);
+    const int threads = be->host_memory ? sdpa__context_threads(ctx) : 0;
+    const char *kernels = k->what == SDPA__MEASURE_PEAK ? sdpa__call_peak_kernels(ctx, slot) : "";
     double g = 0;
-    char method[sizeof info->method] = "";
 
 #ifdef SDPA_HAVE_TUNE
+    const sdpa__peak_what what = {k->metric, kernels ? kernels : "", threads};
     saved_error saved;
     error_save(ctx, &saved);
     const char *dir = sdpa__context_profile_dir(ctx);
     sdpa__device_key key;
     bool keyed = sdpa__device_key_of(ctx, be, &key) == SDPA_OK;
     bool hit = !refresh && keyed &&
-               sdpa__peak_cache_get(ctx, dir, &key, threads, &g, method, sizeof method);
+               sdpa__peak_cache_get(ctx, dir, &key, &what, &g, method, method_len);
     error_restore(ctx, &saved); /* a failed read is only a miss */
     if (hit) {
-        info->gflops = g;
-        sdpa__strlcpy(info->method, method, sizeof info->method);
-        info->cached = 1;
-        sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: cached peak %.1f GFLOP/s (%s)", be->name, g, method);
+        *value = g;
+        *cached = 1;
+        sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: cached %s %.1f %s (%s)", be->name, k->metric, g,
+                  k->unit, method);
         return SDPA_OK;
     }
 #else
     (void)refresh;
     (void)threads;
+    (void)kernels;
 #endif
 
     double t0 = sdpa__now();
-    SDPA__TRY(sdpa__call_measure_peak(ctx, slot, PEAK_SECONDS, &g, method, sizeof method));
-    SDPA__CHECK(ctx, isfinite(g) && g > 0, SDPA_ERR_INTERNAL,
-                "%s: peak micro-benchmark gave %g GFLOP/s", be->name, g);
-    /* 1 MFLOP/s resolution: the cached copy (printed with 15 digits) then
-     * reads back as exactly the value returned now */
+    SDPA__TRY(sdpa__call_measure(ctx, slot, k->what, PEAK_SECONDS, &g, method, method_len));
+    SDPA__CHECK(ctx, isfinite(g) && g > 0, SDPA_ERR_INTERNAL, "%s: %s micro-benchmark gave %g %s",
+                be->name, k->metric, g, k->unit);
+    /* 1e-3 resolution: the cached copy (printed with 15 digits) then reads
+     * back as exactly the value returned now */
     g = fmax(round(g * 1e3) / 1e3, 1e-3);
-    sdpa__log(ctx, SDPA_LOG_INFO, "%s: measured peak %.1f GFLOP/s (%s) in %.2f s", be->name, g,
-              method, sdpa__now() - t0);
-    info->gflops = g;
-    sdpa__strlcpy(info->method, method, sizeof info->method);
-    info->cached = 0;
+    sdpa__log(ctx, SDPA_LOG_INFO, "%s: measured %s %.1f %s (%s) in %.2f s", be->name, k->metric,
+              g, k->unit, method, sdpa__now() - t0);
+    *value = g;
+    *cached = 0;
 
 #ifdef SDPA_HAVE_TUNE
     /* Best effort: keep the caller's view of the last error unchanged. */
-    sdpa_status st = keyed ? sdpa__peak_cache_put(ctx, dir, &key, threads, g, method)
+    sdpa_status st = keyed ? sdpa__peak_cache_put(ctx, dir, &key, &what, g, method)
                            : SDPA_ERR_INTERNAL;
     if (st != SDPA_OK)
         sdpa__log(ctx, SDPA_LOG_WARN,
-                  "%s: measured peak not cached in '%s' (%s: %s); it will be measured again",
-                  be->name, sdpa__context_profile_dir(ctx), sdpa_status_name(st),
+                  "%s: measured %s not cached in '%s' (%s: %s); it will be measured again",
+                  be->name, k->metric, sdpa__context_profile_dir(ctx), sdpa_status_name(st),
                   ctx->err_message);
     error_restore(ctx, &saved);
 #endif
     return SDPA_OK;
+}
+
+sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    const measure_kind k = {"fma", "GFLOP/s", SDPA__MEASURE_PEAK};
+    return measure_cached(ctx, &k, refresh, &info->gflops, info->method, sizeof info->method,
+                          &info->cached);
+}
+
+sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_bandwidth", "info");
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    const measure_kind k = {"read", "GB/s", SDPA__MEASURE_BANDWIDTH};
+    return measure_cached(ctx, &k, refresh, &info->gbps, info->method, sizeof info->method,
+                          &info->cached);
 }

@@ -3,12 +3,19 @@
  * JSON lines in <profile dir>/peak.jsonl, one record per device:
  *
  *   {"format":1,"backend":"cpu","vendor":"GenuineIntel","device":"...",
- *    "compute_units":2,"driver":"...","threads":2,"gflops":412.3,
- *    "method":"cpu avx512 2 threads","measured_at":"2026-11-29T12:00:00Z"}
+ *    "compute_units":2,"driver":"...","threads":2,"metric":"fma",
+ *    "kernels":"avx2","gflops":412.3,"method":"cpu avx2 2 threads",
+ *    "measured_at":"2026-11-29T12:00:00Z"}
+ *   {... "metric":"read","kernels":"","gbps":31.2,"method":"cpu read ..." ...}
  *
  * The key is the profile device key (backend, vendor, device, compute units;
  * src/tune/bucket.c) plus the thread count (CPU backends; 0 for devices,
- * whose peak does not depend on it). A record whose driver differs from the
+ * whose peak does not depend on it), the metric ("fma": the fp32 FMA peak in
+ * "gflops"; "read": the read bandwidth in "gbps") and the kernel set the FMA
+ * peak was measured with (the CPU backends' vector width; "" otherwise).
+ * Records written before the metric and kernel fields existed read as
+ * metric "fma", kernels "", and are replaced by the first store for their
+ * device and thread count. A record whose driver differs from the
  * device's current one is stale: not used, and replaced by the next store.
  * The file is untrusted like a profile: lines are size-limited and every
  * field type- and range-checked; a bad line is skipped (one WARN per file
@@ -26,16 +33,23 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define PEAK_MAX_GFLOPS 1e9 /* 1 EFLOP/s: anything above is junk */
+#define PEAK_MAX_VALUE 1e9 /* 1 EFLOP/s or 1 EB/s: anything above is junk */
 
 static const char why_version[] = "no or other format version";
 
 typedef struct peak_record {
     sdpa__device_key dev;
     int threads;
-    double gflops;
+    char metric[16], kernels[32];
+    double value;
     char method[64];
 } peak_record;
+
+/* The JSON field of a metric's value. */
+static const char *value_field(const char *metric)
+{
+    return strcmp(metric, "read") == 0 ? "gbps" : "gflops";
+}
 
 static bool peak_path(const char *dir, char *out, size_t size)
 {
@@ -64,6 +78,23 @@ static bool get_num(const cJSON *o, const char *name, double lo, double hi, bool
     return true;
 }
 
+/* A string field that may be absent (then dflt). */
+static bool get_opt_str(const cJSON *o, const char *name, const char *dflt, char *out, size_t size)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(o, name)) {
+        sdpa__strlcpy(out, dflt, size);
+        return true;
+    }
+    return get_str(o, name, out, size);
+}
+
+/* Whether record r is about the same thing as what (driver aside). */
+static bool same_what(const peak_record *r, const sdpa__device_key *key, const sdpa__peak_what *w)
+{
+    return sdpa__device_key_equal(&r->dev, key) && r->threads == w->threads &&
+           strcmp(r->metric, w->metric) == 0 && strcmp(r->kernels, w->kernels) == 0;
+}
+
 /* One line -> record; false (with a reason) for anything but a valid record
  * of this format. */
 static bool parse_line(const char *line, size_t len, peak_record *r, const char **why)
@@ -87,8 +118,12 @@ static bool parse_line(const char *line, size_t len, peak_record *r, const char 
              !get_str(o, "driver", r->dev.driver, sizeof r->dev.driver) ||
              !get_num(o, "threads", 0, 1 << 16, true, &threads))
         *why = "bad device key";
-    else if (!get_num(o, "gflops", 0, PEAK_MAX_GFLOPS, false, &r->gflops) || !(r->gflops > 0))
-        *why = "bad gflops";
+    else if (!get_opt_str(o, "metric", "fma", r->metric, sizeof r->metric) ||
+             !get_opt_str(o, "kernels", "", r->kernels, sizeof r->kernels))
+        *why = "bad metric or kernels";
+    else if (!get_num(o, value_field(r->metric), 0, PEAK_MAX_VALUE, false, &r->value) ||
+             !(r->value > 0))
+        *why = "bad value";
     else if (!get_str(o, "method", r->method, sizeof r->method))
         *why = "bad method";
     else
@@ -108,7 +143,7 @@ static bool blank(const char *s, size_t n)
 
 typedef struct find_state {
     const sdpa__device_key *key;
-    int threads;
+    const sdpa__peak_what *what;
     bool hit, stale;
     peak_record best;
     char stale_driver[128];
@@ -130,7 +165,7 @@ static void find_line(void *user, const char *line, size_t len)
         }
         return;
     }
-    if (!sdpa__device_key_equal(&r.dev, s->key) || r.threads != s->threads) return;
+    if (!same_what(&r, s->key, s->what)) return;
     if (strcmp(r.dev.driver, s->key->driver) != 0) {
         s->stale = true;
         sdpa__strlcpy(s->stale_driver, r.dev.driver, sizeof s->stale_driver);
@@ -141,11 +176,12 @@ static void find_line(void *user, const char *line, size_t len)
 }
 
 bool sdpa__peak_cache_get(sdpa_context *ctx, const char *dir, const sdpa__device_key *key,
-                          int threads, double *gflops, char *method, size_t method_len)
+                          const sdpa__peak_what *what, double *value, char *method,
+                          size_t method_len)
 {
     char path[4096];
     if (!peak_path(dir, path, sizeof path)) return false;
-    find_state s = {.key = key, .threads = threads};
+    find_state s = {.key = key, .what = what};
     if (sdpa__jsonl_read(ctx, path, find_line, &s) != SDPA_OK) {
         /* A file that is there but refused (a FIFO, a directory, oversized:
          * never blocks, fileio.c) is a WARN; a failing system call (no such
@@ -171,17 +207,18 @@ bool sdpa__peak_cache_get(sdpa_context *ctx, const char *dir, const sdpa__device
                       "measuring again", key->backend, path, s.stale_driver, key->driver);
         return false;
     }
-    *gflops = s.best.gflops;
+    *value = s.best.value;
     if (method && method_len) sdpa__strlcpy(method, s.best.method, method_len);
     return true;
 }
 
 typedef struct same_state {
     const sdpa__device_key *key;
-    int threads;
+    const sdpa__peak_what *what;
 } same_state;
 
-/* REPLACE this device's record (any driver); DROP damaged records of our
+/* REPLACE this device's record for the same thing (any driver; a record of
+ * the FMA peak from before kernel sets were recorded counts as the same); DROP damaged records of our
  * format (they would be skipped with a WARN on every read); KEEP the rest:
  * other devices, and JSON objects of other format versions. */
 static int same_device(void *user, const char *line, size_t len)
@@ -189,21 +226,26 @@ static int same_device(void *user, const char *line, size_t len)
     const same_state *s = user;
     peak_record r;
     const char *why = NULL;
-    if (parse_line(line, len, &r, &why))
-        return sdpa__device_key_equal(&r.dev, s->key) && r.threads == s->threads
-                   ? SDPA__JSONL_REPLACE
-                   : SDPA__JSONL_KEEP;
+    if (parse_line(line, len, &r, &why)) {
+        if (same_what(&r, s->key, s->what)) return SDPA__JSONL_REPLACE;
+        const bool old_fma = !r.kernels[0] && strcmp(r.metric, "fma") == 0 &&
+                             strcmp(s->what->metric, "fma") == 0 &&
+                             sdpa__device_key_equal(&r.dev, s->key) &&
+                             r.threads == s->what->threads;
+        return old_fma ? SDPA__JSONL_REPLACE : SDPA__JSONL_KEEP;
+    }
     return why == why_version ? SDPA__JSONL_KEEP : SDPA__JSONL_DROP;
 }
 
 sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const char *dir, const sdpa__device_key *dev,
-                                 int threads, double gflops, const char *method)
+                                 const sdpa__peak_what *what, double value, const char *method)
 {
     char path[4096];
     SDPA__CHECK(ctx, peak_path(dir, path, sizeof path), SDPA_ERR_IO,
                 "peak cache: no usable profile directory");
-    SDPA__CHECK(ctx, isfinite(gflops) && gflops > 0 && gflops <= PEAK_MAX_GFLOPS,
-                SDPA_ERR_INVALID_ARG, "peak cache: %g GFLOP/s is not a peak", gflops);
+    SDPA__CHECK(ctx, isfinite(value) && value > 0 && value <= PEAK_MAX_VALUE,
+                SDPA_ERR_INVALID_ARG, "peak cache: %g %s is not a peak", value,
+                value_field(what->metric));
     const sdpa__device_key key = *dev;
     char stamp[32] = "";
     time_t now = time(NULL);
@@ -218,14 +260,16 @@ sdpa_status sdpa__peak_cache_put(sdpa_context *ctx, const char *dir, const sdpa_
     cJSON_AddStringToObject(o, "device", key.device);
     cJSON_AddNumberToObject(o, "compute_units", key.compute_units);
     cJSON_AddStringToObject(o, "driver", key.driver);
-    cJSON_AddNumberToObject(o, "threads", threads);
-    cJSON_AddNumberToObject(o, "gflops", gflops);
+    cJSON_AddNumberToObject(o, "threads", what->threads);
+    cJSON_AddStringToObject(o, "metric", what->metric);
+    cJSON_AddStringToObject(o, "kernels", what->kernels);
+    cJSON_AddNumberToObject(o, value_field(what->metric), value);
     cJSON_AddStringToObject(o, "method", method ? method : "");
     cJSON_AddStringToObject(o, "measured_at", stamp);
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     SDPA__CHECK(ctx, json, SDPA_ERR_OUT_OF_MEMORY, "peak cache: out of memory");
-    same_state s = {.key = &key, .threads = threads};
+    same_state s = {.key = &key, .what = what};
     sdpa_status st = sdpa__jsonl_store(ctx, path, json, same_device, &s);
     free(json);
     return st;

@@ -58,17 +58,27 @@ const char *sdpa__shipped_profile_dir(const char **how);
 bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
                           const char *const *dirs, int n, sdpa_tile_config *tile, int *found_in);
 
-/* The cached peak of device `key` with `threads` (0 for device backends):
- * true and *gflops, method when <dir>/peak.jsonl holds a record with this
- * device key, thread count and driver version. A record of another driver is
- * stale (false, logged at INFO); damaged lines are skipped with one WARN.
- * Never fails. `log` receives log lines and the reason of a failed read. */
+/* What a peak-cache record measures, and for which configuration: part of
+ * its key. */
+typedef struct sdpa__peak_what {
+    const char *metric;  /* "fma": fp32 FMA peak, value in "gflops"; "read": read
+                            bandwidth, value in "gbps" */
+    const char *kernels; /* the kernel set measured for ("avx2", ...), "" for devices */
+    int threads;         /* CPU backends: the context's thread count; 0 for devices */
+} sdpa__peak_what;
+
+/* The cached value of device `key` for `what`: true and *value, method when
+ * <dir>/peak.jsonl holds a record with this device key, metric, kernel set,
+ * thread count and driver version. A record of another driver is stale
+ * (false, logged at INFO); damaged lines are skipped with one WARN. Never
+ * fails. `log` receives log lines and the reason of a failed read. */
 bool sdpa__peak_cache_get(sdpa_context *log, const char *dir, const sdpa__device_key *key,
-                          int threads, double *gflops, char *method, size_t method_len);
+                          const sdpa__peak_what *what, double *value, char *method,
+                          size_t method_len);
 /* Records a measurement in <dir>/peak.jsonl, replacing the device's record
- * (any driver). A failure (unwritable directory, ...) is returned and
- * recorded on `log`; the caller decides whether it matters. */
+ * for the same `what` (any driver). A failure (unwritable directory, ...) is
+ * returned and recorded on `log`; the caller decides whether it matters. */
 sdpa_status sdpa__peak_cache_put(sdpa_context *log, const char *dir, const sdpa__device_key *key,
-                                 int threads, double gflops, const char *method);
+                                 const sdpa__peak_what *what, double value, const char *method);
 
 #endif /* SDPA_TUNE_PROFILE_QUERY_H */

@@ -204,6 +204,20 @@ static void cpu_plan_describe(const void *plan_state, sdpa_plan_info *info)
              pl->bq, pl->bk, pl->sb, pl->nsplit, pl->bkb, pl->nthreads, pl->k->name);
 }
 
+/* The FMA peak at the width of the kernels this context runs (cpu_peak.c). */
+static const char *cpu_peak_kernels(sdpa_context *ctx)
+{
+    const sdpa__cpu_state *s = sdpa__context_backend_state(ctx);
+    return s && s->k ? s->k->name : "generic";
+}
+
+static sdpa_status cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+                                    char *method, size_t method_len)
+{
+    return sdpa__cpu_measure_peak_for(ctx, cpu_peak_kernels(ctx), seconds, gflops, method,
+                                      method_len);
+}
+
 static sdpa_status cpu_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
                                const sdpa__fwd_args *a)
 {
@@ -299,5 +313,7 @@ const sdpa__backend sdpa__backend_cpu = {
     .n_tile_params = CPU_TILE_PARAMS,
     .tile_candidates = cpu_tile_candidates,
     .source_hash = cpu_source_hash,
-    .measure_peak = sdpa__cpu_measure_peak,
+    .measure_peak = cpu_measure_peak,
+    .peak_kernels = cpu_peak_kernels,
+    .measure_bandwidth = sdpa__cpu_measure_bandwidth,
 };

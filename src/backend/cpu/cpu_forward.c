@@ -151,11 +151,15 @@ static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
 }
 
 /* K/V of the current tile: packed f32 in the workspace, or the caller's
- * memory when it already is contiguous f32 rows (no conversion, no norm). */
+ * memory when it already is contiguous f32 rows (no conversion, no norm).
+ * Decode (kx/vx set): the caller's rows in their own dtype, read by the
+ * kernels' dots_kv/pv_kv, which convert in registers. */
 typedef struct kv_tile {
     const float *k, *v;
     ptrdiff_t kld, vld;
     bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
+    const void *kx, *vx;
+    sdpa_dtype xdt;
 } kv_tile;
 
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
@@ -170,7 +174,9 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
 
-    if (nq >= 16)
+    if (kv->kx)
+        k->dots_kv(n, nq, D, kv->kx, kv->xdt, kv->kld, qs, D, st, ld);
+    else if (nq >= 16)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
     else
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
@@ -197,7 +203,9 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         m[r] = w->mnew[r];
     }
     /* O = alpha * O + P V in one pass */
-    if (kv->v_nonfinite)
+    if (kv->vx)
+        k->pv_kv(nq, Dv, n, st, ld, kv->vx, kv->xdt, kv->vld, o, Dv, w->alpha);
+    else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
     else
         k->gemm(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
@@ -268,6 +276,10 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
     const bool direct_k = p->dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
                           p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain;
     const bool direct_v = p->dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;
+    /* Decode: rows under 16 read K/V in place in any dtype (no packing). */
+    const bool stream_kv = nrows < 16 && k->dots_kv && k->pv_kv && a->k.stride[3] == 1 &&
+                           a->v.stride[3] == 1 && p->qk_norm == SDPA_QK_NORM_NONE &&
+                           !p->has_k_gain;
 
     int64_t K0 = INT64_MAX, K1 = 0;
     for (int r = 0; r < nrows; r++) {
@@ -346,26 +358,34 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             for (int s = 0; s < nsub && !any; s++)
                 any = kt < subs[s].hi_max && kt + n > subs[s].lo_min;
             if (!any) continue;
-            kv_tile kv = {w->kp, w->vp, D, Dv, false};
-            if (direct_k) {
-                kv.k = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);
+            kv_tile kv = {w->kp, w->vp, D, Dv, false, NULL, NULL, p->dtype};
+            if (stream_kv && !safe) {
+                /* the fast pass only: the safe pass needs f32 V tiles */
+                kv.kx = (const unsigned char *)a->k.mem + (size_t)sdpa__at(&a->k, b, hkv, kt, 0) * vesz;
+                kv.vx = (const unsigned char *)a->v.mem + (size_t)sdpa__at(&a->v, b, hkv, kt, 0) * vesz;
                 kv.kld = (ptrdiff_t)a->k.stride[2];
-            } else {
-                for (int j = 0; j < n; j++)
-                    sdpa__cpu_load_qk(k, p, &a->k, b, hkv, kt + j, call->k_gain, 1.0f,
-                                      w->kp + (size_t)j * D, NULL, NULL);
-            }
-            if (direct_v) {
-                kv.v = (const float *)a->v.mem + sdpa__at(&a->v, b, hkv, kt, 0);
                 kv.vld = (ptrdiff_t)a->v.stride[2];
             } else {
-                for (int j = 0; j < n; j++) {
-                    const unsigned char *vb = (const unsigned char *)a->v.mem +
-                                              (size_t)sdpa__at(&a->v, b, hkv, kt + j, 0) * vesz;
-                    k->load_row(vb, p->dtype, a->v.stride[3], Dv, w->vp + (size_t)j * Dv);
+                if (direct_k) {
+                    kv.k = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);
+                    kv.kld = (ptrdiff_t)a->k.stride[2];
+                } else {
+                    for (int j = 0; j < n; j++)
+                        sdpa__cpu_load_qk(k, p, &a->k, b, hkv, kt + j, call->k_gain, 1.0f,
+                                          w->kp + (size_t)j * D, NULL, NULL);
                 }
+                if (direct_v) {
+                    kv.v = (const float *)a->v.mem + sdpa__at(&a->v, b, hkv, kt, 0);
+                    kv.vld = (ptrdiff_t)a->v.stride[2];
+                } else {
+                    for (int j = 0; j < n; j++) {
+                        const unsigned char *vb = (const unsigned char *)a->v.mem +
+                                                  (size_t)sdpa__at(&a->v, b, hkv, kt + j, 0) * vesz;
+                        k->load_row(vb, p->dtype, a->v.stride[3], Dv, w->vp + (size_t)j * Dv);
+                    }
+                }
+                kv.v_nonfinite = safe && k->nonfinite(kv.v, kv.vld, n, Dv);
             }
-            kv.v_nonfinite = safe && k->nonfinite(kv.v, kv.vld, n, Dv);
             for (int s = 0; s < nsub; s++)
                 if (kt < subs[s].hi_max && kt + n > subs[s].lo_min)
                     fwd_tile(call, w, &subs[s], b, hkv, r0, kt, n, &kv);

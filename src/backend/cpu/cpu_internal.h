@@ -75,6 +75,17 @@ typedef struct sdpa__cpu_kernels {
     /* dst[e*stride] = src[e] * mul, converted to dtype, for e < n. */
     void (*store_row)(const float *src, float mul, void *dst, sdpa_dtype dtype,
                       int64_t stride, int n);
+    /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
+     * rows read in their storage dtype (f32, f16, bf16; unit element stride)
+     * and converted in registers while streaming, for sub-blocks under 16
+     * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
+     * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
+     * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
+    void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+    void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
+                  sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                  const float *c_scale);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
@@ -87,6 +98,15 @@ static inline void sdpa__cpu_gemm_k0(int M, int N, float *C, ptrdiff_t ldc, int 
         else if (c_scale)
             for (int n = 0; n < N; n++) C[r * ldc + n] *= c_scale[r];
     }
+}
+
+/* Prefetch distance of the decode kernels (dots_kv, pv_kv): rows of K or V
+ * (row stride ld elements of esz bytes) about 4 KiB ahead, 8 to 64 rows, so
+ * f16 rows are fetched as far ahead in time as f32 ones. */
+static inline ptrdiff_t sdpa__cpu_kv_ahead(ptrdiff_t ld, size_t esz)
+{
+    const ptrdiff_t rows = (ptrdiff_t)(4096 / ((size_t)ld * esz + 1)) + 1;
+    return rows < 8 ? 8 : rows > 64 ? 64 : rows;
 }
 
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;

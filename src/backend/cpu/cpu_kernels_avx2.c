@@ -392,6 +392,117 @@ static void store_row_avx2(const float *src, float mul, void *dst, sdpa_dtype dt
     }
 }
 
+/* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
+
+/* n (1..8) elements from element e of a row of dtype dt, as f32 (lanes past
+ * n are 0 and their memory is never read). */
+SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
+{
+    if (dt == SDPA_DTYPE_F32)
+        return n >= 8 ? _mm256_loadu_ps((const float *)base + e)
+                      : load_m(tail_mask(n), (const float *)base + e);
+    __m128i h;
+    if (n >= 8) {
+        h = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + e));
+    } else {
+        uint16_t t[8] = {0};
+        memcpy(t, (const uint16_t *)base + e, (size_t)n * sizeof(uint16_t));
+        h = _mm_loadu_si128((const __m128i *)t);
+    }
+    if (dt == SDPA_DTYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The 8 sums of v[0..7] in one vector, lane n = sum of v[n]. */
+SDPA_AI __m256 hsum8(const __m256 v[8])
+{
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    /* each 128-bit half of t0: the sums of that half of v[0..3]; t1: v[4..7] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+/* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
+ * loaded and converted once and multiplied into NI accumulators (8
+ * independent FMA chains), the 8 sums reduced together by hsum8. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
+    const int nv = (K + 7) / 8;
+    const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
+    for (int j = 0; j < M; j += 2) {
+        for (int k = 0; k < 2; k++) {
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * esz;
+            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        }
+        /* a row past M repeats row j (in bounds; its sums are not stored) */
+        const ptrdiff_t row[2] = {(ptrdiff_t)j * lda, (ptrdiff_t)(j + 1 < M ? j + 1 : j) * lda};
+        __m256 s[8];
+#pragma GCC unroll 8
+        for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
+        for (int c = 0; c < nv; c++) {
+            const int n = K - 8 * c;
+            __m256 q[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < NI; i++) {
+                const float *b = B + i * ldb + 8 * c;
+                q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
+            }
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                const __m256 kv = load_kv8(A, dt, row[k] + 8 * c, n);
+#pragma GCC unroll 4
+                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
+            }
+        }
+        const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */
+        _mm_maskstore_ps(C + j * ldc, out_mask, _mm256_castps256_ps128(w));
+        if (j + 1 < M) _mm_maskstore_ps(C + (j + 1) * ldc, out_mask, _mm256_extractf128_ps(w, 1));
+    }
+}
+
+/* C (NR rows x 16 columns) = C * c_scale + P^T V over K keys: each V row
+ * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
+SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t ldp,
+                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
+    const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
+    const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        const __m256 sc = _mm256_set1_ps(c_scale ? c_scale[r] : 1.0f);
+        acc[r][0] = _mm256_mul_ps(ldm(n >= 8, m0, C + r * ldc), sc);
+        acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
+                           : _mm256_setzero_ps();
+    }
+    for (int k = 0; k < K; k++) {
+        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * esz, _MM_HINT_T0);
+        const __m256 v0 = load_kv8(V, dt, k * ldv, n);
+        const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * ldv + 8, n1) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);
+            acc[r][0] = _mm256_fmadd_ps(p, v0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(p, v1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        stm(n >= 8, m0, C + r * ldc, acc[r][0]);
+        if (n1 > 0) stm(n1 >= 8, m1, C + r * ldc + 8, acc[r][1]);
+    }
+}
+
+#define PV_KV_COLS 16
+#include "cpu_decode_tables.h"
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .name = "avx2",
     .gemm = gemm_avx2,
@@ -404,4 +515,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .nonfinite = nonfinite_avx2,
     .band = band_avx2,
     .tilestats = tilestats_avx2,
+    .dots_kv = decode_dots_kv,
+    .pv_kv = decode_pv_kv,
 };

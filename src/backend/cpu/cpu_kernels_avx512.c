@@ -353,6 +353,119 @@ static void store_row_avx512(const float *src, float mul, void *dst, sdpa_dtype 
     }
 }
 
+/* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
+
+/* 16 (masked: m) elements from element e of a row of dtype dt, as f32. */
+SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16 m)
+{
+    if (dt == SDPA_DTYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)base + e);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)base + e);
+    if (dt == SDPA_DTYPE_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* The 16 sums of v[0..15] in one vector, lane n = sum of v[n]: a transpose
+ * tree (45 shuffles and adds instead of 16 horizontal reductions). */
+SDPA_AI __m512 hsum16(const __m512 v[16])
+{
+    __m512 u[4];
+    for (int m = 0; m < 4; m++) {
+        /* quarters [v_m, v_m+4, v_m+8, v_m+12], each 4 lanes of partial sums */
+        const __m512 t0 = _mm512_add_ps(_mm512_shuffle_f32x4(v[m], v[m + 4], 0x44),
+                                        _mm512_shuffle_f32x4(v[m], v[m + 4], 0xEE));
+        const __m512 t1 = _mm512_add_ps(_mm512_shuffle_f32x4(v[m + 8], v[m + 12], 0x44),
+                                        _mm512_shuffle_f32x4(v[m + 8], v[m + 12], 0xEE));
+        u[m] = _mm512_add_ps(_mm512_shuffle_f32x4(t0, t1, 0x88),
+                             _mm512_shuffle_f32x4(t0, t1, 0xDD));
+    }
+    /* per quarter p: lane m = the sum of quarter p of u[m] */
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1]));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
+    return _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* NI (<= 4) query rows against M key rows, 4 keys at a time: each K row is
+ * loaded and converted once and multiplied into NI accumulators (16
+ * independent FMA chains), the 16 sums reduced together by hsum16. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
+    const int nv = (K + 15) / 16;
+    const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
+    for (int j = 0; j < M; j += 4) {
+        for (int k = 0; k < 4; k++) {
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * esz;
+            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+        }
+        /* rows past M repeat row j (in bounds; their sums are not stored) */
+        ptrdiff_t row[4];
+        for (int k = 0; k < 4; k++) row[k] = (ptrdiff_t)(j + k < M ? j + k : j) * lda;
+        __m512 s[16];
+#pragma GCC unroll 16
+        for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
+        for (int c = 0; c < nv; c++) {
+            const __mmask16 m = tail_mask(K - 16 * c);
+            __m512 q[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m512 kv = load_kv16(A, dt, row[k] + 16 * c, m);
+#pragma GCC unroll 4
+                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
+            }
+        }
+        const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
+        _mm_mask_storeu_ps(C + j * ldc, out_mask, _mm512_castps512_ps128(w));
+        if (j + 1 < M) _mm_mask_storeu_ps(C + (j + 1) * ldc, out_mask, _mm512_extractf32x4_ps(w, 1));
+        if (j + 2 < M) _mm_mask_storeu_ps(C + (j + 2) * ldc, out_mask, _mm512_extractf32x4_ps(w, 2));
+        if (j + 3 < M) _mm_mask_storeu_ps(C + (j + 3) * ldc, out_mask, _mm512_extractf32x4_ps(w, 3));
+    }
+}
+
+/* C (NR rows x 64 columns from n0) = C * c_scale + P^T V over K keys: each V
+ * row chunk is loaded and converted once for the NR rows. */
+SDPA_AI void pv_kv_block(const int NR, int N, int K, const float *P, ptrdiff_t ldp,
+                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
+{
+    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
+    __mmask16 m[4];
+    for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        const __m512 sc = _mm512_set1_ps(c_scale ? c_scale[r] : 1.0f);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
+    }
+    for (int k = 0; k < K; k++) {
+        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * esz, _MM_HINT_T0);
+        __m512 v[4];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * ldv + 16 * q, m[q]);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m512 p = _mm512_set1_ps(P[r + k * ldp]);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm512_fmadd_ps(p, v[q], acc[r][q]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) _mm512_mask_storeu_ps(C + r * ldc + 16 * q, m[q], acc[r][q]);
+}
+
+#define PV_KV_COLS 64
+#include "cpu_decode_tables.h"
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .name = "avx512",
     .gemm = gemm_avx512,
@@ -365,4 +478,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .nonfinite = nonfinite_avx512,
     .band = band_avx512,
     .tilestats = tilestats_avx512,
+    .dots_kv = decode_dots_kv,
+    .pv_kv = decode_pv_kv,
 };

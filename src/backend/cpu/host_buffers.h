@@ -18,8 +18,17 @@ sdpa_status sdpa__host_finish(sdpa_context *ctx);
 /* One device: the host CPU (model name from /proc/cpuinfo where available). */
 sdpa_status sdpa__host_device_count(int *count);
 sdpa_status sdpa__host_device_info(int index, sdpa_device_info *info);
-/* The host CPU's fp32 FMA peak (cpu_peak.c): measure_peak of both tables. */
+/* The host CPU's fp32 FMA peak (cpu_peak.c): at the widest vector width
+ * (the reference table's measure_peak; sdpa__cpu_peak_widest names it), or
+ * at the width of a kernel set ("avx512", "avx2", else the portable 4 lanes:
+ * the cpu table, through its context's kernels). */
 sdpa_status sdpa__cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
                                    char *method, size_t method_len);
+const char *sdpa__cpu_peak_widest(sdpa_context *ctx);
+sdpa_status sdpa__cpu_measure_peak_for(sdpa_context *ctx, const char *kernels, double seconds,
+                                       double *gflops, char *method, size_t method_len);
+/* The host's read bandwidth (cpu_bandwidth.c): measure_bandwidth of both tables. */
+sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, double seconds, double *gbps,
+                                        char *method, size_t method_len);
 
 #endif

@@ -90,4 +90,6 @@ const sdpa__backend sdpa__backend_reference = {
     .tile_params = ref_tile_params,
     .n_tile_params = 1,
     .measure_peak = sdpa__cpu_measure_peak,
+    .peak_kernels = sdpa__cpu_peak_widest,
+    .measure_bandwidth = sdpa__cpu_measure_bandwidth,
 };
