@@ -212,7 +212,7 @@ START_TEST(test_tuning_slots)
     ck_assert_int_eq(sdpa_plan_create(vk, &tp.desc, &po, &auto_plan), SDPA_OK);
     po.tile = &def;
     ck_assert_int_eq(sdpa_plan_create(vk, &tp.desc, &po, &def_plan), SDPA_OK);
-    sdpa_plan_info a, d;
+    sdpa_plan_info a = {.struct_size = sizeof a}, d = {.struct_size = sizeof d};
     ck_assert_int_eq(sdpa_plan_get_info(auto_plan, &a), SDPA_OK);
     ck_assert_int_eq(sdpa_plan_get_info(def_plan, &d), SDPA_OK);
     ck_assert_str_eq(a.config, d.config);

@@ -905,7 +905,7 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
         fprintf(stderr, "sdpa-bench: %s: a row reads %.0f %% of the %s peak of %.1f GFLOP/s, "
                         "which cannot be: measuring the peak again\n", pk[e].backend,
                 100.0 * worst, pk[e].info.cached ? "cached" : "measured", pk[e].info.gflops);
-        sdpa_peak_info again;
+        sdpa_peak_info again = {.struct_size = sizeof again};
         memset(&again, 0, sizeof again);
         sdpa_status st = sdpa_context_peak(ctx[pk[e].index], 1, &again);
         if (st == SDPA_OK) {
@@ -996,6 +996,7 @@ int main(int argc, char **argv)
         e->backend = o.unfused[b] ? "opencl-unfused"
                                   : sdpa_backend_name(sdpa_context_backend(ctx[b]));
         e->device = devname[b];
+        e->info.struct_size = sizeof e->info;
         e->status = sdpa_context_peak(ctx[b], o.refresh_peak, &e->info);
         if (e->status != SDPA_OK) {
             e->info.gflops = 0;

@@ -432,7 +432,7 @@ int main(int argc, char **argv)
     gather_dir(&prof, "SDPA_PROFILE_DIR", "XDG_DATA_HOME", "sdpa/profiles",
                ".local/share/sdpa/profiles");
     gather_dir(&cache, "SDPA_CACHE_DIR", "XDG_CACHE_HOME", "sdpa/kernels", ".cache/sdpa/kernels");
-    sdpa_shipped_profiles_info shipped;
+    sdpa_shipped_profiles_info shipped = {.struct_size = sizeof shipped};
     if (sdpa_shipped_profiles_get_info(&shipped) != SDPA_OK)
         memset(&shipped, 0, sizeof shipped);
     if (json) {

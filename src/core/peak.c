@@ -46,10 +46,9 @@ static void error_restore(sdpa_context *ctx, const saved_error *e)
 }
 #endif
 
-sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+/* Fills *info (a whole struct) for sdpa_context_peak. */
+static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     sdpa__slot *slot = &ctx->primary;
@@ -104,4 +103,16 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
     error_restore(ctx, &saved);
 #endif
     return SDPA_OK;
+}
+
+sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
+    SDPA__CHECK_STRUCT(ctx, info, SDPA_PEAK_INFO_SIZE_V1, "peak info",
+                       "set it to sizeof(sdpa_peak_info) before the call");
+    sdpa_peak_info full;
+    sdpa_status st = peak_fill(ctx, refresh, &full);
+    sdpa__struct_out(info, &full, sizeof full);
+    return st;
 }

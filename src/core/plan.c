@@ -80,23 +80,27 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
     SDPA__CHECK_ARG(ctx, out, "sdpa_plan_create", "out");
     *out = NULL;
     SDPA__CHECK_ARG(ctx, desc, "sdpa_plan_create", "desc");
-    sdpa_plan_options defaults;
-    if (!options) {
-        sdpa_plan_options_init(&defaults);
-        options = &defaults;
+    sdpa_plan_options full; /* fields past an older caller's size: defaults */
+    sdpa_plan_options_init(&full);
+    if (options) {
+        SDPA__CHECK_STRUCT(ctx, options, SDPA_PLAN_OPTIONS_SIZE_V1, "plan options",
+                           "call sdpa_plan_options_init first");
+        sdpa__struct_in(&full, sizeof full, options);
     }
-    SDPA__CHECK(ctx, options->struct_size >= sizeof *options, SDPA_ERR_INVALID_ARG,
-                "plan options struct_size is %zu: call sdpa_plan_options_init first",
-                options->struct_size);
+    options = &full;
     SDPA__CHECK(ctx, (options->flags & ~(SDPA_PLAN_BACKWARD | SDPA_PLAN_NONDETERMINISTIC)) == 0,
                 SDPA_ERR_INVALID_ARG, "plan options flags 0x%x has unknown bits", options->flags);
     SDPA__CHECK(ctx, options->workspace_limit >= SDPA_AUTO, SDPA_ERR_INVALID_ARG,
                 "workspace_limit %lld is negative (SDPA_AUTO = -1 is the default)",
                 (long long)options->workspace_limit);
-    if (options->tile)
-        SDPA__CHECK(ctx, options->tile->struct_size >= sizeof(sdpa_tile_config),
-                    SDPA_ERR_INVALID_ARG, "tile config struct_size is %zu: call sdpa_tile_config_init",
-                    options->tile->struct_size);
+    sdpa_tile_config tile;
+    if (options->tile) {
+        SDPA__CHECK_STRUCT(ctx, options->tile, SDPA_TILE_CONFIG_SIZE_V1, "tile config",
+                           "call sdpa_tile_config_init first");
+        sdpa_tile_config_init(&tile);
+        sdpa__struct_in(&tile, sizeof tile, options->tile);
+        full.tile = &tile;
+    }
 
     sdpa_plan *plan = sdpa__calloc(1, sizeof *plan);
     SDPA__CHECK(ctx, plan, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -150,6 +154,10 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
 {
     if (!plan) return SDPA_ERR_NULL;
     SDPA__CHECK_ARG(plan->ctx, info, "sdpa_plan_get_info", "info");
+    SDPA__CHECK_STRUCT(plan->ctx, info, SDPA_PLAN_INFO_SIZE_V1, "plan info",
+                       "set it to sizeof(sdpa_plan_info) before the call");
+    sdpa_plan_info *out = info, full;
+    info = &full;
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->backend = plan->slot->backend->kind;
@@ -161,6 +169,7 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
         plan->slot->backend->plan_describe(plan->state, info);
     if (plan->tile_source[0]) /* the tile came from a profile (compile_on) */
         sdpa__strlcpy(info->source, plan->tile_source, sizeof info->source);
+    sdpa__struct_out(out, info, sizeof *info);
     return SDPA_OK;
 }
 
