@@ -190,7 +190,7 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
                     sdpa__cl_plan_options(&p, &pl, opts, sizeof opts);
                     char *src;
                     size_t n;
-                    if (sdpa__cl_source(NULL, &props, files, nfiles, &src, &n) != SDPA_OK) {
+                    if (sdpa__cl_source(NULL, files, nfiles, &src, &n) != SDPA_OK) {
                         fprintf(stderr, "sdpa-gpu-config: assembling %s failed\n", id);
                         return 1;
                     }
