@@ -630,7 +630,7 @@ SDPA_API sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *
  * compute units) plus the thread count for the CPU backends; a record made
  * with another driver version is stale and re-measured. Damaged lines are
  * skipped with one WARN; an unwritable directory costs only the caching (one
- * WARN). Builds without the profile store (no cJSON) measure every time. */
+ * WARN). */
 typedef struct sdpa_peak_info {
     size_t struct_size;  /* set to sizeof before the call */
     double gflops;       /* fp32 GFLOP/s, 2 flops per FMA lane */

@@ -13,9 +13,7 @@
  */
 #include "context_impl.h"
 
-#ifdef SDPA_HAVE_TUNE
 #include "../tune/tune.h"
-#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +21,6 @@
 /* Seconds a measurement aims for (best of a few runs inside it). */
 #define PEAK_SECONDS 0.25
 
-#ifdef SDPA_HAVE_TUNE
 /* The context's last error, kept across best-effort cache calls. */
 typedef struct saved_error {
     sdpa_status status;
@@ -44,7 +41,6 @@ static void error_restore(sdpa_context *ctx, const saved_error *e)
     ctx->err_native = e->native;
     sdpa__strlcpy(ctx->err_message, e->message, sizeof ctx->err_message);
 }
-#endif
 
 /* Fills *info (a whole struct) for sdpa_context_peak. */
 static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
@@ -59,7 +55,6 @@ static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *inf
     double g = 0;
     char method[sizeof info->method] = "";
 
-#ifdef SDPA_HAVE_TUNE
     saved_error saved;
     error_save(ctx, &saved);
     bool hit = !refresh && sdpa__peak_cache_get(ctx, be, threads, &g, method, sizeof method);
@@ -71,10 +66,6 @@ static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *inf
         sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: cached peak %.1f GFLOP/s (%s)", be->name, g, method);
         return SDPA_OK;
     }
-#else
-    (void)refresh;
-    (void)threads;
-#endif
 
     if (SDPA__FAULT("measure_peak"))
         return SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "injected fault at measure_peak");
@@ -92,7 +83,6 @@ static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *inf
     sdpa__strlcpy(info->method, method, sizeof info->method);
     info->cached = 0;
 
-#ifdef SDPA_HAVE_TUNE
     /* Best effort: keep the caller's view of the last error unchanged. */
     sdpa_status st = sdpa__peak_cache_put(ctx, be, threads, g, method);
     if (st != SDPA_OK)
@@ -101,7 +91,6 @@ static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *inf
                   be->name, sdpa__context_profile_dir(ctx), sdpa_status_name(st),
                   ctx->err_message);
     error_restore(ctx, &saved);
-#endif
     return SDPA_OK;
 }
 

@@ -10,9 +10,7 @@
  */
 #include "dispatch.h"
 #include "staging.h"
-#ifdef SDPA_HAVE_TUNE
 #include "../tune/tune.h"
-#endif
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -40,7 +38,6 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
                           "%s: tile.unfused 1: the materialised-scores (CLBlast) path exists "
                           "on the OpenCL backend only",
                           slot->backend->name);
-#ifdef SDPA_HAVE_TUNE
     /* No forced tile: the profile's record for this device and bucket, if
      * any (src/tune/lookup.c); a record the backend refuses falls back to the
      * backend's default with a WARN. */
@@ -66,7 +63,6 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
         plan->slot = slot;
         return SDPA_OK;
     }
-#endif
     SDPA__TRY(sdpa__call_plan_create(ctx, slot, &plan->key.problem, plan->flags, options,
                                      &plan->state));
     plan->slot = slot;
