@@ -228,10 +228,8 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
      * v1 is refused (there is no context yet to hold a message) */
     sdpa_context_options full;
     sdpa_context_options_init(&full);
-    if (options) {
-        if (sdpa__struct_size(options) < SDPA_CONTEXT_OPTIONS_SIZE_V1) return SDPA_ERR_INVALID_ARG;
-        sdpa__struct_in(&full, sizeof full, options);
-    }
+    SDPA__TRY(sdpa__struct_take(NULL, &full, sizeof full, options, SDPA_CONTEXT_OPTIONS_SIZE_V1,
+                                "context options", "call sdpa_context_options_init first"));
     options = &full;
     if (options->backend < SDPA_BACKEND_DEFAULT || options->backend > SDPA_BACKEND_VULKAN)
         return SDPA_ERR_INVALID_ARG;

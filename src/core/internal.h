@@ -158,6 +158,11 @@ size_t sdpa__struct_size(const void *s);
  * min(struct_size, local_size) bytes replace them, so fields past an older
  * caller's size keep their defaults. local's struct_size becomes local_size. */
 void sdpa__struct_in(void *local, size_t local_size, const void *in);
+/* sdpa__struct_in after checking in's size against v1 (the message as
+ * SDPA__CHECK_STRUCT's, recorded on ctx, which may be NULL); in = NULL keeps
+ * every default. */
+sdpa_status sdpa__struct_take(sdpa_context *ctx, void *local, size_t local_size, const void *in,
+                              size_t v1, const char *what, const char *hint);
 /* An output struct: copies the first min(out's struct_size, full_size) bytes
  * of the filled *full into *out (nothing past the caller's size is written)
  * and sets out's struct_size to the bytes written. */

@@ -78,11 +78,8 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
     SDPA__CHECK_ARG(ctx, desc, "sdpa_plan_create", "desc");
     sdpa_plan_options full; /* fields past an older caller's size: defaults */
     sdpa_plan_options_init(&full);
-    if (options) {
-        SDPA__CHECK_STRUCT(ctx, options, SDPA_PLAN_OPTIONS_SIZE_V1, "plan options",
-                           "call sdpa_plan_options_init first");
-        sdpa__struct_in(&full, sizeof full, options);
-    }
+    SDPA__TRY(sdpa__struct_take(ctx, &full, sizeof full, options, SDPA_PLAN_OPTIONS_SIZE_V1,
+                                "plan options", "call sdpa_plan_options_init first"));
     options = &full;
     SDPA__CHECK(ctx, (options->flags & ~(SDPA_PLAN_BACKWARD | SDPA_PLAN_NONDETERMINISTIC)) == 0,
                 SDPA_ERR_INVALID_ARG, "plan options flags 0x%x has unknown bits", options->flags);
@@ -90,13 +87,10 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
                 "workspace_limit %lld is negative (SDPA_AUTO = -1 is the default)",
                 (long long)options->workspace_limit);
     sdpa_tile_config tile;
-    if (options->tile) {
-        SDPA__CHECK_STRUCT(ctx, options->tile, SDPA_TILE_CONFIG_SIZE_V1, "tile config",
-                           "call sdpa_tile_config_init first");
-        sdpa_tile_config_init(&tile);
-        sdpa__struct_in(&tile, sizeof tile, options->tile);
-        full.tile = &tile;
-    }
+    sdpa_tile_config_init(&tile);
+    SDPA__TRY(sdpa__struct_take(ctx, &tile, sizeof tile, options->tile, SDPA_TILE_CONFIG_SIZE_V1,
+                                "tile config", "call sdpa_tile_config_init first"));
+    if (options->tile) full.tile = &tile;
 
     sdpa_plan *plan = sdpa__calloc(1, sizeof *plan);
     SDPA__CHECK(ctx, plan, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");

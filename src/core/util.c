@@ -146,3 +146,12 @@ void sdpa__struct_out(void *out, const void *full, size_t full_size)
     memcpy(out, full, n);
     memcpy(out, &n, sizeof n);
 }
+
+sdpa_status sdpa__struct_take(sdpa_context *ctx, void *local, size_t local_size, const void *in,
+                              size_t v1, const char *what, const char *hint)
+{
+    if (!in) return SDPA_OK;
+    SDPA__CHECK_STRUCT(ctx, in, v1, what, hint);
+    sdpa__struct_in(local, local_size, in);
+    return SDPA_OK;
+}

@@ -267,11 +267,10 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
                                 sdpa__shape_key *key)
 {
     if (!desc || !key) return SDPA__FAIL(ctx, SDPA_ERR_NULL, "attention description is NULL");
-    SDPA__CHECK_STRUCT(ctx, desc, SDPA_ATTENTION_DESC_SIZE_V1, "desc",
-                       "call sdpa_attention_desc_init first");
     sdpa_attention_desc full; /* fields past an older caller's size: defaults */
     sdpa_attention_desc_init(&full);
-    sdpa__struct_in(&full, sizeof full, desc);
+    SDPA__TRY(sdpa__struct_take(ctx, &full, sizeof full, desc, SDPA_ATTENTION_DESC_SIZE_V1,
+                                "desc", "call sdpa_attention_desc_init first"));
     desc = &full;
     memset(key, 0, sizeof *key);
     sdpa__problem *p = &key->problem;

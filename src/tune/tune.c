@@ -444,11 +444,8 @@ sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
     SDPA__CHECK_ARG(ctx, result, "sdpa_tune", "result");
     sdpa_tune_options o; /* fields past an older caller's size: defaults */
     sdpa_tune_options_init(&o);
-    if (options) {
-        SDPA__CHECK_STRUCT(ctx, options, SDPA_TUNE_OPTIONS_SIZE_V1, "tune options",
-                           "call sdpa_tune_options_init first");
-        sdpa__struct_in(&o, sizeof o, options);
-    }
+    SDPA__TRY(sdpa__struct_take(ctx, &o, sizeof o, options, SDPA_TUNE_OPTIONS_SIZE_V1,
+                                "tune options", "call sdpa_tune_options_init first"));
     SDPA__CHECK_STRUCT(ctx, result, SDPA_TUNE_RESULT_SIZE_V1, "tune result",
                        "set it to sizeof(sdpa_tune_result) before the call");
     sdpa_tune_result full;

@@ -53,10 +53,10 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     if (!out) return SDPA_ERR_NULL;
     *out = NULL;
     if (!dev) return SDPA_ERR_NULL;
-    if (sdpa__struct_size(dev) < SDPA_VULKAN_DEVICE_SIZE_V1) return SDPA_ERR_INVALID_ARG;
     sdpa_vulkan_device full; /* fields past an older caller's size: defaults */
     sdpa_vulkan_device_init(&full);
-    sdpa__struct_in(&full, sizeof full, dev);
+    SDPA__TRY(sdpa__struct_take(NULL, &full, sizeof full, dev, SDPA_VULKAN_DEVICE_SIZE_V1,
+                                "vulkan device", "call sdpa_vulkan_device_init first"));
     dev = &full;
     if (!dev->instance || !dev->physical_device || !dev->device || !dev->queue)
         return SDPA_ERR_NULL;
