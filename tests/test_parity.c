@@ -24,8 +24,11 @@
  *
  * Runs unforked by default (CK_FORK=no unless the caller set it): one context
  * per backend for the whole run, so plans of a kernel variant share the
- * context's compiled programs. Run time on the 2-core machine: see the
- * report of the last change in tests/meson.build's comment for this suite.
+ * context's compiled programs and pipelines. 312 tests (78 per backend) on
+ * reference, cpu, opencl (PoCL) and vulkan (lavapipe): 174 s of CPU time on
+ * the 2-core VM with PoCL's and Mesa's caches warm (670 s wall at a load
+ * average of 13-18); cold, OpenCL alone took 271 s and Vulkan 408 s wall at
+ * that load. reference + cpu alone: ~10 s.
  */
 #include "fcase.h"
 #include "naive_attention.h"
