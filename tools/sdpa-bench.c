@@ -906,7 +906,6 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
                         "which cannot be: measuring the peak again\n", pk[e].backend,
                 100.0 * worst, pk[e].info.cached ? "cached" : "measured", pk[e].info.gflops);
         sdpa_peak_info again = {.struct_size = sizeof again};
-        memset(&again, 0, sizeof again);
         sdpa_status st = sdpa_context_peak(ctx[pk[e].index], 1, &again);
         if (st == SDPA_OK) {
             pk[e].info = again;
