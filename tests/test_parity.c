@@ -25,10 +25,10 @@
  * Runs unforked by default (CK_FORK=no unless the caller set it): one context
  * per backend for the whole run, so plans of a kernel variant share the
  * context's compiled programs and pipelines. 312 tests (78 per backend) on
- * reference, cpu, opencl (PoCL) and vulkan (lavapipe): 174 s of CPU time on
- * the 2-core VM with PoCL's and Mesa's caches warm (670 s wall at a load
- * average of 13-18); cold, OpenCL alone took 271 s and Vulkan 408 s wall at
- * that load. reference + cpu alone: ~10 s.
+ * reference, cpu, opencl (PoCL) and vulkan (lavapipe): 79 s wall under
+ * `meson test parity` on the 2-core VM with PoCL's and Mesa's caches warm
+ * (load average 8; 174 s of CPU time); cold, at a load average of 13-18,
+ * OpenCL alone took 271 s and Vulkan 408 s wall. reference + cpu: ~10 s.
  */
 #include "fcase.h"
 #include "naive_attention.h"
