@@ -15,8 +15,18 @@
  *    records its own message; a NULL argument gives SDPA_ERR_NULL and the
  *    message "function: argument is NULL".
  *  - Every `_create` has a `_destroy` that accepts NULL.
- *  - Options structs begin with `size_t struct_size` and have an `_init`
- *    function that fills the defaults; always call it before setting fields.
+ *  - Versioned structs begin with `size_t struct_size`. Input structs
+ *    (options, descriptions) have an `_init` function that fills the
+ *    defaults and sets struct_size; always call it before setting fields.
+ *    Output structs (infos, results): set struct_size = sizeof before the
+ *    call. Each has a documented v1 size, SDPA_<NAME>_SIZE_V1 (the size
+ *    through its last v1 field); any struct_size from v1 up is accepted: an
+ *    input's fields past the caller's size take their defaults, an output is
+ *    written only up to the caller's size, and its struct_size is set to the
+ *    bytes written (so a caller built against a newer header learns which
+ *    fields this library filled). A struct_size below v1 is
+ *    SDPA_ERR_INVALID_ARG ("<struct>.struct_size is N, below its v1 size M")
+ *    and nothing is written. New fields are only ever appended.
  *  - "Auto" values are the explicit sentinels SDPA_AUTO / SDPA_SCALE_DEFAULT,
  *    never 0 where 0 is meaningful.
  *  - The library never aborts and never prints: it returns statuses and logs
@@ -54,6 +64,11 @@ extern "C" {
 #define SDPA_VERSION_PATCH 0
 #define SDPA_VERSION_NUMBER \
     (SDPA_VERSION_MAJOR * 10000 + SDPA_VERSION_MINOR * 100 + SDPA_VERSION_PATCH)
+
+/* Bytes of `type` through `field` (inclusive): a versioned struct's v1 size
+ * is this for its last v1 field (see "Versioned structs" above). */
+#define SDPA_SIZE_THROUGH(type, field) \
+    (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* Runtime version as MAJOR*10000 + MINOR*100 + PATCH, and as a string. */
 SDPA_API unsigned sdpa_version(void);
@@ -147,7 +162,7 @@ typedef struct sdpa_plan sdpa_plan;
 typedef struct sdpa_buffer sdpa_buffer;
 
 typedef struct sdpa_context_options {
-    size_t struct_size;        /* sizeof(sdpa_context_options), set by _init */
+    size_t struct_size;        /* set by _init (see "Versioned structs") */
     sdpa_backend_kind backend; /* default SDPA_BACKEND_DEFAULT (env, else AUTO) */
     const char *device;        /* device index ("0") or name substring;
                                   NULL = SDPA_DEVICE env, else the first. A
@@ -164,6 +179,7 @@ typedef struct sdpa_context_options {
     const char *cache_dir;     /* NULL = SDPA_CACHE_DIR, XDG_CACHE_HOME/sdpa/
                                   kernels, ~/.cache/sdpa/kernels */
 } sdpa_context_options;
+#define SDPA_CONTEXT_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_context_options, cache_dir)
 
 SDPA_API void sdpa_context_options_init(sdpa_context_options *options);
 
@@ -341,6 +357,7 @@ typedef struct sdpa_attention_desc {
     double stats_saturation;     /* p_max threshold for saturated rows, 0.99 */
     sdpa_forward_tensors tensors;
 } sdpa_attention_desc;
+#define SDPA_ATTENTION_DESC_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_attention_desc, tensors)
 
 /* Defaults as documented per field; all optional tensors absent. */
 SDPA_API void sdpa_attention_desc_init(sdpa_attention_desc *desc);
@@ -366,6 +383,7 @@ typedef struct sdpa_plan_options {
     const sdpa_tile_config *tile;/* experimental: force a configuration;
                                     NULL (default) = profile, else defaults */
 } sdpa_plan_options;
+#define SDPA_PLAN_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_plan_options, tile)
 
 SDPA_API void sdpa_plan_options_init(sdpa_plan_options *options);
 
@@ -434,7 +452,7 @@ SDPA_API sdpa_status sdpa_merge(sdpa_context *ctx, int n,
 /* ---- devices ----------------------------------------------------------------- */
 
 typedef struct sdpa_device_info {
-    size_t struct_size;
+    size_t struct_size;      /* set to sizeof before the call */
     sdpa_backend_kind backend;
     int index;
     char name[256];
@@ -450,6 +468,7 @@ typedef struct sdpa_device_info {
     int storage16;           /* 16-bit storage available */
     char details[1024];      /* backend-specific capability summary */
 } sdpa_device_info;
+#define SDPA_DEVICE_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_device_info, details)
 
 /* Whether a backend is compiled into this build (1) or not (0). A compiled-in
  * OpenCL or Vulkan backend still needs its loader at run time (see
@@ -507,6 +526,7 @@ struct sdpa_tile_config {
     size_t struct_size;                /* set by _init */
     int value[SDPA_TILE_PARAM_SLOTS];  /* by sdpa_tile_param; use _set/_get */
 };
+#define SDPA_TILE_CONFIG_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tile_config, value[SDPA_TILE_UNFUSED])
 SDPA_API void sdpa_tile_config_init(sdpa_tile_config *cfg);
 /* Sets one parameter (any int; ranges are the backend's, checked at plan
  * creation). SDPA_ERR_NULL, or SDPA_ERR_INVALID_ARG when param is not a
@@ -542,7 +562,7 @@ SDPA_API const char *sdpa_tile_param_name(sdpa_tile_param param);
 SDPA_API sdpa_status sdpa_tile_param_from_name(const char *name, sdpa_tile_param *param);
 
 typedef struct sdpa_plan_info {
-    size_t struct_size;
+    size_t struct_size;      /* set to sizeof before the call */
     sdpa_backend_kind backend;
     char kernel[64];         /* "fused", "decode", "unfused", "reference" */
     char config[256];        /* the chosen parameters, human-readable */
@@ -550,6 +570,7 @@ typedef struct sdpa_plan_info {
     sdpa_dtype compute_dtype;/* always f32 accumulation today */
     size_t workspace_bytes;
 } sdpa_plan_info;
+#define SDPA_PLAN_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_plan_info, workspace_bytes)
 SDPA_API sdpa_status sdpa_plan_get_info(const sdpa_plan *plan,
                                         sdpa_plan_info *info);
 
@@ -623,10 +644,11 @@ typedef struct sdpa_tune_options {
     sdpa_tune_progress_fn progress; /* optional, called after each candidate */
     void *progress_user;
 } sdpa_tune_options;
+#define SDPA_TUNE_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_options, progress_user)
 SDPA_API void sdpa_tune_options_init(sdpa_tune_options *options);
 
 typedef struct sdpa_tune_result {
-    size_t struct_size;
+    size_t struct_size;       /* set to sizeof before the call */
     char bucket[160];         /* the profile's shape bucket key */
     sdpa_tile_config best;    /* winner (the default when nothing beat it) */
     sdpa_tile_config fallback;/* the default configuration */
@@ -635,6 +657,7 @@ typedef struct sdpa_tune_result {
     int candidates, measured, rejected; /* rejected: wrong results or failed */
     int budget_exhausted;
 } sdpa_tune_result;
+#define SDPA_TUNE_RESULT_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_result, budget_exhausted)
 
 /* Tunes the plan configuration for desc's shape bucket on ctx's device:
  * every candidate is first checked against the reference on a small ragged
@@ -669,7 +692,7 @@ SDPA_API sdpa_status sdpa_context_profile_writable(sdpa_context *ctx);
  *  - else the configured <prefix>/<datadir>/sdpa/profiles (a static link
  *    into a program elsewhere, or a platform without dladdr). */
 typedef struct sdpa_shipped_profiles_info {
-    size_t struct_size;  /* sizeof(sdpa_shipped_profiles_info), set by the call */
+    size_t struct_size;  /* set to sizeof before the call */
     char dir[4096];      /* the folder plans read now */
     char found_by[32];   /* which rule chose it: "SDPA_SHIPPED_PROFILE_DIR",
                             "build tree", "library location", "configured prefix" */
@@ -682,6 +705,7 @@ typedef struct sdpa_shipped_profiles_info {
     int stale;           /* of those, tuned with another driver or other kernel
                             sources (used, with one WARN, until retuned) */
 } sdpa_shipped_profiles_info;
+#define SDPA_SHIPPED_PROFILES_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_shipped_profiles_info, stale)
 
 /* Fills *info: the shipped-profile folder and what it holds for this
  * machine. Lists the devices of every compiled-in backend (as
@@ -705,14 +729,15 @@ SDPA_API sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *
  * compute units) plus the thread count and kernel set for the CPU backends; a record made
  * with another driver version is stale and re-measured. Damaged lines are
  * skipped with one WARN; an unwritable directory costs only the caching (one
- * WARN). Builds without the profile store (no cJSON) measure every time. */
+ * WARN). */
 typedef struct sdpa_peak_info {
-    size_t struct_size;  /* sizeof(sdpa_peak_info), set by the call */
+    size_t struct_size;  /* set to sizeof before the call */
     double gflops;       /* fp32 GFLOP/s, 2 flops per FMA lane */
     char method[64];     /* how it was measured, e.g. "opencl fma kernel float16",
                             "cpu avx512 2 threads" */
     int cached;          /* 1 = read from the profile dir, 0 = measured now */
 } sdpa_peak_info;
+#define SDPA_PEAK_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_peak_info, cached)
 
 /* Fills *info with the peak of ctx's device (the primary backend's device,
  * not the AUTO CPU fallback): the cached record, or a measurement that is then
@@ -734,11 +759,12 @@ SDPA_API sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak
  * by device and thread count, with the same staleness and damage rules.
  * OpenCL and Vulkan have no probe yet (SDPA_ERR_UNSUPPORTED). */
 typedef struct sdpa_bandwidth_info {
-    size_t struct_size;  /* sizeof(sdpa_bandwidth_info), set by the call */
+    size_t struct_size;  /* set to sizeof before the call */
     double gbps;         /* 1e9 bytes read per second, all threads together */
     char method[64];     /* how it was measured, e.g. "cpu read 2 threads 1024 MiB" */
     int cached;          /* 1 = read from the profile dir, 0 = measured now */
 } sdpa_bandwidth_info;
+#define SDPA_BANDWIDTH_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_bandwidth_info, cached)
 
 /* Fills *info with the read bandwidth of ctx's device (the primary backend's,
  * as sdpa_context_peak): the cached record, or a measurement that is then

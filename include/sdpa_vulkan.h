@@ -46,6 +46,7 @@ typedef struct sdpa_vulkan_device {
                                          storageBuffer16BitAccess (needed for
                                          f16 storage); default 0 */
 } sdpa_vulkan_device;
+#define SDPA_VULKAN_DEVICE_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_vulkan_device, storage16_enabled)
 
 SDPA_API void sdpa_vulkan_device_init(sdpa_vulkan_device *dev);
 

@@ -1,13 +1,13 @@
 /*
- * test_cpu.c — the fast CPU backend against the float64 reference: every
- * feature and combinations, lengths that cross tile edges (1, 7, 63, 65, 257,
- * 1000), head sizes 32..256, f16/bf16 storage, GQA with Dv != D, decode
- * shapes (Sq = 1, long Skv, split-KV), statistics, backward with every
- * gradient, determinism, 1 and 2 threads, and a workspace that does not grow
- * with Skv. The parity cases run with the kernels the CPU picks and again
- * with every other kernel set it runs (SDPA_CPU_KERNELS=generic, avx2,
- * avx512, neon: TCases kernels_<set>); a set the CPU lacks is named on stderr
- * as not run.
+ * test_cpu.c — what is particular to the fast CPU backend; its parity with
+ * the oracle on the shared case table is the parity suite's (test_parity.c).
+ * Here: one thread (another task split, no split-KV) on a subset of the
+ * table, forced tiles and split-KV, determinism (bits independent of reruns
+ * and, without gains, of the thread count), empty rows, non-finite inputs,
+ * a workspace that does not grow with Skv, the decode kernel choice, the
+ * tuning slots, and the whole table again with every other kernel set the
+ * CPU runs (SDPA_CPU_KERNELS=generic, avx2, avx512, neon: TCases kernels_<set>);
+ * a set the CPU lacks is named on stderr as not run.
  *
  * Every output is poisoned with NaN first (testutil). Run time: about 5 s on
  * the 2-core development VM (the float64 reference dominates; the 1000 x 1000
@@ -68,54 +68,15 @@ static void teardown(void)
     g_cpu = g_cpu1 = g_ref = NULL;
 }
 
-/* ---- forward: a covering table of shapes and features ------------------- */
+/* ---- forward ------------------------------------------------------------ */
 
-
-static const fcase fcases[] = {
-    {"len1_d32", 1, 2, 2, 1, 1, 32, 32, 0},
-    {"len7_d64", 2, 2, 1, 7, 7, 64, 64, F_CAUSAL},
-    {"len63x65_d80", 1, 3, 3, 63, 65, 80, 80, 0},
-    {"len65x63_d128", 1, 2, 2, 65, 63, 128, 128, F_CAUSAL | F_BR},
-    {"len257_d256", 1, 1, 1, 257, 257, 256, 256, F_CAUSAL},
-    {"len257_d64_stats", 1, 2, 2, 257, 257, 64, 64, F_STATS},
-    {"len1000_causal", 1, 1, 1, 1000, 1000, 64, 64, F_CAUSAL | F_STATS},
-    {"len1000_window", 1, 1, 1, 1000, 1000, 32, 32, F_WIN | F_CAUSAL},
-    {"gqa_dv", 2, 8, 2, 65, 130, 64, 32, F_CAUSAL | F_BR},
-    {"gqa_dv_big", 1, 6, 2, 70, 257, 48, 96, 0},
-    {"window_local", 1, 2, 2, 200, 200, 64, 64, F_WIN2},
-    {"window_explicit", 2, 2, 2, 63, 257, 32, 32, F_EXPL | F_WIN},
-    {"kvlen_br", 3, 2, 2, 65, 129, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
-    {"kvlen_stats", 3, 2, 1, 40, 100, 32, 32, F_KVLEN | F_STATS},
-    {"softcap_bias", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS},
-    {"mask_bcast", 2, 2, 2, 65, 130, 64, 64, F_MASK | F_BCAST},
-    {"bias_bcast_mask", 2, 4, 2, 33, 77, 32, 32, F_MASK | F_BIAS | F_BCAST | F_STATS},
-    {"everything", 2, 4, 2, 70, 90, 64, 48,
-     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR | F_STATS},
-    {"rms_gain", 1, 2, 2, 65, 65, 64, 64, F_RMS | F_GAINS},
-    {"layer_norm", 1, 2, 2, 65, 65, 80, 80, F_LAYER | F_GAINS | F_CAUSAL},
-    {"cosine_temp", 1, 4, 4, 65, 65, 64, 64, F_L2T | F_STATS},
-    {"bshd", 2, 4, 2, 65, 65, 64, 64, F_BSHD | F_CAUSAL},
-    {"f16", 1, 4, 2, 65, 257, 64, 64, F_F16 | F_CAUSAL},
-    {"bf16", 1, 4, 2, 65, 257, 128, 128, F_BF16},
-    {"f16_features", 2, 2, 2, 63, 63, 32, 32, F_F16 | F_MASK | F_BIAS | F_CAP},
-    {"hot_stats", 1, 2, 2, 65, 300, 64, 64, F_HOT | F_MUP | F_STATS | F_CAUSAL},
-    {"decode_gqa", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN},
-    {"decode_long", 1, 4, 1, 1, 4100, 64, 64, 0},
-    {"decode_window", 1, 4, 4, 3, 2000, 64, 64, F_EXPL | F_WIN},
-    {"decode_bf16_stats", 1, 4, 2, 2, 1000, 64, 64, F_BF16 | F_STATS},
-    /* K/V streamed in their dtype (dots_kv/pv_kv): 4- and 5-row groups,
-     * head sizes with vector tails, GQA, f32/f16/bf16, causal + kv_len */
-    {"decode_f16_gqa", 1, 8, 2, 1, 1000, 128, 128, F_F16 | F_KVLEN},
-    {"decode_f16_tails", 2, 10, 2, 1, 333, 70, 37, F_F16 | F_CAUSAL},
-    {"decode_bf16_tails", 1, 10, 2, 3, 130, 23, 81, F_BF16},
-    {"decode_f32_tails", 1, 6, 2, 1, 200, 9, 130, F_KVLEN},
-};
-#define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
-
+/* The parity table (tests/common/parity_cases.c) is run on every backend by
+ * the parity suite; here it runs again with each other CPU kernel set
+ * (TCases kernels_<set>), against the reference backend. */
 
 START_TEST(forward_parity)
 {
-    const fcase *f = &fcases[_i];
+    const fcase *f = &tparity_fcases[_i];
     tcase c = fcase_make(f, 1234u);
     tcompare r = tparity_forward(g_cpu, g_ref, &c, NULL);
     if (getenv("TEST_CPU_VERBOSE"))
@@ -126,8 +87,9 @@ END_TEST
 /* A subset with one thread (a different task split and no split-KV). */
 START_TEST(forward_parity_one_thread)
 {
-    static const int pick[] = {2, 6, 8, 17, 26, 27};
-    tcase c = fcase_make(&fcases[pick[_i]], 1234u);
+    static const char *const pick[] = {"len63x65_d64", "len1000_causal_stats", "gqa_dv",
+                                       "everything", "decode_gqa", "decode_long"};
+    tcase c = fcase_make(tparity_fcase(pick[_i]), 1234u);
     tparity_forward(g_cpu1, g_ref, &c, NULL);
 }
 END_TEST
@@ -146,50 +108,28 @@ START_TEST(forward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = fcase_make(&fcases[8], 1234u); /* gqa_dv: causal bottom-right */
+    tcase c = fcase_make(tparity_fcase("gqa_dv"), 1234u); /* causal bottom-right */
     tparity_forward(g_cpu, g_ref, &c, &o);
-    c = fcase_make(&fcases[12], 1234u); /* kv_len */
+    c = fcase_make(tparity_fcase("kvlen_br"), 1234u); /* kv_len */
     tparity_forward(g_cpu, g_ref, &c, &o);
 }
 END_TEST
 
 /* ---- backward ------------------------------------------------------------------ */
 
-static const fcase bcases[] = {
-    {"b_basic", 1, 2, 2, 65, 63, 64, 64, 0},
-    {"b_len1", 2, 2, 1, 1, 7, 32, 32, 0},
-    {"b_causal_gqa", 2, 4, 2, 65, 130, 64, 48, F_CAUSAL | F_BR},
-    {"b_len257_d128", 1, 1, 1, 257, 257, 128, 128, F_CAUSAL},
-    {"b_d256", 1, 1, 1, 63, 65, 256, 256, 0},
-    {"b_d80_window", 1, 2, 2, 100, 100, 80, 80, F_WIN2},
-    {"b_softcap_bias_mask", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS | F_MASK | F_BCAST},
-    {"b_kvlen", 3, 2, 2, 40, 90, 32, 32, F_KVLEN | F_CAUSAL | F_BR},
-    {"b_rms_gains", 1, 4, 2, 65, 65, 64, 64, F_RMS | F_GAINS | F_CAUSAL},
-    {"b_layer_gains", 1, 2, 2, 33, 40, 80, 80, F_LAYER | F_GAINS},
-    {"b_cosine_temp", 1, 4, 2, 65, 65, 64, 64, F_L2T | F_GAINS},
-    {"b_everything", 2, 4, 2, 50, 70, 64, 32,
-     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR},
-    {"b_f16", 1, 2, 2, 65, 65, 64, 64, F_F16 | F_CAUSAL},
-    {"b_bf16", 1, 2, 1, 65, 65, 64, 64, F_BF16},
-    {"b_bshd", 1, 4, 4, 33, 33, 32, 32, F_BSHD},
-    {"b_decode", 1, 8, 2, 1, 1000, 128, 128, 0},
-    {"b_explicit_empty", 1, 2, 2, 40, 60, 32, 32, F_EXPL | F_WIN},
-};
-#define N_BCASES (int)(sizeof bcases / sizeof bcases[0])
-
 START_TEST(backward_parity)
 {
-    tcase c = fcase_make(&bcases[_i], 1234u);
+    tcase c = fcase_make(&tparity_bcases[_i], 1234u);
     tcompare r = tparity_backward(g_cpu, g_ref, &c, NULL);
     if (getenv("TEST_CPU_VERBOSE"))
-        fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", bcases[_i].name, r.max_abs, r.rel_l2, r.n);
+        fprintf(stderr, "%-20s max_abs %.3g rel_l2 %.3g n %zu\n", c.name, r.max_abs, r.rel_l2, r.n);
 }
 END_TEST
 
 START_TEST(backward_parity_one_thread)
 {
-    static const int pick[] = {2, 8, 11};
-    tcase c = fcase_make(&bcases[pick[_i]], 1234u);
+    static const char *const pick[] = {"b_causal_gqa", "b_rms_gains", "b_everything"};
+    tcase c = fcase_make(tparity_bcase(pick[_i]), 1234u);
     tparity_backward(g_cpu1, g_ref, &c, NULL);
 }
 END_TEST
@@ -212,7 +152,7 @@ static void run_fb(sdpa_context *ctx, tproblem *p, const tcase *c)
 /* Two runs with the same inputs and thread count give the same bits. */
 START_TEST(backward_deterministic)
 {
-    tcase c = fcase_make(&bcases[11], 1234u);
+    tcase c = fcase_make(tparity_bcase("b_everything"), 1234u);
     c.B = 2;
     c.Sq = 200;
     c.Skv = 260;
@@ -233,7 +173,7 @@ START_TEST(backward_deterministic)
     tproblem_free(&b);
     /* Without gains or temperature (and without split-KV) the bits do not
      * even depend on the thread count. */
-    c = fcase_make(&bcases[6], 1234u); /* softcap, bias, mask */
+    c = fcase_make(tparity_bcase("b_softcap_bias_mask"), 1234u);
     c.Sq = 300;
     c.Skv = 333;
     c.window_left = 100; /* a band, so tasks start at different keys */
@@ -390,7 +330,7 @@ static sdpa_plan_info plan_info_of(const fcase *f)
 START_TEST(decode_uses_split_kv)
 {
     /* decode_long: B1 Hq4 Hkv1 Sq1 Skv4100 */
-    sdpa_plan_info info = plan_info_of(&fcases[27]);
+    sdpa_plan_info info = plan_info_of(tparity_fcase("decode_long"));
     ck_assert_msg(strcmp(info.kernel, "decode") == 0, "kernel %s (%s)", info.kernel, info.config);
 }
 END_TEST
@@ -441,7 +381,7 @@ END_TEST
 /* The fixture's kernel set is the one the plans run (the switch took effect). */
 START_TEST(kset_in_effect)
 {
-    sdpa_plan_info info = plan_info_of(&fcases[0]);
+    sdpa_plan_info info = plan_info_of(&tparity_fcases[0]);
     char want[64];
     snprintf(want, sizeof want, "kernels=%s", g_kset);
     ck_assert_msg(strstr(info.config, want) != NULL, "%s: %s", want, info.config);
@@ -468,7 +408,6 @@ int main(void)
     TCase *tc = tcase_create("forward");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
     tcase_add_loop_test(tc, forward_parity_one_thread, 0, 6);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 4);
     tcase_add_test(tc, workspace_independent_of_skv);
@@ -479,7 +418,6 @@ int main(void)
     tc = tcase_create("backward");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
     tcase_add_loop_test(tc, backward_parity_one_thread, 0, 3);
     tcase_add_test(tc, backward_deterministic);
     tcase_add_test(tc, empty_rows_are_clean);
@@ -506,9 +444,9 @@ int main(void)
         tcase_add_checked_fixture(tc, ksets[i].setup, teardown);
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, kset_in_effect);
-        tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
+        tcase_add_loop_test(tc, forward_parity, 0, tparity_n_fcases);
         tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
-        tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
+        tcase_add_loop_test(tc, backward_parity, 0, tparity_n_bcases);
         suite_add_tcase(s, tc);
     }
     return trun_suite(s);

@@ -490,8 +490,7 @@ static bool tune_walk_once(const tproblem *want, int64_t n, tune_stats *ts)
     o.warmup = 0;
     o.write_profile = 1;
     o.progress = tune_progress;
-    sdpa_tune_result res;
-    memset(&res, 0, sizeof res);
+    sdpa_tune_result res = {.struct_size = sizeof res};
     g_tune_progress_seen = 0;
     sdpa__fault_arm(n);
     sdpa_status st = sdpa_tune(ctx, &p.desc, &o, &res);

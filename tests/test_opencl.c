@@ -2,13 +2,11 @@
  * test_opencl.c — the OpenCL backend (on PoCL here) against the float64
  * reference, plus its error paths, caches and interop.
  *
- * Parity: every feature of DESIGN section 3 alone and combined, lengths that
- * cross tile edges (1, 7, 63, 65, 257, 1000), head sizes 32..256 (and odd
- * ones), f32/f16/bf16 storage, GQA with Dv != D, BSHD strides, decode shapes
- * (automatic and forced split-KV), statistics, forced tile configurations
- * (GPU-style local-memory staging, small vectors); backward with every
- * gradient, bit-identical reruns. Error paths: a broken kernel through
- * SDPA_KERNEL_DIR gives SDPA_ERR_BUILD with a build log, and AUTO falls back
+ * Parity on the shared case table is the parity suite's (test_parity.c);
+ * here, rows of that table by name: forced tile configurations (GPU-style
+ * local-memory staging, small vectors, forced split-KV) forward and
+ * backward, the decode kernel choice, bit-identical reruns. Error paths: a
+ * broken kernel through SDPA_KERNEL_DIR gives SDPA_ERR_BUILD with a build log, and AUTO falls back
  * to the CPU; no OpenCL platform (OCL_ICD_VENDORS pointing at an empty
  * folder, in a forked child because the ICD loader caches its platform list)
  * gives SDPA_ERR_NO_DEVICE; buffers of another context are rejected; forced
@@ -84,60 +82,6 @@ static void teardown(void)
     g_cl = g_ref = NULL;
 }
 
-/* ---- case table ------------------------------------------------------------ */
-
-
-/* Feature sets are shared between rows where possible: a kernel variant is
- * fixed by (dtype, D, Dv, mask, bias, softcap, stats), not by lengths. */
-static const fcase fcases[] = {
-    {"len1_d32", 1, 2, 2, 1, 1, 32, 32, 0},
-    {"len7_d64", 2, 2, 1, 7, 7, 64, 64, F_CAUSAL},
-    {"len63x65_d64", 1, 3, 3, 63, 65, 64, 64, 0},
-    {"len65x63_d64_br", 1, 2, 2, 65, 63, 64, 64, F_CAUSAL | F_BR},
-    {"len257_d256", 1, 1, 1, 257, 257, 256, 256, F_CAUSAL},
-    {"len257_d64_stats", 1, 2, 2, 257, 257, 64, 64, F_STATS},
-    {"len1000_causal_stats", 1, 1, 1, 1000, 1000, 64, 64, F_CAUSAL | F_STATS},
-    {"len1000_window", 1, 1, 1, 1000, 1000, 32, 32, F_WIN | F_CAUSAL},
-    {"d128_len65", 1, 2, 2, 65, 65, 128, 128, 0},
-    {"d80_odd", 1, 2, 2, 63, 65, 80, 80, F_CAUSAL},
-    {"d33_dv17", 1, 2, 1, 7, 9, 33, 17, 0},
-    {"gqa_dv", 2, 8, 2, 65, 130, 64, 32, F_CAUSAL | F_BR},
-    {"window_local", 1, 2, 2, 200, 200, 64, 64, F_WIN2},
-    {"window_explicit", 2, 2, 2, 63, 257, 32, 32, F_EXPL | F_WIN},
-    {"kvlen_br", 3, 2, 2, 65, 129, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
-    {"kvlen_stats", 3, 2, 1, 40, 100, 64, 64, F_KVLEN | F_STATS},
-    {"softcap_bias", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS},
-    {"mask_bcast", 2, 2, 2, 65, 130, 64, 64, F_MASK | F_BCAST},
-    {"bias_bcast_mask_stats", 2, 4, 2, 33, 77, 64, 64, F_MASK | F_BIAS | F_BCAST | F_STATS},
-    {"everything", 2, 4, 2, 70, 90, 64, 48,
-     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR | F_STATS},
-    {"rms_gain", 1, 2, 2, 65, 65, 64, 64, F_RMS | F_GAINS},
-    {"layer_norm", 1, 2, 2, 65, 65, 64, 64, F_LAYER | F_GAINS | F_CAUSAL},
-    {"cosine_temp_stats", 1, 4, 4, 65, 65, 64, 64, F_L2T | F_STATS},
-    {"bshd", 2, 4, 2, 65, 65, 64, 64, F_BSHD | F_CAUSAL},
-    {"f16", 1, 4, 2, 65, 257, 64, 64, F_F16 | F_CAUSAL},
-    {"f16_d128_len1000", 1, 1, 1, 1000, 1000, 128, 128, F_F16},
-    {"bf16", 1, 4, 2, 65, 257, 128, 128, F_BF16},
-    {"f16_features", 2, 2, 2, 63, 63, 64, 64, F_F16 | F_MASK | F_BIAS | F_CAP},
-    {"hot_mup_stats", 1, 2, 2, 65, 300, 64, 64, F_HOT | F_MUP | F_STATS | F_CAUSAL},
-    {"decode_gqa", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN},
-    {"decode_long", 1, 4, 1, 1, 4100, 64, 64, 0},
-    {"decode_window", 1, 4, 4, 3, 2000, 64, 64, F_EXPL | F_WIN},
-    {"decode_bf16_stats", 1, 4, 2, 2, 1000, 64, 64, F_BF16 | F_STATS},
-};
-#define N_FCASES (int)(sizeof fcases / sizeof fcases[0])
-
-
-
-START_TEST(forward_parity)
-{
-    tcase c = fcase_make(&fcases[_i], 4321u);
-    tcompare r = tparity_forward(g_cl, g_ref, &c, NULL);
-    if (getenv("TEST_OPENCL_VERBOSE"))
-        fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
-}
-END_TEST
-
 /* Forced tile configurations: GPU-style staging in local memory, small
  * vectors, larger work-groups, forced split-KV; each on a masked causal
  * case and on a kv_len case. */
@@ -161,13 +105,13 @@ START_TEST(forward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "gqa_dv"), 4321u);
+    tcase c = fcase_make(tparity_fcase("gqa_dv"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = fcase_make(fcase_find(fcases, N_FCASES, "kvlen_br"), 4321u);
+    c = fcase_make(tparity_fcase("kvlen_br"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = fcase_make(fcase_find(fcases, N_FCASES, "decode_window"), 4321u);
+    c = fcase_make(tparity_fcase("decode_window"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
-    c = fcase_make(fcase_find(fcases, N_FCASES, "everything"), 4321u);
+    c = fcase_make(tparity_fcase("everything"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
 }
 END_TEST
@@ -175,7 +119,7 @@ END_TEST
 /* Decode shapes pick the split-KV kernel; its plan says so. */
 START_TEST(decode_uses_split)
 {
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "decode_long"), 4321u);
+    tcase c = fcase_make(tparity_fcase("decode_long"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_plan *plan = NULL;
@@ -663,7 +607,7 @@ START_TEST(tuning_slots)
 
     static const char *const names[] = {"gqa_dv", "decode_long"};
     for (int k = 0; k < 2; k++) {
-        const fcase *f = fcase_find(fcases, N_FCASES, names[k]);
+        const fcase *f = tparity_fcase(names[k]);
         sdpa__problem p = problem_of(f);
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
@@ -899,36 +843,6 @@ END_TEST
 
 /* ---- backward ------------------------------------------------------------------ */
 
-static const fcase bcases[] = {
-    {"b_basic", 1, 2, 2, 65, 63, 64, 64, 0},
-    {"b_len1", 2, 2, 1, 1, 7, 32, 32, 0},
-    {"b_causal_gqa", 2, 4, 2, 65, 130, 64, 48, F_CAUSAL | F_BR},
-    {"b_len257_d128", 1, 1, 1, 257, 257, 128, 128, F_CAUSAL},
-    {"b_d256", 1, 1, 1, 63, 65, 256, 256, 0},
-    {"b_window", 1, 2, 2, 100, 100, 64, 64, F_WIN2},
-    {"b_softcap_bias_mask", 2, 2, 2, 65, 65, 64, 64, F_CAP | F_BIAS | F_MASK | F_BCAST},
-    {"b_kvlen", 3, 2, 2, 40, 90, 64, 64, F_KVLEN | F_CAUSAL | F_BR},
-    {"b_rms_gains", 1, 4, 2, 65, 65, 64, 64, F_RMS | F_GAINS | F_CAUSAL},
-    {"b_layer_gains", 1, 2, 2, 33, 40, 64, 64, F_LAYER | F_GAINS},
-    {"b_cosine_temp", 1, 4, 2, 65, 65, 64, 64, F_L2T | F_GAINS},
-    {"b_everything", 2, 4, 2, 50, 70, 64, 32,
-     F_CAP | F_BIAS | F_MASK | F_KVLEN | F_RMS | F_GAINS | F_CAUSAL | F_BR},
-    {"b_f16", 1, 2, 2, 65, 65, 64, 64, F_F16 | F_CAUSAL},
-    {"b_bf16_gqa", 1, 4, 2, 63, 65, 64, 64, F_BF16},
-    {"b_bshd_explicit", 2, 2, 2, 30, 80, 64, 64, F_BSHD | F_EXPL | F_WIN},
-    {"b_len1000", 1, 1, 1, 1000, 1000, 32, 32, F_CAUSAL},
-};
-#define N_BCASES (int)(sizeof bcases / sizeof bcases[0])
-
-START_TEST(backward_parity)
-{
-    tcase c = fcase_make(&bcases[_i], 4321u);
-    tcompare r = tparity_backward(g_cl, g_ref, &c, NULL);
-    if (getenv("TEST_OPENCL_VERBOSE"))
-        fprintf(stderr, "%-24s max_abs %.3g rel_l2 %.3g\n", c.name, r.max_abs, r.rel_l2);
-}
-END_TEST
-
 /* Forced configurations in the backward: one row per work-item with small
  * tiles, and two rows per work-item with a large key tile. */
 START_TEST(backward_forced_tiles)
@@ -946,9 +860,9 @@ START_TEST(backward_forced_tiles)
     sdpa_plan_options o;
     sdpa_plan_options_init(&o);
     o.tile = &tc;
-    tcase c = fcase_make(fcase_find(bcases, N_BCASES, "b_everything"), 4321u);
+    tcase c = fcase_make(tparity_bcase("b_everything"), 4321u);
     tparity_backward(g_cl, g_ref, &c, &o);
-    c = fcase_make(fcase_find(bcases, N_BCASES, "b_causal_gqa"), 4321u);
+    c = fcase_make(tparity_bcase("b_causal_gqa"), 4321u);
     tparity_backward(g_cl, g_ref, &c, &o);
 }
 END_TEST
@@ -956,7 +870,7 @@ END_TEST
 /* Same inputs twice: every gradient bit-identical (no atomics). */
 START_TEST(backward_deterministic)
 {
-    tcase c = fcase_make(fcase_find(bcases, N_BCASES, "b_everything"), 4321u);
+    tcase c = fcase_make(tparity_bcase("b_everything"), 4321u);
     c.lse = true;
     tproblem a, b;
     tproblem_make(&a, &c);
@@ -1004,7 +918,7 @@ START_TEST(build_failure_reports_log_and_auto_falls_back)
                      "{ this_is_not_opencl(x) }\n");
     setenv("SDPA_KERNEL_DIR", dir, 1);
 
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_context *ctx = cl_context_or_fail();
@@ -1091,7 +1005,7 @@ END_TEST
 START_TEST(buffer_from_other_context_rejected)
 {
     sdpa_context *other = cl_context_or_fail();
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     size_t bytes = p.n_q * sdpa_dtype_size(c.dtype);
@@ -1118,7 +1032,7 @@ END_TEST
 
 START_TEST(unsupported_requests_refused)
 {
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
     tproblem p;
     tproblem_make(&p, &c);
     sdpa_tile_config tc;
@@ -1205,7 +1119,7 @@ START_TEST(disk_cache_written_and_corrupt_entries_rebuilt)
     o.backend = SDPA_BACKEND_OPENCL;
     o.cache_dir = dir;
     o.log_level = SDPA_LOG_ERROR;
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len63x65_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len63x65_d64"), 4321u);
     char file[512] = "";
     for (int round = 0; round < 3; round++) {
         sdpa_context *ctx = NULL;
@@ -1254,7 +1168,7 @@ START_TEST(disk_cache_untrusted_entries_refused)
 {
     char *dir = tmkdtemp("sdpa-cl-trust");
     setenv("SDPA_CL_DISK_CACHE", "1", 1);
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len63x65_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len63x65_d64"), 4321u);
     tlogcap cap;
     char file[512] = "";
     cache_round(dir, &c, &cap);
@@ -1344,7 +1258,7 @@ START_TEST(interop_app_context_and_wrapped_buffers)
     ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
     ck_assert_ptr_eq(sdpa_opencl_queue(ctx), queue);
 
-    tcase c = fcase_make(fcase_find(fcases, N_FCASES, "len7_d64"), 4321u);
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
     tproblem got, want;
     tproblem_make(&got, &c);
     tproblem_make(&want, &c);
@@ -1685,7 +1599,6 @@ int main(void)
     TCase *tc = tcase_create("forward");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, forward_parity, 0, N_FCASES);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
     tcase_add_test(tc, decode_uses_split);
     suite_add_tcase(s, tc);
@@ -1711,7 +1624,6 @@ int main(void)
     tc = tcase_create("backward");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, backward_parity, 0, N_BCASES);
     tcase_add_loop_test(tc, backward_forced_tiles, 0, 2);
     tcase_add_test(tc, backward_deterministic);
     suite_add_tcase(s, tc);

@@ -97,8 +97,9 @@ static void peak_path(const char *dir, char *out, size_t size)
 /* Calls sdpa_context_peak and checks the answer is sane. */
 static sdpa_peak_info peak_ok(sdpa_context *ctx, int refresh)
 {
-    sdpa_peak_info info;
+    sdpa_peak_info info = {.struct_size = sizeof info};
     memset(&info, 0xAB, sizeof info); /* poisoned: the call must fill it */
+    info.struct_size = sizeof info;
     sdpa_status st = sdpa_context_peak(ctx, refresh, &info);
     ck_assert_msg(st == SDPA_OK, "sdpa_context_peak: %s", sdpa_status_name(st));
     ck_assert_uint_eq(info.struct_size, sizeof info);
@@ -319,7 +320,7 @@ END_TEST
 
 START_TEST(null_arguments)
 {
-    sdpa_peak_info info;
+    sdpa_peak_info info = {.struct_size = sizeof info};
     ck_assert_int_eq(sdpa_context_peak(NULL, 0, &info), SDPA_ERR_NULL);
     char *dir = tmkdtemp("sdpa-test-peak");
     tlogcap cap = {0};
@@ -413,6 +414,7 @@ static sdpa_bandwidth_info bandwidth_ok(sdpa_context *ctx, int refresh)
 {
     sdpa_bandwidth_info info;
     memset(&info, 0xAB, sizeof info);
+    info.struct_size = sizeof info;
     sdpa_status st = sdpa_context_bandwidth(ctx, refresh, &info);
     ck_assert_msg(st == SDPA_OK, "sdpa_context_bandwidth: %s", sdpa_status_name(st));
     ck_assert_uint_eq(info.struct_size, sizeof info);
@@ -482,7 +484,7 @@ START_TEST(fault_walk)
     else
         fprintf(stderr, "test_peak: fault_walk: %lld fault sites\n", (long long)sites);
     for (int64_t n = 1; n <= sites; n++) {
-        sdpa_peak_info info;
+        sdpa_peak_info info = {.struct_size = sizeof info};
         sdpa__fault_arm(n);
         sdpa_status st = sdpa_context_peak(ctx, 1, &info);
         const char *site = sdpa__fault_last_site();

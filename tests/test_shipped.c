@@ -30,7 +30,7 @@
 
 static sdpa_shipped_profiles_info shipped_info(void)
 {
-    sdpa_shipped_profiles_info s;
+    sdpa_shipped_profiles_info s = {.struct_size = sizeof s};
     ck_assert_int_eq(sdpa_shipped_profiles_get_info(&s), SDPA_OK);
     ck_assert_uint_eq(s.struct_size, sizeof s);
     return s;

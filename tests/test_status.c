@@ -541,7 +541,7 @@ START_TEST(plan_introspection)
     sdpa_context *ctx = ref_context(&cap, SDPA_LOG_ERROR);
     sdpa_attention_desc d;
     sdpa_plan *plan = NULL;
-    sdpa_plan_info info;
+    sdpa_plan_info info = {.struct_size = sizeof info};
     small_desc(&d);
     ck_assert_int_eq(sdpa_plan_create(ctx, &d, NULL, &plan), SDPA_OK);
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
@@ -629,7 +629,7 @@ START_TEST(null_arguments_set_messages)
     NULL_ARG(sdpa_merge(ctx, 1, &t1, &l1, &t1, NULL), "sdpa_merge", "lse");
     NULL_ARG(sdpa_context_last_error(ctx, NULL), "sdpa_context_last_error", "info");
     NULL_ARG(sdpa_context_peak(ctx, 0, NULL), "sdpa_context_peak", "info");
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     NULL_ARG(sdpa_tune(ctx, NULL, NULL, &res), "sdpa_tune", "desc");
     NULL_ARG(sdpa_tune(ctx, &d, NULL, NULL), "sdpa_tune", "result");
     /* zero-byte copies need no pointer */

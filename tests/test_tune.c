@@ -824,7 +824,7 @@ START_TEST(tune_arguments_and_dry_run)
     ck_assert_double_eq(o.budget_s, 60.0);
     ck_assert_int_eq(o.repeats, 5);
     ck_assert_int_eq(o.write_profile, 1);
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     ck_assert_int_eq(sdpa_tune(NULL, &h.desc, &o, &res), SDPA_ERR_NULL);
     ck_assert_int_eq(sdpa_tune(ctx, NULL, &o, &res), SDPA_ERR_NULL);
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, NULL), SDPA_ERR_NULL);
@@ -873,7 +873,7 @@ START_TEST(tune_rejects_wrong_candidate)
     o.dry_run = 1;
     o.progress = dry_progress;
     o.progress_user = &l;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
     const int n = res.candidates;
 
@@ -934,7 +934,7 @@ START_TEST(tune_tiny_budget_yields_profile_plan)
     prog_count pc = {0};
     o.progress = count_progress;
     o.progress_user = &pc;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     double t0 = sdpa__now();
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
     double took = sdpa__now() - t0;
@@ -972,7 +972,7 @@ START_TEST(tune_backward_bucket)
     o.budget_s = 1.5;
     o.repeats = 3;
     o.plan_flags = SDPA_PLAN_BACKWARD;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
     ck_assert_str_eq(res.bucket, "backward/f32/d32/dv32/causal/sq7/skv8/bh2");
     ck_assert_int_eq(res.rejected, 0);
@@ -1013,7 +1013,7 @@ START_TEST(tune_many_candidates_fault)
     o.dry_run = 1;
     o.progress = dry_progress;
     o.progress_user = &l;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
     /* default (64,64) + 16 candidates, one of them equal to the default */
     ck_assert_int_eq(res.candidates, 16);
@@ -1075,7 +1075,7 @@ START_TEST(tune_sampled_space_within_budget)
     prog_count pc = {0};
     o.progress = count_progress;
     o.progress_user = &pc;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     double t0 = sdpa__now();
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
     double took = sdpa__now() - t0;
@@ -1272,7 +1272,7 @@ START_TEST(tune_unwritable_profile)
     sdpa_tune_options_init(&o);
     o.budget_s = 1.0;
     o.repeats = 2;
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_ERR_IO);
     ck_assert(isfinite(res.best_ms)); /* the measurement is still reported */
     sdpa_error_info e;

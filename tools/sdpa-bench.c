@@ -966,8 +966,7 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
         fprintf(stderr, "sdpa-bench: %s: a row reads %.0f %% of the %s peak of %.1f GFLOP/s, "
                         "which cannot be: measuring the peak again\n", pk[e].backend,
                 100.0 * worst, pk[e].info.cached ? "cached" : "measured", pk[e].info.gflops);
-        sdpa_peak_info again;
-        memset(&again, 0, sizeof again);
+        sdpa_peak_info again = {.struct_size = sizeof again};
         sdpa_status st = sdpa_context_peak(ctx[pk[e].index], 1, &again);
         if (st == SDPA_OK) {
             pk[e].info = again;
@@ -1057,6 +1056,7 @@ int main(int argc, char **argv)
         e->backend = o.unfused[b] ? "opencl-unfused"
                                   : sdpa_backend_name(sdpa_context_backend(ctx[b]));
         e->device = devname[b];
+        e->info.struct_size = sizeof e->info;
         e->status = sdpa_context_peak(ctx[b], o.refresh_peak, &e->info);
         if (e->status != SDPA_OK) {
             e->info.gflops = 0;
@@ -1068,6 +1068,7 @@ int main(int argc, char **argv)
         e->bw_status = SDPA_ERR_UNSUPPORTED;
         for (int si = 0; si < o.nshapes; si++)
             if (o.shapes[si].Sq <= DECODE_MAX_SQ) {
+                e->bw.struct_size = sizeof e->bw;
                 e->bw_status = sdpa_context_bandwidth(ctx[b], o.refresh_peak, &e->bw);
                 if (e->bw_status != SDPA_OK && e->bw_status != SDPA_ERR_UNSUPPORTED)
                     fprintf(stderr, "sdpa-bench: %s: no read bandwidth (%s)\n", e->backend,

@@ -193,6 +193,8 @@ static void gather_host(host_report *h)
     h->peak_status = h->bw_status = sdpa_context_create(&opt, &ctx);
     if (h->peak_status != SDPA_OK)
         return;
+    h->peak.struct_size = sizeof h->peak;
+    h->bw.struct_size = sizeof h->bw;
     h->peak_status = sdpa_context_peak(ctx, 0, &h->peak);
     h->bw_status = sdpa_context_bandwidth(ctx, 0, &h->bw);
     sdpa_context_destroy(ctx);
@@ -531,7 +533,7 @@ int main(int argc, char **argv)
     gather_dir(&prof, "SDPA_PROFILE_DIR", "XDG_DATA_HOME", "sdpa/profiles",
                ".local/share/sdpa/profiles");
     gather_dir(&cache, "SDPA_CACHE_DIR", "XDG_CACHE_HOME", "sdpa/kernels", ".cache/sdpa/kernels");
-    sdpa_shipped_profiles_info shipped;
+    sdpa_shipped_profiles_info shipped = {.struct_size = sizeof shipped};
     if (sdpa_shipped_profiles_get_info(&shipped) != SDPA_OK)
         memset(&shipped, 0, sizeof shipped);
     static host_report host;

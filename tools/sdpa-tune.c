@@ -281,7 +281,7 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
     to.progress_user = ps;
     ps->bucket = r->shape;
     if (o->dry_run && o->json) ps->dry_list = r->dry_list = cJSON_CreateArray();
-    sdpa_tune_result res;
+    sdpa_tune_result res = {.struct_size = sizeof res};
     r->status = sdpa_tune(ctx, &d, &to, &res);
     ps->dry_list = NULL;
     progress_end(ps);

@@ -179,6 +179,20 @@ typedef struct sdpa__backend {
                                      char *method, size_t method_len);
 } sdpa__backend;
 
+/* The peak micro-benchmarks' one loop (peak_rounds.c). A backend's run does
+ * one timed run of `size` units (>= 1; the backend maps them to iterations,
+ * work-groups, ...): the *seconds it took, the *flops it did, and *full = 1
+ * when it is at the backend's largest run (calibration stops growing).
+ * sdpa__peak_rounds calibrates the size from `start` until a run takes
+ * >= 10 ms, scales it to about seconds / SDPA__PEAK_ROUNDS per run, and puts
+ * the best of SDPA__PEAK_ROUNDS runs in *gflops (0 when no run took
+ * measurable time: the caller reports that with its own message). */
+#define SDPA__PEAK_ROUNDS 5
+typedef sdpa_status (*sdpa__peak_run_fn)(void *user, double size, double *seconds,
+                                         double *flops, int *full);
+sdpa_status sdpa__peak_rounds(sdpa__peak_run_fn run, void *user, double start, double seconds,
+                              double *gflops);
+
 /* The device this context runs on (index into the backend's device list). */
 int sdpa__context_device_index(const sdpa_context *ctx);
 

@@ -222,12 +222,13 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
                                 sdpa_context **out, sdpa_backend_kind *kind,
                                 const char **selector)
 {
-    sdpa_context_options defaults;
-    if (!options) {
-        sdpa_context_options_init(&defaults);
-        options = &defaults;
-    }
-    if (options->struct_size < sizeof(sdpa_context_options)) return SDPA_ERR_INVALID_ARG;
+    /* fields past an older caller's struct_size keep their defaults; below
+     * v1 is refused (there is no context yet to hold a message) */
+    sdpa_context_options full;
+    sdpa_context_options_init(&full);
+    SDPA__TRY(sdpa__struct_take(NULL, &full, sizeof full, options, SDPA_CONTEXT_OPTIONS_SIZE_V1,
+                                "context options", "call sdpa_context_options_init first"));
+    options = &full;
     if (options->backend < SDPA_BACKEND_DEFAULT || options->backend > SDPA_BACKEND_VULKAN)
         return SDPA_ERR_INVALID_ARG;
     if (options->threads != SDPA_AUTO && (options->threads < 1 || options->threads > 1024))

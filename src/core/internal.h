@@ -151,4 +151,28 @@ bool sdpa__looks_integer(const char *s);
 /* Bounded string copy that always terminates (dst_size > 0). */
 void sdpa__strlcpy(char *dst, const char *src, size_t dst_size);
 
+/* Versioned structs (sdpa.h, "Versioned structs"); util.c. The caller's
+ * struct_size (the first field of every versioned struct). */
+size_t sdpa__struct_size(const void *s);
+/* An input struct: *local holds the defaults (its _init); the caller's first
+ * min(struct_size, local_size) bytes replace them, so fields past an older
+ * caller's size keep their defaults. local's struct_size becomes local_size. */
+void sdpa__struct_in(void *local, size_t local_size, const void *in);
+/* sdpa__struct_in after checking in's size against v1 (the message as
+ * SDPA__CHECK_STRUCT's, recorded on ctx, which may be NULL); in = NULL keeps
+ * every default. */
+sdpa_status sdpa__struct_take(sdpa_context *ctx, void *local, size_t local_size, const void *in,
+                              size_t v1, const char *what, const char *hint);
+/* An output struct: copies the first min(out's struct_size, full_size) bytes
+ * of the filled *full into *out (nothing past the caller's size is written)
+ * and sets out's struct_size to the bytes written. */
+void sdpa__struct_out(void *out, const void *full, size_t full_size);
+/* SDPA_ERR_INVALID_ARG, recorded on ctx (may be NULL), when the struct at s is
+ * smaller than its v1 size: "<what>.struct_size is N, below its v1 size M:
+ * <hint>". */
+#define SDPA__CHECK_STRUCT(ctx, s, v1, what, hint)                                 \
+    SDPA__CHECK(ctx, sdpa__struct_size(s) >= (size_t)(v1), SDPA_ERR_INVALID_ARG,   \
+                "%s.struct_size is %zu, below its v1 size %zu: %s", what,          \
+                sdpa__struct_size(s), (size_t)(v1), hint)
+
 #endif /* SDPA_CORE_INTERNAL_H */

@@ -15,9 +15,7 @@
  */
 #include "dispatch.h"
 
-#ifdef SDPA_HAVE_TUNE
 #include "../tune/profile_query.h"
-#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +24,6 @@
 /* Seconds a measurement aims for (best of a few runs inside it). */
 #define PEAK_SECONDS 0.25
 
-#ifdef SDPA_HAVE_TUNE
 /* The context's last error, kept across best-effort cache calls. */
 typedef struct saved_error {
     sdpa_status status;
@@ -47,7 +44,6 @@ static void error_restore(sdpa_context *ctx, const saved_error *e)
     ctx->err_native = e->native;
     sdpa__strlcpy(ctx->err_message, e->message, sizeof ctx->err_message);
 }
-#endif
 
 /* What one cached measurement is: the FMA peak or the read bandwidth. */
 typedef struct measure_kind {
@@ -68,7 +64,6 @@ static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int 
     const char *kernels = k->what == SDPA__MEASURE_PEAK ? sdpa__call_peak_kernels(ctx, slot) : "";
     double g = 0;
 
-#ifdef SDPA_HAVE_TUNE
     const sdpa__peak_what what = {k->metric, kernels ? kernels : "", threads};
     saved_error saved;
     error_save(ctx, &saved);
@@ -85,11 +80,6 @@ static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int 
                   k->unit, method);
         return SDPA_OK;
     }
-#else
-    (void)refresh;
-    (void)threads;
-    (void)kernels;
-#endif
 
     double t0 = sdpa__now();
     SDPA__TRY(sdpa__call_measure(ctx, slot, k->what, PEAK_SECONDS, &g, method, method_len));
@@ -103,7 +93,6 @@ static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int 
     *value = g;
     *cached = 0;
 
-#ifdef SDPA_HAVE_TUNE
     /* Best effort: keep the caller's view of the last error unchanged. */
     sdpa_status st = keyed ? sdpa__peak_cache_put(ctx, dir, &key, &what, g, method)
                            : SDPA_ERR_INTERNAL;
@@ -113,14 +102,12 @@ static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int 
                   be->name, k->metric, sdpa__context_profile_dir(ctx), sdpa_status_name(st),
                   ctx->err_message);
     error_restore(ctx, &saved);
-#endif
     return SDPA_OK;
 }
 
-sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+/* Fills *info (a whole struct) for sdpa_context_peak. */
+static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     const measure_kind k = {"fma", "GFLOP/s", SDPA__MEASURE_PEAK};
@@ -128,13 +115,36 @@ sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *in
                           &info->cached);
 }
 
-sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
+/* Fills *info (a whole struct) for sdpa_context_bandwidth. */
+static sdpa_status bandwidth_fill(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_bandwidth", "info");
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     const measure_kind k = {"read", "GB/s", SDPA__MEASURE_BANDWIDTH};
     return measure_cached(ctx, &k, refresh, &info->gbps, info->method, sizeof info->method,
                           &info->cached);
+}
+
+sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
+    SDPA__CHECK_STRUCT(ctx, info, SDPA_PEAK_INFO_SIZE_V1, "peak info",
+                       "set it to sizeof(sdpa_peak_info) before the call");
+    sdpa_peak_info full;
+    sdpa_status st = peak_fill(ctx, refresh, &full);
+    sdpa__struct_out(info, &full, sizeof full);
+    return st;
+}
+
+sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, "sdpa_context_bandwidth", "info");
+    SDPA__CHECK_STRUCT(ctx, info, SDPA_BANDWIDTH_INFO_SIZE_V1, "bandwidth info",
+                       "set it to sizeof(sdpa_bandwidth_info) before the call");
+    sdpa_bandwidth_info full;
+    sdpa_status st = bandwidth_fill(ctx, refresh, &full);
+    sdpa__struct_out(info, &full, sizeof full);
+    return st;
 }

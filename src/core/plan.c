@@ -11,9 +11,7 @@
 #include "dispatch.h"
 #include "staging.h"
 #include "tile.h"
-#ifdef SDPA_HAVE_TUNE
 #include "../tune/profile_query.h"
-#endif
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -62,7 +60,6 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
                           "on the OpenCL backend only",
                           slot->backend->name);
     if (options->tile) return build(ctx, slot, plan, options, options->tile, "forced");
-#ifdef SDPA_HAVE_TUNE
     /* the user's profile folder, then the shipped one */
     static const char *const labels[2] = {"profile", "shipped profile"};
     const char *dirs[2] = {sdpa__context_profile_dir(ctx), sdpa__shipped_profile_dir(NULL)};
@@ -82,7 +79,6 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
                   slot->backend->name, source, why);
         return SDPA_OK;
     }
-#endif
     return build(ctx, slot, plan, options, NULL, "default");
 }
 
@@ -93,23 +89,21 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
     SDPA__CHECK_ARG(ctx, out, "sdpa_plan_create", "out");
     *out = NULL;
     SDPA__CHECK_ARG(ctx, desc, "sdpa_plan_create", "desc");
-    sdpa_plan_options defaults;
-    if (!options) {
-        sdpa_plan_options_init(&defaults);
-        options = &defaults;
-    }
-    SDPA__CHECK(ctx, options->struct_size >= sizeof *options, SDPA_ERR_INVALID_ARG,
-                "plan options struct_size is %zu: call sdpa_plan_options_init first",
-                options->struct_size);
+    sdpa_plan_options full; /* fields past an older caller's size: defaults */
+    sdpa_plan_options_init(&full);
+    SDPA__TRY(sdpa__struct_take(ctx, &full, sizeof full, options, SDPA_PLAN_OPTIONS_SIZE_V1,
+                                "plan options", "call sdpa_plan_options_init first"));
+    options = &full;
     SDPA__CHECK(ctx, (options->flags & ~(SDPA_PLAN_BACKWARD | SDPA_PLAN_NONDETERMINISTIC)) == 0,
                 SDPA_ERR_INVALID_ARG, "plan options flags 0x%x has unknown bits", options->flags);
     SDPA__CHECK(ctx, options->workspace_limit >= SDPA_AUTO, SDPA_ERR_INVALID_ARG,
                 "workspace_limit %lld is negative (SDPA_AUTO = -1 is the default)",
                 (long long)options->workspace_limit);
-    if (options->tile)
-        SDPA__CHECK(ctx, options->tile->struct_size >= SDPA__TILE_CONFIG_MIN_SIZE,
-                    SDPA_ERR_INVALID_ARG, "tile config struct_size is %zu: call sdpa_tile_config_init",
-                    options->tile->struct_size);
+    sdpa_tile_config tile;
+    sdpa_tile_config_init(&tile);
+    SDPA__TRY(sdpa__struct_take(ctx, &tile, sizeof tile, options->tile, SDPA_TILE_CONFIG_SIZE_V1,
+                                "tile config", "call sdpa_tile_config_init first"));
+    if (options->tile) full.tile = &tile;
 
     sdpa_plan *plan = sdpa__calloc(1, sizeof *plan);
     SDPA__CHECK(ctx, plan, SDPA_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -162,6 +156,10 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
 {
     if (!plan) return SDPA_ERR_NULL;
     SDPA__CHECK_ARG(plan->ctx, info, "sdpa_plan_get_info", "info");
+    SDPA__CHECK_STRUCT(plan->ctx, info, SDPA_PLAN_INFO_SIZE_V1, "plan info",
+                       "set it to sizeof(sdpa_plan_info) before the call");
+    sdpa_plan_info *out = info, full;
+    info = &full;
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     info->backend = plan->slot->backend->kind;
@@ -172,6 +170,7 @@ sdpa_status sdpa_plan_get_info(const sdpa_plan *plan, sdpa_plan_info *info)
     sdpa__call_plan_describe(plan->slot, plan->state, info);
     if (plan->tile_source[0]) /* where compile_on's tile came from */
         sdpa__strlcpy(info->source, plan->tile_source, sizeof info->source);
+    sdpa__struct_out(out, info, sizeof *info);
     return SDPA_OK;
 }
 

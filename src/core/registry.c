@@ -55,9 +55,14 @@ sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
     sdpa_status st = sdpa__call_device_count(be, &n);
     if (st != SDPA_OK) return st;
     if (index < 0 || index >= n) return SDPA_ERR_INVALID_ARG;
-    memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
-    info->backend = kind;
-    info->index = index;
-    return sdpa__call_device_info(be, index, info);
+    /* no context to hold a message: only the status travels */
+    if (sdpa__struct_size(info) < SDPA_DEVICE_INFO_SIZE_V1) return SDPA_ERR_INVALID_ARG;
+    sdpa_device_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    full.backend = kind;
+    full.index = index;
+    st = sdpa__call_device_info(be, index, &full);
+    if (st == SDPA_OK) sdpa__struct_out(info, &full, sizeof full);
+    return st;
 }

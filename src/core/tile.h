@@ -15,8 +15,7 @@
  * own tables are narrower; src/core/tile_check.c checks those). */
 #define SDPA__TILE_MAX 65536
 /* Minimum struct_size of an sdpa_tile_config (the first seven values). */
-#define SDPA__TILE_CONFIG_MIN_SIZE \
-    (offsetof(sdpa_tile_config, value) + (SDPA_TILE_UNFUSED + 1) * sizeof(int))
+#define SDPA__TILE_CONFIG_MIN_SIZE SDPA_TILE_CONFIG_SIZE_V1
 
 /* Refuses a value outside be->tile_params (tile_check.c): the one check, made
  * by dispatch.c before a backend completes or builds a configuration, and by

@@ -122,3 +122,36 @@ uint16_t sdpa__f32_to_bf16(float f)
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
+
+/* ---- versioned structs (sdpa.h, "Versioned structs") ----------------------- */
+
+size_t sdpa__struct_size(const void *s)
+{
+    size_t n;
+    memcpy(&n, s, sizeof n); /* struct_size is every versioned struct's first field */
+    return n;
+}
+
+void sdpa__struct_in(void *local, size_t local_size, const void *in)
+{
+    size_t n = sdpa__struct_size(in);
+    memcpy(local, in, n < local_size ? n : local_size);
+    memcpy(local, &local_size, sizeof local_size);
+}
+
+void sdpa__struct_out(void *out, const void *full, size_t full_size)
+{
+    size_t n = sdpa__struct_size(out);
+    if (n > full_size) n = full_size;
+    memcpy(out, full, n);
+    memcpy(out, &n, sizeof n);
+}
+
+sdpa_status sdpa__struct_take(sdpa_context *ctx, void *local, size_t local_size, const void *in,
+                              size_t v1, const char *what, const char *hint)
+{
+    if (!in) return SDPA_OK;
+    SDPA__CHECK_STRUCT(ctx, in, v1, what, hint);
+    sdpa__struct_in(local, local_size, in);
+    return SDPA_OK;
+}

@@ -267,9 +267,11 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
                                 sdpa__shape_key *key)
 {
     if (!desc || !key) return SDPA__FAIL(ctx, SDPA_ERR_NULL, "attention description is NULL");
-    SDPA__CHECK(ctx, desc->struct_size >= sizeof *desc, SDPA_ERR_INVALID_ARG,
-                "desc.struct_size is %zu: call sdpa_attention_desc_init first",
-                desc->struct_size);
+    sdpa_attention_desc full; /* fields past an older caller's size: defaults */
+    sdpa_attention_desc_init(&full);
+    SDPA__TRY(sdpa__struct_take(ctx, &full, sizeof full, desc, SDPA_ATTENTION_DESC_SIZE_V1,
+                                "desc", "call sdpa_attention_desc_init first"));
+    desc = &full;
     memset(key, 0, sizeof *key);
     sdpa__problem *p = &key->problem;
     const sdpa_forward_tensors *t = &desc->tensors;

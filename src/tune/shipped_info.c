@@ -64,17 +64,32 @@ static void count_file(const char *path, const sdpa__device_key *keys, int nkeys
     sdpa__profile_file_free(&f);
 }
 
+static void count_dir(DIR *d, sdpa_shipped_profiles_info *info);
+
 sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *info)
 {
     if (!info) return SDPA_ERR_NULL;
+    if (sdpa__struct_size(info) < SDPA_SHIPPED_PROFILES_INFO_SIZE_V1) return SDPA_ERR_INVALID_ARG;
+    sdpa_shipped_profiles_info *out = info, full;
+    info = &full;
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     const char *how = NULL;
     sdpa__strlcpy(info->dir, sdpa__shipped_profile_dir(&how), sizeof info->dir);
     sdpa__strlcpy(info->found_by, how, sizeof info->found_by);
     DIR *d = opendir(info->dir);
-    if (!d) return SDPA_OK;
-    info->exists = 1;
+    if (d) {
+        info->exists = 1;
+        count_dir(d, info);
+        closedir(d);
+    }
+    sdpa__struct_out(out, info, sizeof *info);
+    return SDPA_OK;
+}
+
+/* Counts the profile files of the open folder d (info->dir) into *info. */
+static void count_dir(DIR *d, sdpa_shipped_profiles_info *info)
+{
     sdpa__device_key keys[MAX_KEYS];
     int nkeys = machine_keys(keys, MAX_KEYS);
     struct dirent *e;
@@ -87,6 +102,4 @@ sdpa_status sdpa_shipped_profiles_get_info(sdpa_shipped_profiles_info *info)
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         count_file(path, keys, nkeys, info);
     }
-    closedir(d);
-    return SDPA_OK;
 }

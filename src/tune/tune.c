@@ -367,20 +367,10 @@ static sdpa_status run(tuner *t, sdpa_tune_result *res)
     return SDPA_OK;
 }
 
-sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
-                      const sdpa_tune_options *options, sdpa_tune_result *result)
+/* sdpa_tune on whole structs (the public wrapper below versions them). */
+static sdpa_status tune_run(sdpa_context *ctx, const sdpa_attention_desc *desc,
+                            const sdpa_tune_options *options, sdpa_tune_result *result)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, desc, "sdpa_tune", "desc");
-    SDPA__CHECK_ARG(ctx, result, "sdpa_tune", "result");
-    sdpa_tune_options defaults;
-    if (!options) {
-        sdpa_tune_options_init(&defaults);
-        options = &defaults;
-    }
-    SDPA__CHECK(ctx, options->struct_size >= sizeof *options, SDPA_ERR_INVALID_ARG,
-                "tune options struct_size is %zu: call sdpa_tune_options_init first",
-                options->struct_size);
     SDPA__CHECK(ctx, (options->plan_flags & ~(SDPA_PLAN_BACKWARD | SDPA_PLAN_NONDETERMINISTIC)) == 0,
                 SDPA_ERR_INVALID_ARG, "tune options plan_flags 0x%x has unknown bits",
                 options->plan_flags);
@@ -448,5 +438,25 @@ sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
     free(t.plans);
     free(t.ms);
     free(t.cand);
+    return st;
+}
+
+sdpa_status sdpa_tune(sdpa_context *ctx, const sdpa_attention_desc *desc,
+                      const sdpa_tune_options *options, sdpa_tune_result *result)
+{
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, desc, "sdpa_tune", "desc");
+    SDPA__CHECK_ARG(ctx, result, "sdpa_tune", "result");
+    sdpa_tune_options o; /* fields past an older caller's size: defaults */
+    sdpa_tune_options_init(&o);
+    SDPA__TRY(sdpa__struct_take(ctx, &o, sizeof o, options, SDPA_TUNE_OPTIONS_SIZE_V1,
+                                "tune options", "call sdpa_tune_options_init first"));
+    SDPA__CHECK_STRUCT(ctx, result, SDPA_TUNE_RESULT_SIZE_V1, "tune result",
+                       "set it to sizeof(sdpa_tune_result) before the call");
+    sdpa_tune_result full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    sdpa_status st = tune_run(ctx, desc, &o, &full);
+    sdpa__struct_out(result, &full, sizeof full);
     return st;
 }

@@ -30,7 +30,7 @@ tcase fcase_make(const fcase *f, uint64_t seed_base)
     if (f->f & F_MASK) {
         c.mask = true;
         c.mask_broadcast = (f->f & F_BCAST) != 0;
-        c.mask_keep = 0.7;
+        c.mask_keep = (f->f & F_SPARSE) ? 0.05 : 0.7;
     }
     c.kv_len = (f->f & F_KVLEN) != 0;
     if (f->f & F_RMS) c.qk_norm = SDPA_QK_NORM_RMS;
@@ -39,6 +39,8 @@ tcase fcase_make(const fcase *f, uint64_t seed_base)
         c.qk_norm = SDPA_QK_NORM_L2;
         c.temperature = true;
     }
+    if (f->f & F_TEMP) c.temperature = true;
+    if (f->f & F_SCALE2) c.scale = 2.0;
     c.gains = (f->f & F_GAINS) != 0;
     c.stats = (f->f & F_STATS) != 0;
     c.bshd = (f->f & F_BSHD) != 0;

@@ -25,6 +25,7 @@
  * only with -Dtests (tools/internal/meson.build), never installed.
  */
 #include "internal.h"
+#include "fileio.h"
 #ifdef SDPA_HAVE_OPENCL
 #include "cl_internal.h"
 #endif
@@ -32,11 +33,9 @@
 #include "vk_internal.h"
 #endif
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* One described device: what its OpenCL driver and Vulkan driver report,
  * and the offline compiler that stands in for it in the gate. */
@@ -116,17 +115,15 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The library's file helpers (src/core/fileio.h): atomic writes, mkdir -p. */
 static int write_file(const char *path, const void *data, size_t n)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = fwrite(data, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
+    return sdpa__file_write_atomic(path, data, n, 0644, 0, NULL) == SDPA__FILE_OK ? 0 : -1;
 }
 
 static int make_dir(const char *path)
 {
-    return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    return sdpa__dir_make(path, 0755, NULL) == SDPA__FILE_OK ? 0 : -1;
 }
 
 /* Prints the fields every job has; the caller closes the object. */
@@ -190,7 +187,7 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
                     sdpa__cl_plan_options(&p, &pl, opts, sizeof opts);
                     char *src;
                     size_t n;
-                    if (sdpa__cl_source(NULL, &props, files, nfiles, &src, &n) != SDPA_OK) {
+                    if (sdpa__cl_source(NULL, files, nfiles, &src, &n) != SDPA_OK) {
                         fprintf(stderr, "sdpa-gpu-config: assembling %s failed\n", id);
                         return 1;
                     }

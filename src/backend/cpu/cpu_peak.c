@@ -12,10 +12,9 @@
  * attributes so this file needs no -march. The chains converge
  * (x*a + b with a < 1), so values stay finite; the result is summed into a
  * volatile sink so the compiler cannot drop the loop. One pthread per thread
- * of the context (sdpa__context_threads), all running at once; calibrated on
- * one thread, then ROUNDS rounds of about seconds/ROUNDS each, the best kept
- * (short rounds raise the odds that one of them runs undisturbed by other
- * load on a shared machine). Threads are joined before returning, so
+ * of the context (sdpa__context_threads), all running at once; the common
+ * loop sdpa__peak_rounds (src/core/peak_rounds.c) sizes the runs and keeps
+ * the best of a few. Threads are joined before each run returns, so
  * no thread outlives the call. Called through the backend tables by
  * src/core/peak.c.
  */
@@ -33,7 +32,6 @@
 
 enum { ISA_VEC4, ISA_AVX2, ISA_AVX512 };
 #define CHAINS 12
-#define ROUNDS 5
 
 #ifdef CPU_PEAK_X86
 __attribute__((target("avx512f"))) static float chains_avx512(long iters)
@@ -109,6 +107,37 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The threads of one measurement. */
+typedef struct peak_threads {
+    sdpa_context *ctx;
+    int isa, threads;
+    worker *w;
+    pthread_t *tid;
+} peak_threads;
+
+/* sdpa__peak_run_fn: every thread runs `size` iterations at once; the wall
+ * time of the slowest is the run's. */
+static sdpa_status peak_step(void *user, double size, double *seconds, double *flops, int *full)
+{
+    peak_threads *pt = user;
+    long iters = size >= (double)(1L << 40) ? 1L << 40 : (long)size;
+    *full = iters == 1L << 40;
+    double t0 = sdpa__now();
+    int started = 0;
+    for (int t = 0; t < pt->threads; t++) {
+        pt->w[t].isa = pt->isa;
+        pt->w[t].iters = iters;
+        if (pthread_create(&pt->tid[t], NULL, worker_main, &pt->w[t]) != 0) break;
+        started++;
+    }
+    for (int t = 0; t < started; t++) pthread_join(pt->tid[t], NULL);
+    *seconds = sdpa__now() - t0;
+    *flops = (double)started * (double)iters * CHAINS * lanes(pt->isa) * 2.0;
+    SDPA__CHECK(pt->ctx, started == pt->threads, SDPA_ERR_OUT_OF_MEMORY,
+                "cpu peak: could not start %d threads (started %d)", pt->threads, started);
+    return SDPA_OK;
+}
+
 static int detect_isa(void)
 {
 #ifdef CPU_PEAK_X86
@@ -150,51 +179,17 @@ sdpa_status sdpa__cpu_measure_peak_for(sdpa_context *ctx, const char *kernels, d
     if (threads > 1024) threads = 1024;
     if (!(seconds > 0)) seconds = 0.25;
 
-    /* Calibrate on one thread: grow until a run takes >= 20 ms. */
-    volatile float sink = 0;
-    long iters = 1 << 14;
-    double dt = 0;
-    for (;;) {
-        double t0 = sdpa__now();
-        sink += run_chains(isa, iters);
-        dt = sdpa__now() - t0;
-        if (dt >= 0.02 || iters > (1L << 40)) break;
-        iters *= 4;
-    }
-    (void)sink;
-    SDPA__CHECK(ctx, dt > 0, SDPA_ERR_INTERNAL, "cpu peak: the clock did not advance");
-    long per_round = (long)((double)iters * (seconds / ROUNDS / dt));
-    if (per_round < iters / 4) per_round = iters / 4;
-    if (per_round < 1) per_round = 1;
-
-    worker *w = sdpa__calloc((size_t)threads, sizeof *w);
-    pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
-    if (!w || !tid) {
-        free(w);
-        free(tid);
-        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu peak: thread table");
-    }
+    peak_threads pt = {ctx, isa, threads, NULL, NULL};
+    pt.w = sdpa__calloc((size_t)threads, sizeof *pt.w);
+    pt.tid = sdpa__calloc((size_t)threads, sizeof *pt.tid);
     double best = 0;
-    int started = 0;
-    for (int round = 0; round < ROUNDS; round++) {
-        double t0 = sdpa__now();
-        started = 0;
-        for (int t = 0; t < threads; t++) {
-            w[t].isa = isa;
-            w[t].iters = per_round;
-            if (pthread_create(&tid[t], NULL, worker_main, &w[t]) != 0) break;
-            started++;
-        }
-        for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-        double wall = sdpa__now() - t0;
-        if (started < threads || wall <= 0) break;
-        double flops = (double)started * (double)per_round * CHAINS * lanes(isa) * 2.0;
-        if (flops / wall / 1e9 > best) best = flops / wall / 1e9;
-    }
-    free(w);
-    free(tid);
-    SDPA__CHECK(ctx, best > 0, SDPA_ERR_OUT_OF_MEMORY,
-                "cpu peak: could not start %d threads (started %d)", threads, started);
+    sdpa_status st = pt.w && pt.tid
+                         ? sdpa__peak_rounds(peak_step, &pt, 1 << 14, seconds, &best)
+                         : SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu peak: thread table");
+    free(pt.w);
+    free(pt.tid);
+    SDPA__TRY(st);
+    SDPA__CHECK(ctx, best > 0, SDPA_ERR_INTERNAL, "cpu peak: the clock did not advance");
     *gflops = best;
     if (method && method_len)
         snprintf(method, method_len, "cpu %s %d thread%s", kernels, threads,

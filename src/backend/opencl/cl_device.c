@@ -6,9 +6,7 @@
  * SDPA_DEVICE and the core passes to context_init (the core orders AUTO by
  * is_gpu). Nothing is cached: listing reflects the loader's answer now, and
  * a machine without platforms simply has zero devices; discovery is
- * serialised across threads (drivers initialise lazily). Also owns the device
- * quirk table (defines prepended to every kernel source, one reason each).
- * Called by cl_backend.c (device_count/device_info), cl_context.c and
+ * serialised across threads (drivers initialise lazily). Called by cl_backend.c (device_count/device_info), cl_context.c and
  * cl_program.c.
  */
 #include "cl_internal.h"
@@ -167,27 +165,6 @@ void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *in
              p->max_wg, p->pref_vec_float, p->subgroups ? "yes" : "no",
              p->fp16 ? "yes" : "no",
              sdpa__cl_disk_describe(p));
-}
-
-/* Device quirk table: each define carries its one-line reason, and ends up at
- * the top of every assembled source. Keep it short and factual. */
-void sdpa__cl_quirks(const sdpa__cl_props *p, char *buf, size_t size)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-#define QUIRK(cond, text)                                              \
-    if ((cond) && n < size) {                                          \
-        int w = snprintf(buf + n, size - n, "%s\n", text);             \
-        if (w > 0) n += (size_t)w;                                     \
-    }
-    QUIRK(1, "/* device quirks (cl_device.c) */");
-    QUIRK(p->is_pocl,
-          "#define SDPA_QUIRK_POCL 1 /* PoCL: local memory is ordinary cache; "
-          "register-blocked kernels are ~10x faster than tiled ones */");
-    QUIRK(!p->local_mem_is_local,
-          "#define SDPA_QUIRK_EMULATED_LOCAL 1 /* local memory emulated in "
-          "global memory: staging K/V gains nothing */");
-#undef QUIRK
 }
 
 sdpa_status sdpa__cl_device_count(int *count)

@@ -3,7 +3,7 @@
  * state, the plan state, and the helpers the backend's files share
  * (device probing, program building and caching, argument setting).
  *
- * Files: cl_device.c (platforms, devices, capability probe, quirks),
+ * Files: cl_device.c (platforms, devices, capability probe),
  * cl_context.c (context state, buffers, finish), cl_program.c (source
  * assembly, build, in-memory cache), cl_diskcache.c (program binary cache on
  * disk), cl_plan.c (supports, tile choice, workspace), cl_forward.c,
@@ -75,8 +75,6 @@ extern const sdpa__backend sdpa__backend_opencl;
 sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n);
 void sdpa__cl_probe(cl_platform_id platform, cl_device_id device, sdpa__cl_props *p);
 void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *info);
-/* Appends the device quirk defines (each with a one-line reason) to buf. */
-void sdpa__cl_quirks(const sdpa__cl_props *p, char *buf, size_t size);
 sdpa_status sdpa__cl_device_count(int *count);
 sdpa_status sdpa__cl_device_info(int index, sdpa_device_info *info);
 
@@ -105,15 +103,14 @@ sdpa_status sdpa__cl_fail(sdpa_context *ctx, cl_int err, const char *what,
 
 /* ---- cl_program.c ---- */
 /* Builds (or reuses) a program from the named kernel files (in order, after
- * the quirk block and prelude.cl) with the given -D options. */
+ * prelude.cl) with the given -D options. */
 sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
                              const char *const *files, int nfiles,
                              const char *options, cl_program *out);
 void sdpa__cl_programs_free(sdpa__cl_state *st);
-/* The source sdpa__cl_program builds for a device with properties d: quirk
- * block, prelude.cl, then files; *out malloc'd and NUL-terminated. */
-sdpa_status sdpa__cl_source(sdpa_context *ctx, const sdpa__cl_props *d,
-                            const char *const *files, int nfiles, char **out, size_t *len);
+/* The source sdpa__cl_program builds: prelude.cl, then files; *out
+ * malloc'd and NUL-terminated. */
+sdpa_status sdpa__cl_source(sdpa_context *ctx, const char *const *files, int nfiles, char **out, size_t *len);
 /* Records a failed clBuildProgram of prog: the driver's build log on the
  * context (sdpa_context_last_error) and SDPA_ERR_BUILD with the cl_int and
  * `what` ("clBuildProgram", "building peak.cl", ...) in the message. */

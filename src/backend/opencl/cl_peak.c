@@ -10,10 +10,10 @@
  * width: the device's preferred float width clamped to 4..16.
  * Timing: a private in-order queue with CL_QUEUE_PROFILING_ENABLE on the
  * context's cl_context (the context's own queue has no profiling); the
- * iteration count grows until a launch takes >= 10 ms (the first launches
- * also absorb any per-local-size compilation), then PEAK_ROUNDS launches of
- * about seconds/PEAK_ROUNDS each, the best one counted (short runs raise the
- * odds that one is undisturbed when the device is a shared CPU). peak.cl is embedded in its own table
+ * iteration count is calibrated and the best of a few launches counted by
+ * the common loop, sdpa__peak_rounds (src/core/peak_rounds.c; the first
+ * launches also absorb any per-local-size compilation). peak.cl is embedded
+ * in its own table
  * (cl_peak_src.c), not with the attention kernels, so it does not change
  * their source hash (tuning profiles stay fresh). Every object is released
  * on every path. Called through the backend table by src/core/peak.c.
@@ -26,13 +26,13 @@
 
 #define PEAK_CHAINS 8       /* FMA chains in peak.cl's loop body */
 #define PEAK_MAX_ITERS (1 << 26)
-#define PEAK_ROUNDS 5
 
 typedef struct peak_run {
     sdpa_context *ctx;
     cl_command_queue q;
     cl_kernel k;
     size_t global, local;
+    int vec, iters; /* float width; the last launch's iterations */
 } peak_run;
 
 /* Enqueues one launch with `iters` and returns its device time in seconds. */
@@ -53,6 +53,16 @@ static sdpa_status launch_timed(peak_run *r, int iters, double *seconds)
     SDPA__CL_CHECK(r->ctx, err, "timing sdpa_peak (profiling event)");
     *seconds = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0.0;
     return SDPA_OK;
+}
+
+/* sdpa__peak_run_fn: one launch of `size` iterations (capped). */
+static sdpa_status peak_step(void *user, double size, double *seconds, double *flops, int *full)
+{
+    peak_run *r = user;
+    r->iters = size >= PEAK_MAX_ITERS ? PEAK_MAX_ITERS : (int)size;
+    *full = r->iters == PEAK_MAX_ITERS;
+    *flops = (double)r->global * (double)r->iters * PEAK_CHAINS * r->vec * 2.0;
+    return launch_timed(r, r->iters, seconds);
 }
 
 static sdpa_status build(sdpa_context *ctx, sdpa__cl_state *st, int vec, cl_program *out)
@@ -112,7 +122,7 @@ sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gfl
     if (local < 1) local = 1;
     size_t cus = pp->compute_units > 0 ? (size_t)pp->compute_units : 1;
     peak_run r = {.ctx = ctx, .q = q, .k = k, .local = local,
-                  .global = local * cus * (pp->is_cpu ? 4 : 8)};
+                  .global = local * cus * (pp->is_cpu ? 4 : 8), .vec = vec};
 
     out = clCreateBuffer(st->context, CL_MEM_WRITE_ONLY, r.global * (size_t)vec * sizeof(float),
                          NULL, &err);
@@ -129,28 +139,9 @@ sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gfl
         goto cleanup;
     }
 
-    /* Calibrate: grow until one launch takes >= 10 ms. */
-    int iters = 16;
-    double t = 0;
-    for (;;) {
-        s = launch_timed(&r, iters, &t);
-        if (s != SDPA_OK) goto cleanup;
-        if (t >= 0.01 || iters >= PEAK_MAX_ITERS) break;
-        /* jump close to 12 ms once a launch is long enough to time well */
-        double next = t > 0.001 ? iters * (0.012 / t) + 1 : iters * 8.0;
-        iters = next > PEAK_MAX_ITERS ? PEAK_MAX_ITERS : (int)next;
-    }
-    double want = seconds / PEAK_ROUNDS;
-    double scaled = t > 0 ? (double)iters * want / t : (double)iters;
-    if (scaled > PEAK_MAX_ITERS) scaled = PEAK_MAX_ITERS;
-    if (scaled > iters) iters = (int)scaled;
     double best = 0;
-    for (int round = 0; round < PEAK_ROUNDS; round++) {
-        s = launch_timed(&r, iters, &t);
-        if (s != SDPA_OK) goto cleanup;
-        double flops = (double)r.global * (double)iters * PEAK_CHAINS * vec * 2.0;
-        if (t > 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
-    }
+    s = sdpa__peak_rounds(peak_step, &r, 16, seconds, &best);
+    if (s != SDPA_OK) goto cleanup;
     if (!(best > 0)) {
         s = SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "OpenCL: peak kernel reported no elapsed time");
         goto cleanup;
@@ -161,7 +152,7 @@ sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gfl
                  r.global / r.local, r.local);
     sdpa__log(ctx, SDPA_LOG_DEBUG,
               "opencl: peak %.1f GFLOP/s: %d iterations, global %zu, local %zu",
-              best, iters, r.global, r.local);
+              best, r.iters, r.global, r.local);
 cleanup:
     if (out) clReleaseMemObject(out);
     if (q) clReleaseCommandQueue(q);

@@ -54,7 +54,11 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     if (!out) return SDPA_ERR_NULL;
     *out = NULL;
     if (!dev) return SDPA_ERR_NULL;
-    if (dev->struct_size < sizeof *dev) return SDPA_ERR_INVALID_ARG;
+    sdpa_vulkan_device full; /* fields past an older caller's size: defaults */
+    sdpa_vulkan_device_init(&full);
+    SDPA__TRY(sdpa__struct_take(NULL, &full, sizeof full, dev, SDPA_VULKAN_DEVICE_SIZE_V1,
+                                "vulkan device", "call sdpa_vulkan_device_init first"));
+    dev = &full;
     if (!dev->instance || !dev->physical_device || !dev->device || !dev->queue)
         return SDPA_ERR_NULL;
     if (sdpa__vk_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libvulkan.so.1 */

@@ -10,10 +10,11 @@
  * (vk_peak_spv.c), outside the attention shaders' source hash, so profiles
  * stay fresh. Work-group size 64 on CPU devices (llvmpipe), 256 on GPUs
  * (capped by the device); 4 work-groups per host CPU on CPU devices, 1024 on
- * GPUs. The loop count grows until a dispatch takes >= 10 ms, kept under
- * llvmpipe's per-invocation loop budget where it applies; beyond that the
- * dispatch grows instead. Then PEAK_ROUNDS dispatches of about
- * seconds/PEAK_ROUNDS each, the best counted. Waits for the queue first so earlier work is not timed.
+ * GPUs. The common loop sdpa__peak_rounds (src/core/peak_rounds.c) sizes
+ * the runs and counts the best; a size is a loop count, kept under
+ * llvmpipe's per-invocation loop budget where it applies, beyond which the
+ * dispatch grows instead. Waits for the queue first so earlier work is not
+ * timed.
  * Every object is destroyed on every path. Called through the backend table
  * by src/core/peak.c.
  */
@@ -26,7 +27,6 @@
 
 #define PEAK_FLOPS_PER_ITER (4.0 * 8.0 * 4.0 * 2.0) /* steps x chains x lanes x 2 */
 #define PEAK_MAX_ITERS (1u << 24)
-#define PEAK_ROUNDS 5
 
 typedef struct peak_push {
     uint32_t iters, out_len;
@@ -48,6 +48,8 @@ typedef struct peak_vk {
     uint64_t ts_mask;
     double ts_period_ns;
     uint32_t out_len;
+    uint32_t wg, base_groups, max_iters, max_groups; /* run sizes (measure) */
+    uint32_t iters, groups;                           /* the last run's */
 } peak_vk;
 
 static sdpa_status vkfail(sdpa_context *ctx, VkResult r, const char *what, sdpa_status otherwise)
@@ -232,54 +234,33 @@ static sdpa_status dispatch_timed(peak_vk *p, uint32_t iters, uint32_t groups, d
     return SDPA_OK;
 }
 
+/* sdpa__peak_run_fn: one dispatch of `size` loop iterations per invocation;
+ * past the loop budget the iterations stay there and the groups grow. */
+static sdpa_status peak_step(void *user, double size, double *seconds, double *flops, int *full)
+{
+    peak_vk *p = user;
+    p->iters = size >= p->max_iters ? p->max_iters : (uint32_t)size;
+    double g = (double)p->base_groups * (size > p->max_iters ? size / p->max_iters : 1.0);
+    p->groups = g >= p->max_groups ? p->max_groups : (uint32_t)g;
+    *full = p->iters == p->max_iters && p->groups == p->max_groups;
+    *flops = (double)p->groups * p->wg * (double)p->iters * PEAK_FLOPS_PER_ITER;
+    return dispatch_timed(p, p->iters, p->groups, seconds);
+}
+
 static sdpa_status measure(peak_vk *p, double seconds, uint32_t wg, uint32_t base_groups,
                            double *gflops)
 {
     sdpa__vk_state *s = p->s;
-    uint32_t max_iters = s->caps.loop_limited ? SDPA__VK_LOOP_BUDGET : PEAK_MAX_ITERS;
-    uint32_t max_groups = s->caps.max_groups[0] ? s->caps.max_groups[0] : 65535;
-    if (base_groups > max_groups) base_groups = max_groups;
-    uint32_t iters = 16, groups = base_groups;
-    double t = 0;
-    /* Calibrate: grow until one dispatch takes >= 10 ms. */
-    for (;;) {
-        SDPA__TRY(dispatch_timed(p, iters, groups, &t));
-        if (t >= 0.01) break;
-        double f = t > 0.001 ? 0.012 / t : 8.0;
-        if (iters < max_iters) {
-            double n = (double)iters * f + 1;
-            iters = n > max_iters ? max_iters : (uint32_t)n;
-        } else if (groups < max_groups) {
-            double n = (double)groups * f + 1;
-            groups = n > max_groups ? max_groups : (uint32_t)n;
-        } else {
-            break;
-        }
-    }
-    /* Scale to about seconds/PEAK_ROUNDS per dispatch: iterations first,
-     * then groups. */
-    double f = t > 0 ? (seconds / PEAK_ROUNDS) / t : 1.0;
-    if (f > 1) {
-        double n = (double)iters * f;
-        if (n <= max_iters) {
-            iters = (uint32_t)n;
-        } else {
-            f = n / max_iters;
-            iters = max_iters;
-            double g = (double)groups * f;
-            groups = g > max_groups ? max_groups : (uint32_t)g;
-        }
-    }
+    p->wg = wg;
+    p->max_iters = s->caps.loop_limited ? SDPA__VK_LOOP_BUDGET : PEAK_MAX_ITERS;
+    p->max_groups = s->caps.max_groups[0] ? s->caps.max_groups[0] : 65535;
+    p->base_groups = base_groups > p->max_groups ? p->max_groups : base_groups;
     double best = 0;
-    for (int round = 0; round < PEAK_ROUNDS; round++) {
-        SDPA__TRY(dispatch_timed(p, iters, groups, &t));
-        double flops = (double)groups * wg * (double)iters * PEAK_FLOPS_PER_ITER;
-        if (t > 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
-    }
+    SDPA__TRY(sdpa__peak_rounds(peak_step, p, 16, seconds, &best));
     SDPA__CHECK(p->ctx, best > 0, SDPA_ERR_DEVICE, "vulkan: peak shader reported no elapsed time");
     sdpa__log(p->ctx, SDPA_LOG_DEBUG,
               "vulkan: peak %.1f GFLOP/s: %u iterations, %u x %u invocations",
-              best, iters, groups, wg);
+              best, p->iters, p->groups, wg);
     *gflops = best;
     return SDPA_OK;
 }
