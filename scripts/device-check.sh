@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# device-check.sh — one command for a machine with GPUs (issue 16, docs/gpu.md):
+# device-check.sh — one command for a machine with GPUs (docs/gpu.md):
 # installs the packages (when root), builds, lists the devices (sdpa-info),
 # then on every GPU of the OpenCL and Vulkan backends runs the parity suite
 # (meson test opencl|vulkan with SDPA_DEVICE), the conformance corpus

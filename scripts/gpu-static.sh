@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-static.sh — the static GPU gate (issue 16, docs/gpu.md): without any GPU,
+# gpu-static.sh — the static GPU gate (docs/gpu.md): without any GPU,
 # asks the library which OpenCL programs and Vulkan pipelines it would build
 # for described NVIDIA, AMD, Intel, Mali-like and Adreno-like devices
 # (tools/internal/sdpa-gpu-config), compiles them with the vendors' own

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hardening.sh — the bounded hardening runs of docs/reliability.md (issue 8):
+# hardening.sh — the bounded hardening runs of docs/reliability.md:
 #   tsan     ThreadSanitizer build, tests/test_threads
 #   faults   ASan+UBSan+LSan build with -Dfault_injection=true: the fault walk
 #            (tests/test_faults) and tests/test_numerics, CK_FORK=no so a leak

@@ -1,6 +1,6 @@
 /*
  * naive_attention.h — a second, independent float64 attention written straight
- * from DESIGN.md section 3 and shared/conformance/README.md, plus a small
+ * from docs/semantics.md and tests/conformance/README.md, plus a small
  * host-memory problem builder, for the reference/gradcheck/merge suites.
  *
  * It exists so the library's reference backend is checked against code that

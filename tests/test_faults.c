@@ -297,7 +297,7 @@ START_TEST(fault_walk)
 END_TEST
 
 /* AUTO on a device backend: a device that cannot build the plan hands it to
- * the CPU (DESIGN section 9). Needs an OpenCL or Vulkan device selected by name. */
+ * the CPU (docs/reliability.md). Needs an OpenCL or Vulkan device selected by name. */
 START_TEST(fault_auto_fallback)
 {
     sdpa_backend_kind kind = _i == 0 ? SDPA_BACKEND_OPENCL : SDPA_BACKEND_VULKAN;

@@ -186,7 +186,7 @@ START_TEST(test_variance_matches_sqrt_d)
     }
     ck_assert_msg(last_pmax > 0.9, "d=4096 unscaled is saturated (p_max %g)", last_pmax);
     cJSON_Delete(doc);
-    /* the footer is computed from the table (issue 20) */
+    /* the footer is computed from the table */
     ck_assert_int_eq(lab(1, "variance --dims 8,64"), 0);
     ck_assert_msg(strstr(g_out, "spread as sqrt(d) (within") &&
                       strstr(g_out, "p_max grows with d"), "%s", g_out);

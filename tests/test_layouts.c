@@ -11,7 +11,7 @@
  * byte no output owns (gaps, padding) holds a sentinel; after the call every
  * owned element must match the reference and every gap must be untouched, and
  * the input arena must be unchanged. This is what catches a write-back of an
- * output's whole span over its neighbours (issue 14).
+ * output's whole span over its neighbours.
  *
  * AUTO's fallback is reached by selecting an OpenCL or Vulkan device by name
  * and forcing tile.stage_kv = 2, which no device backend accepts: the plan

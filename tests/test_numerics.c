@@ -3,7 +3,7 @@
  * backend that starts here (reference, cpu, and opencl / vulkan when they are
  * compiled in and have a device; the loop is over sdpa_backend_compiled).
  *
- * The contract tested (docs/reliability.md, DESIGN sections 3 and 9):
+ * The contract tested (docs/reliability.md, docs/semantics.md):
  *   - NaN / Inf in q, k, v or bias propagate per IEEE to the rows that read
  *     them and nowhere else: the affected output rows have the same
  *     finite / NaN / Inf pattern as the float64 reference (finite values

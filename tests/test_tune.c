@@ -1288,7 +1288,7 @@ START_TEST(tune_unwritable_profile)
 }
 END_TEST
 
-/* ---- profile files as untrusted input (issue 14) --------------------------------------- */
+/* ---- profile files as untrusted input --------------------------------------- */
 
 static void assert_message_has(sdpa_context *ctx, const char *needle)
 {

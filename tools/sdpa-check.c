@@ -1,5 +1,5 @@
 /*
- * sdpa-check — runs conformance cases (sdpa-case/1, DESIGN section 8) on one
+ * sdpa-check — runs conformance cases (sdpa-case/1, tests/conformance/README.md) on one
  * backend and prints one line per case, then `N passed, N failed, N skipped`.
  *
  *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC] [-v] [--help] PATH...

@@ -2,7 +2,7 @@
  * sdpa-info — what this libsdpa build and machine offer: version, backends
  * compiled in, the devices each backend sees with their capabilities, which
  * backend and device AUTO picks and why, the profile and kernel-cache
- * folders (DESIGN section 6) with what they hold, the shipped-profile
+ * folders (docs/tuning.md) with what they hold, the shipped-profile
  * folder with how many of its records match this machine's devices, and the
  * host's fp32 FMA peak (of the cpu backend's kernel set) and read bandwidth
  * (sdpa_context_peak / sdpa_context_bandwidth: cached in the profile dir, or

@@ -4,8 +4,8 @@
  * input is one cache file as read from disk. It is parsed twice, against the
  * identity the seeds were written for (FUZZ_IDENT, kept in step with
  * make_cache_seeds.py) and with the identity check off, so mutations get
- * past the key comparison too. Cache files are untrusted input (DESIGN
- * section 9): only statuses, no crash, no read outside the input.
+ * past the key comparison too. Cache files are untrusted input
+ * (docs/reliability.md): only statuses, no crash, no read outside the input.
  *
  * Invariants checked on every input:
  * - a refusal has a non-empty reason and leaves the output spans empty;

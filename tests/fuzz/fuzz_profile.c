@@ -4,7 +4,7 @@
  * line, and sdpa__profile_read on the input written to a file (many lines,
  * size limits, NUL bytes, junk). Every record that parses must survive a
  * round trip (to_json, then parse again) unchanged in its key fields. Profiles
- * are untrusted input (DESIGN section 9): no crash, no leak, only statuses.
+ * are untrusted input (docs/reliability.md): no crash, no leak, only statuses.
  * Built by tests/fuzz/meson.build; seeds in tests/fuzz/corpus/profile.
  */
 #include "tune.h"

@@ -5,7 +5,7 @@
  * its VkPipelineCacheHeaderVersionOne). It is parsed twice, for the device
  * the seeds were written for (FUZZ_DEVICE, kept in step with
  * make_cache_seeds.py) and with the device check off. Cache files are
- * untrusted input (DESIGN section 9): only statuses, no crash, no read
+ * untrusted input (docs/reliability.md): only statuses, no crash, no read
  * outside the input, and nothing reaches the driver unless it is well formed
  * and for this device.
  *

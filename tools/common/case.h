@@ -1,6 +1,6 @@
 /*
  * case.h — loader and runner for conformance cases in the sdpa-case/1 format
- * (../shared/conformance/README.md, DESIGN section 8): a folder with case.json
+ * (tests/conformance/README.md, docs/tools.md): a folder with case.json
  * and one raw little-endian file per tensor.
  *
  * sc_load() reads and checks a case completely (JSON structure, dtypes, shapes

@@ -1,5 +1,5 @@
 /*
- * cpu_internal.h — shared declarations of the fast CPU backend (issue 3):
+ * cpu_internal.h — shared declarations of the fast CPU backend:
  * the thread pool, the table of vector kernels (portable, AVX2, AVX-512), the
  * backend's context and plan state, and the entry points of the forward,
  * backward and decode drivers.

@@ -1,6 +1,6 @@
 /*
  * reference.h — the float64 oracle shared by the reference forward and
- * backward: per-row score computation that follows DESIGN section 3 step by
+ * backward: per-row score computation that follows docs/semantics.md ("Forward") step by
  * step, slowly and obviously. Every other backend is tested against it.
  */
 #ifndef SDPA_CPU_REFERENCE_H

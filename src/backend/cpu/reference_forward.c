@@ -2,7 +2,7 @@
  * reference_forward.c — the float64 oracle's forward pass and statistics.
  *
  * For each (b, h, i) it materialises the whole score row in double precision,
- * in exactly the order of DESIGN section 3: qk-norm (+ gain), scale (or the
+ * in exactly the order of docs/semantics.md ("Forward"): qk-norm (+ gain), scale (or the
  * per-head temperature), softcap, bias, then masks/kv_len/band, then softmax.
  * A row with no kept key (including a row whose kept keys all have -inf bias)
  * gets output 0 and LSE -inf. Statistics follow the definitions of the
