@@ -86,7 +86,7 @@ static bool kv_len_run(sdpa_context *ctx, sdpa_context *ref, int kind, const kv_
     const int32_t vc = v < 0 ? 0 : v > KSKV ? KSKV : v;
     char name[96];
     snprintf(name, sizeof name, "kv_len %d, %s path on %s", (int)v, k->name,
-             sdpa_backend_name(tkinds[kind]));
+             sdpa_backend_name(tkinds(kind)));
     sdpa_tile_config tc;
     sdpa_plan_options po = path_opts(k, &tc);
     tcase c;
@@ -170,7 +170,7 @@ START_TEST(softcap_range)
         for (size_t n = 0; n < sizeof caps / sizeof caps[0]; n++) {
             char name[96];
             snprintf(name, sizeof name, "softcap %g, %s path on %s", caps[n], k_paths[k].name,
-                     sdpa_backend_name(tkinds[_i]));
+                     sdpa_backend_name(tkinds(_i)));
             tcase c;
             tcase_init(&c, name, 1, 2, 2, k_paths[k].Sq == 1 ? 1 : 7, 37, 16, 16);
             c.softcap = caps[n];
@@ -234,7 +234,7 @@ START_TEST(scalar_attr_limits)
     for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
         const attr_case *a = &cases[n];
         char name[96];
-        snprintf(name, sizeof name, "%s on %s", a->name, sdpa_backend_name(tkinds[_i]));
+        snprintf(name, sizeof name, "%s on %s", a->name, sdpa_backend_name(tkinds(_i)));
         tcase c;
         tcase_init(&c, name, 1, 2, 1, 6, 9, 16, 8);
         c.lse = true;
@@ -306,7 +306,7 @@ static int v_overflow_run(sdpa_context *ctx, sdpa_context *ref, int kind, float 
         }
         ck_assert_msg(fabs(g - w) <= 1e-5 * fabs(w) + 1e-4,
                       "v top %g on %s: out[%zu] = %.9g, reference %.9g", (double)top,
-                      sdpa_backend_name(tkinds[kind]), e, g, w);
+                      sdpa_backend_name(tkinds(kind)), e, g, w);
     }
     for (int i = 0; i < VSQ; i++)
         ck_assert_msg(fabs(got.lse[i] - log((double)VSKV)) <= 1e-6, "lse[%d] = %g", i,
@@ -324,9 +324,9 @@ START_TEST(v_magnitude_bound)
     ck_assert_ptr_nonnull(ref);
     v_overflow_run(ctx, ref, _i, FLT_MAX / (2.0f * VSKV), true);
     int n = v_overflow_run(ctx, ref, _i, FLT_MAX / 2.0f, false);
-    if (tkinds[_i] == SDPA_BACKEND_REFERENCE) ck_assert_int_eq(n, 0);
+    if (tkinds(_i) == SDPA_BACKEND_REFERENCE) ck_assert_int_eq(n, 0);
     printf("v_magnitude_bound on %s: past the bound, %d of %d outputs of the column "
-           "non-finite\n", sdpa_backend_name(tkinds[_i]), n, VSQ);
+           "non-finite\n", sdpa_backend_name(tkinds(_i)), n, VSQ);
     sdpa_context_destroy(ref);
     sdpa_context_destroy(ctx);
 }

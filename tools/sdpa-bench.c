@@ -296,13 +296,12 @@ static int parse_backends(options *o, const char *list, ta_args *a)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcasecmp(tok, "all") == 0) {
-            const sdpa_backend_kind ks[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
-                                            SDPA_BACKEND_VULKAN};
-            for (int i = 0; i < 3; i++) {
+            /* every backend with a device, but the float64 reference */
+            for (int i = SDPA_BACKEND_CPU; i < SDPA_BACKEND_COUNT; i++) {
+                const sdpa_backend_kind ki = (sdpa_backend_kind)i;
                 int n = 0;
-                if (sdpa_backend_compiled(ks[i]) && sdpa_device_count(ks[i], &n) == SDPA_OK &&
-                    n > 0)
-                    add_backend(o, ks[i], 0);
+                if (sdpa_backend_compiled(ki) && sdpa_device_count(ki, &n) == SDPA_OK && n > 0)
+                    add_backend(o, ki, 0);
             }
             continue;
         }

@@ -26,9 +26,9 @@
 #include "tiles.h"
 #include "util.h"
 
-static const sdpa_backend_kind kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
-                                          SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
-#define NKINDS 4
+/* every backend kind, REFERENCE..VULKAN: kind of entry k */
+#define NKINDS (SDPA_BACKEND_COUNT - SDPA_BACKEND_REFERENCE)
+#define KIND(k) ((sdpa_backend_kind)(SDPA_BACKEND_REFERENCE + (k)))
 #define MAX_DEVICES 16
 #define MAX_LOG 32
 
@@ -528,7 +528,7 @@ int main(int argc, char **argv)
     static auto_report au;
     dir_report prof, cache;
     for (int k = 0; k < NKINDS; k++)
-        gather_backend(&br[k], kinds[k]);
+        gather_backend(&br[k], KIND(k));
     gather_auto(br, &au);
     gather_dir(&prof, "SDPA_PROFILE_DIR", "XDG_DATA_HOME", "sdpa/profiles",
                ".local/share/sdpa/profiles");

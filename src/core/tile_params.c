@@ -23,8 +23,6 @@ static const char *const k_core_names[] = {
 };
 #define N_CORE ((int)(sizeof k_core_names / sizeof k_core_names[0]))
 
-static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
-                                            SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
 
 static bool in_struct(const sdpa_tile_config *c, int param)
 {
@@ -63,8 +61,8 @@ const sdpa__tile_param_info *sdpa__tile_param_info_of(const sdpa__backend *be,
 const char *sdpa_tile_param_name(sdpa_tile_param param)
 {
     if ((int)param >= 0 && (int)param < N_CORE) return k_core_names[param];
-    for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++) {
-        const sdpa__backend *be = sdpa__backend_get(k_kinds[k]);
+    for (int k = SDPA_BACKEND_REFERENCE; k < SDPA_BACKEND_COUNT; k++) {
+        const sdpa__backend *be = sdpa__backend_get((sdpa_backend_kind)k);
         const sdpa__tile_param_info *in = sdpa__tile_param_info_of(be, param);
         if (in && in->name) return in->name;
     }

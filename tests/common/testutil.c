@@ -320,17 +320,14 @@ sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status)
     return st == SDPA_OK ? ctx : NULL;
 }
 
-const sdpa_backend_kind tkinds[TKINDS] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
-                                          SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
-
 sdpa_context *tbackend_ctx(int i, const char *test)
 {
     sdpa_status st;
-    sdpa_context *ctx = tcontext(tkinds[i], &st);
+    sdpa_context *ctx = tcontext(tkinds(i), &st);
     if (!ctx) {
-        printf("%s on %s: skipped (%s)\n", test, sdpa_backend_name(tkinds[i]),
+        printf("%s on %s: skipped (%s)\n", test, sdpa_backend_name(tkinds(i)),
                sdpa_status_name(st));
-        ck_assert(tkinds[i] == SDPA_BACKEND_OPENCL || tkinds[i] == SDPA_BACKEND_VULKAN);
+        ck_assert(tkinds(i) == SDPA_BACKEND_OPENCL || tkinds(i) == SDPA_BACKEND_VULKAN);
     }
     return ctx;
 }

@@ -118,10 +118,10 @@ sdpa_context *tcontext(sdpa_backend_kind kind, sdpa_status *status);
 
 /* The backends a suite loops over (tcase_add_loop_test(t, fn, 0, TKINDS)):
  * reference, cpu, opencl, vulkan. tbackend_ctx(i, test) is a context on
- * tkinds[i], or NULL with a "skipped" note when that backend does not start
+ * tkinds(i), or NULL with a "skipped" note when that backend does not start
  * (only opencl / vulkan may be missing; anything else fails the test). */
-#define TKINDS 4
-extern const sdpa_backend_kind tkinds[TKINDS];
+#define TKINDS (SDPA_BACKEND_COUNT - SDPA_BACKEND_REFERENCE)
+#define tkinds(i) ((sdpa_backend_kind)(SDPA_BACKEND_REFERENCE + (i)))
 sdpa_context *tbackend_ctx(int i, const char *test);
 
 /* A context on `kind` whose WARN and ERROR lines go to *cap (tlog_capture),

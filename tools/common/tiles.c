@@ -10,21 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const sdpa_backend_kind k_kinds[] = {SDPA_BACKEND_REFERENCE, SDPA_BACKEND_CPU,
-                                            SDPA_BACKEND_OPENCL, SDPA_BACKEND_VULKAN};
-#define NKINDS (sizeof k_kinds / sizeof k_kinds[0])
 
 /* Calls fn for each (backend, parameter) the library reports. */
 typedef void (*param_fn)(void *user, sdpa_backend_kind kind, int param,
                          const sdpa_tile_bounds *b);
 static void each_param(param_fn fn, void *user)
 {
-    for (size_t k = 0; k < NKINDS; k++) {
-        if (!sdpa_backend_compiled(k_kinds[k])) continue;
+    for (int ki = SDPA_BACKEND_REFERENCE; ki < SDPA_BACKEND_COUNT; ki++) {
+        const sdpa_backend_kind kind = (sdpa_backend_kind)ki;
+        if (!sdpa_backend_compiled(kind)) continue;
         for (int p = 0; p < SDPA_TILE_PARAM_SLOTS; p++) {
             sdpa_tile_bounds b;
-            if (sdpa_tile_param_get_bounds(k_kinds[k], (sdpa_tile_param)p, &b) == SDPA_OK)
-                fn(user, k_kinds[k], p, &b);
+            if (sdpa_tile_param_get_bounds(kind, (sdpa_tile_param)p, &b) == SDPA_OK)
+                fn(user, kind, p, &b);
         }
     }
 }
