@@ -29,7 +29,7 @@
  * With nsplit > 1 (split-KV decode) the key range is cut into `chunk`-sized
  * pieces, one per get_group_id(2), and normalised partial outputs plus
  * their LSE go to part_o/part_l for combine.cl. With HAS_STATS each row
- * writes a ROWSTAT record for stats.cl (never with nsplit > 1).
+ * writes a row record (SDPA_CLRS_*) for stats.cl (never with nsplit > 1).
  * Rows: the G = Hq / Hkv query heads that share a KV head are folded into
  * one row space of G * Sq rows, so K/V tiles are shared across them.
  * Called by cl_forward.c with local size (WG, 1, 1) and global size
@@ -70,7 +70,6 @@
 #define HAS_STATS 0 /* accumulate the per-row statistics of DESIGN section 4 */
 #endif
 
-#define ROWSTAT 10 /* floats per row record: see stats.cl */
 /* Score vectors: KT keys as NKV vectors of KW lanes. */
 #if KT > 16
 #define KW 16
@@ -346,22 +345,9 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         }
         if (has_lse) lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2] = row_lse;
 #if HAS_STATS
-        global float *rs = rowstats + (bh * Sq + i) * ROWSTAT;
-        if (l[r] > 0.0f) {
-            float il = 1.0f / l[r];
-            rs[0] = 1.0f;
-            rs[1] = st_n[r];
-            rs[2] = st_sum[r];
-            rs[3] = st_sq[r];
-            rs[4] = st_min[r];
-            rs[5] = st_max[r];
-            rs[6] = sdpa_row_entropy(l[r], st_a[r], st_l1[r]);
-            rs[7] = il;
-            rs[8] = sdpa_row_jacobian(l[r], st_l1[r], st_l2[r], st_l3[r]);
-            rs[9] = st_s0[r] > SDPA_NEG_INF ? exp(st_s0[r] - m[r]) * il : 0.0f;
-        } else {
-            for (int e = 0; e < ROWSTAT; e++) rs[e] = 0.0f;
-        }
+        sdpa_rowstat_store(rowstats + (bh * Sq + i) * SDPA_CLRS_SIZE, st_n[r], st_sum[r],
+                           st_sq[r], st_min[r], st_max[r], m[r], l[r], st_a[r], st_l1[r],
+                           st_l2[r], st_l3[r], st_s0[r]);
 #endif
     }
 }

@@ -25,7 +25,6 @@
 #ifndef HAS_STATS
 #define HAS_STATS 0 /* per-row statistics records for stats.cl */
 #endif
-#define UNF_ROWSTAT 10 /* floats per row record: see stats.cl */
 
 __kernel void sdpa_unf_softmax(global float *S, long R,
                                int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
@@ -87,7 +86,8 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
         for (long j = 0; j < Skv; j++) s[j] = 0.0f;
         part_l[r] = SDPA_NEG_INF;
 #if HAS_STATS
-        for (int e = 0; e < UNF_ROWSTAT; e++) rowstats[r * UNF_ROWSTAT + e] = 0.0f;
+        sdpa_rowstat_store(rowstats + r * SDPA_CLRS_SIZE, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, m,
+                           0.0f, 0.0f, 0.0f, 0.0f, 0.0f, SDPA_NEG_INF);
 #endif
         return;
     }
@@ -115,16 +115,7 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
     }
     part_l[r] = m + log(l);
 #if HAS_STATS
-    global float *rs = rowstats + r * UNF_ROWSTAT;
-    rs[0] = 1.0f;
-    rs[1] = st_n;
-    rs[2] = st_sum;
-    rs[3] = st_sq;
-    rs[4] = st_min;
-    rs[5] = st_max;
-    rs[6] = sdpa_row_entropy(l, st_a, st_l1);
-    rs[7] = il;
-    rs[8] = sdpa_row_jacobian(l, st_l1, st_l2, st_l3);
-    rs[9] = st_s0 > SDPA_NEG_INF ? exp(st_s0 - m) * il : 0.0f;
+    sdpa_rowstat_store(rowstats + r * SDPA_CLRS_SIZE, st_n, st_sum, st_sq, st_min, st_max, m,
+                       l, st_a, st_l1, st_l2, st_l3, st_s0);
 #endif
 }

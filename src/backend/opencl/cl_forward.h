@@ -8,7 +8,7 @@
 
 #include "cl_internal.h"
 
-size_t sdpa__cl_small_wg(const sdpa__cl_state *st);
+size_t sdpa__cl_small_wg(const sdpa__cl_plan *pl);
 sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__ref *x, int64_t H,
                           int64_t S, int SP, int64_t dim, int transpose, bool normed,

@@ -3,6 +3,7 @@
  *
  * Assembly order (fixed, see docs/opencl.md): the device quirk block (one
  * define per quirk, each with a one-line reason; cl_device.c), then
+ * shaders/common/sdpa_shared.h (constants shared with the host), then
  * prelude.cl, then the requested kernel files in order. Tile and feature
  * parameters travel as -D build options, never as text, so the assembled
  * source depends only on the device and the kernel files.
@@ -138,7 +139,8 @@ sdpa_status sdpa__cl_source(sdpa_context *ctx, const sdpa__cl_props *d,
     *len = 0;
     sdpa__cl_quirks(d, quirks, sizeof quirks);
     sb_str(&src, quirks);
-    sdpa_status s = add_file(ctx, &src, "prelude.cl");
+    sdpa_status s = add_file(ctx, &src, "sdpa_shared.h");
+    if (s == SDPA_OK) s = add_file(ctx, &src, "prelude.cl");
     for (int i = 0; s == SDPA_OK && i < nfiles; i++) s = add_file(ctx, &src, files[i]);
     if (s != SDPA_OK) {
         free(src.s);
