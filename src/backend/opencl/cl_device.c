@@ -45,27 +45,37 @@ static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n)
     *n = 0;
     if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
         return SDPA_OK; /* no platform (CL_PLATFORM_NOT_FOUND_KHR): no devices */
-    cl_platform_id *plats = calloc(np, sizeof *plats);
+    cl_platform_id *plats = sdpa__calloc(np, sizeof *plats);
     if (!plats) return SDPA_ERR_OUT_OF_MEMORY;
     if (clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
         free(plats);
         return SDPA_OK;
     }
-    sdpa__cl_device *list = NULL;
-    int count = 0;
+    /* two passes (count, then fill): no realloc outside the library's
+     * allocator */
+    cl_uint total = 0;
     for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
+            total += nd;
+    }
+    sdpa__cl_device *list = total ? sdpa__calloc(total, sizeof *list) : NULL;
+    if (total && !list) {
+        free(plats);
+        return SDPA_ERR_OUT_OF_MEMORY;
+    }
+    int count = 0;
+    for (cl_uint p = 0; p < np && (cl_uint)count < total; p++) {
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
             continue;
-        cl_device_id *devs = calloc(nd, sizeof *devs);
-        sdpa__cl_device *grown = realloc(list, (size_t)(count + (int)nd) * sizeof *list);
-        if (!devs || !grown) {
-            free(devs);
-            free(grown ? grown : list);
+        if (nd > total - (cl_uint)count) nd = total - (cl_uint)count; /* appeared since */
+        cl_device_id *devs = sdpa__calloc(nd, sizeof *devs);
+        if (!devs) {
+            free(list);
             free(plats);
             return SDPA_ERR_OUT_OF_MEMORY;
         }
-        list = grown;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL) == CL_SUCCESS) {
             for (cl_uint d = 0; d < nd; d++) {
                 list[count].platform = plats[p];
@@ -93,7 +103,7 @@ static int has_ext(cl_device_id d, const char *ext)
     size_t n = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0)
         return 0;
-    char *s = malloc(n + 1);
+    char *s = sdpa__malloc(n + 1);
     if (!s) return 0;
     int found = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, n, s, NULL) == CL_SUCCESS) {

@@ -3,13 +3,20 @@
  * state, the plan state, and the helpers the backend's files share
  * (device probing, program building and caching, argument setting).
  *
- * Files: cl_device.c (platforms, devices, capability probe, quirks),
- * cl_context.c (context state, buffers, finish), cl_program.c (source
- * assembly, build, in-memory cache), cl_diskcache.c (program binary cache on
- * disk), cl_plan.c (supports, tile choice, workspace), cl_forward.c,
- * cl_backward.c (enqueue), cl_unfused.c (scores through CLBlast),
- * cl_backend.c (the function table), cl_interop.c
- * (include/sdpa_opencl.h).
+ * Files: cl_api.c (the OpenCL/CLBlast entry-point tables, loaded at run
+ * time; cl_api.h), cl_persona.c (test-only GPU personas on those tables),
+ * cl_device.c (platforms, devices, capability probe, quirks), cl_context.c
+ * (context state, buffers, finish), cl_program.c (source assembly, build,
+ * in-memory cache), cl_diskcache.c + cl_cache_entry.c (program binary cache
+ * on disk, and its pure entry parser), cl_plan.c (supports, tile choice
+ * adapted to device and per-kernel limits, shrinking on retry, workspace),
+ * cl_launch.c (kernel arguments, launches, the retry decision),
+ * cl_forward.c, cl_backward.c (enqueue; cl_forward.h), cl_unfused.c and
+ * cl_gemm.c (scores through CLBlast and its parameter sets; cl_gemm.h),
+ * cl_peak.c (peak FMA rate), cl_backend.c (the function table),
+ * cl_interop.c (include/sdpa_opencl.h). Host and kernels share the
+ * constants of shaders/common/sdpa_shared.h. Allocations go through the
+ * library's fault-injecting sdpa__malloc / sdpa__calloc.
  * Buffer handles given to the front end are plain cl_mem.
  */
 #ifndef SDPA_CL_INTERNAL_H

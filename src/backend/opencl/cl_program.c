@@ -62,11 +62,13 @@ static void sb_add(sbuf *b, const char *text, size_t n)
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + n + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
+        char *s = sdpa__malloc(cap);
         if (!s) {
             b->oom = true;
             return;
         }
+        if (b->n) memcpy(s, b->s, b->n);
+        free(b->s);
         b->s = s;
         b->cap = cap;
     }
@@ -115,7 +117,7 @@ sdpa_status sdpa__cl_build_failed(sdpa_context *ctx, const sdpa__cl_state *st,
     size_t n = 0;
     char *log = NULL;
     if (clGetProgramBuildInfo(prog, st->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) ==
-            CL_SUCCESS && n > 0 && (log = malloc(n + 1)) != NULL) {
+            CL_SUCCESS && n > 0 && (log = sdpa__malloc(n + 1)) != NULL) {
         if (clGetProgramBuildInfo(prog, st->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) !=
             CL_SUCCESS)
             log[0] = '\0';
@@ -164,7 +166,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
     if (s != SDPA_OK) return s;
     uint64_t h = sdpa__cl_hash(SDPA__HASH_SEED, src.s, src.n);
     size_t klen = strlen(options) + 32;
-    char *key = malloc(klen);
+    char *key = sdpa__malloc(klen);
     if (!key) {
         free(src.s);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "OpenCL: program key");
@@ -205,7 +207,7 @@ sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
     free(src.s);
     sdpa__log(ctx, SDPA_LOG_INFO, "opencl: program %s in %.3f s (%s)",
               from_disk ? "loaded from disk cache" : "built", sdpa__now() - t0, options);
-    sdpa__cl_prog *node = malloc(sizeof *node);
+    sdpa__cl_prog *node = sdpa__malloc(sizeof *node);
     if (!node) {
         clReleaseProgram(prog);
         free(key);
