@@ -15,6 +15,8 @@
 
 #include "cl_forward.h"
 
+#include <stdio.h>
+
 /* Work-group size for the simple per-row kernels (pack, combine, stats,
  * prep, reduce): 64 on GPUs; 128 on CPU devices, where each work-group costs
  * a scheduling round trip (PoCL) and the work-items of a group run as a loop;
@@ -56,8 +58,18 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
     return sdpa__cl_launch(ctx, st, pl->k_pack, "sdpa_pack", 1, &g, &l);
 }
 
-/* Arguments common to sdpa_fwd, sdpa_bwd_dq and sdpa_bwd_dkdv after the
- * packed arrays: dims, band, softcap, kv_len, mask, bias. */
+/* The score inputs on the host, in one place: their build options here, and
+ * their arguments in sdpa__cl_common_args (the kernels' SDPA_COMMON_ARGS
+ * block and score pipeline live in prelude.cl). */
+void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size)
+{
+    snprintf(buf, size, "-DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d", p->has_mask,
+             p->has_bias, p->softcap > 0);
+}
+
+/* The argument block common to the attention kernels (SDPA_COMMON_ARGS in
+ * prelude.cl: sdpa_fwd, sdpa_decode, sdpa_bwd_dq, sdpa_bwd_dkdv,
+ * sdpa_unf_softmax) after their leading buffers: dims, band, score inputs. */
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f)
 {

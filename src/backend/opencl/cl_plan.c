@@ -24,6 +24,7 @@
  */
 #include "cl_internal.h"
 
+#include "cl_forward.h"
 #include "cl_gemm.h"
 
 #include <stddef.h>
@@ -418,13 +419,13 @@ sdpa_status sdpa__cl_plan_config(const sdpa__cl_props *d, const sdpa__problem *p
 void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *opts,
                            size_t size)
 {
+    char score[128];
+    sdpa__cl_score_options(p, score, sizeof score);
     int n = snprintf(opts, size,
                      "-DSTORE_DT=%d -DHD=%d -DHDV=%d -DWG=%d -DRPW=%d -DKT=%d -DOV=%d -DQV=%d "
-                     "-DSTAGE_KV=%d -DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d "
-                     "-DHAS_STATS=%d",
+                     "-DSTAGE_KV=%d %s -DHAS_STATS=%d",
                      (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
-                     pl->stage_kv, p->has_mask, p->has_bias, p->softcap > 0,
-                     p->has_stats);
+                     pl->stage_kv, score, p->has_stats);
     if (n < 0 || (size_t)n >= size) return;
     if (pl->backward)
         snprintf(opts + n, size - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
