@@ -1686,9 +1686,24 @@ static const fcase pcases[] = {
 #define N_PCASES (int)(sizeof pcases / sizeof pcases[0])
 #define P_BACKWARD 4
 
-#define PERSONA_WANT_DISCRETE "?", "?", "?", "?", "?"
-#define PERSONA_WANT_MALI "?", "?", "?", "?", "?"
-#define PERSONA_WANT_WG32 "?", "?", "?", "?", "?"
+#define PERSONA_WANT_DISCRETE \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+#define PERSONA_WANT_MALI \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
+    "fused wg_size=8 q_tile=8 k_tile=64 vec_width=16 stage_kv=0 split_kv=1", \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
+    "decode direct_kv=1 rows=4 wg_size=8 vec_width=16 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1"
+#define PERSONA_WANT_WG32 \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=32 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 #define PERSONA_WANT_WG1024 "?", "?", "?", "?", "?"
 #define PERSONA_WANT_LMEM16 "?", "?", "?", "?", "?"
 #define PERSONA_WANT_LMEM64 "?", "?", "?", "?", "?"
@@ -1817,7 +1832,8 @@ static void retry_check(const char *name, const char *what, const void *got, con
  * configuration: the call succeeds, matches the reference, and the plan
  * says it runs a smaller work-group. Walks the fault sites of one forward
  * (prefill, decode) and one backward up to the first launch. Before the
- * retry the injected failure came back as SDPA_ERR_DEVICE. */
+ * retry the injected failure came back as SDPA_ERR_OUT_OF_MEMORY (the status
+ * of CL_OUT_OF_RESOURCES). */
 static void retry_walk(const fcase *f, bool backward)
 {
     tcase c = fcase_make(f, 99u);
