@@ -1704,16 +1704,28 @@ static const fcase pcases[] = {
     "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
     "decode direct_kv=1 rows=2 wg_size=32 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
-#define PERSONA_WANT_WG1024 "?", "?", "?", "?", "?"
-#define PERSONA_WANT_LMEM16 "?", "?", "?", "?", "?"
-#define PERSONA_WANT_LMEM64 "?", "?", "?", "?", "?"
+/* work-group 64 within 256 or 1024; D = 256 stages 8 keys in exactly 16 KiB */
+#define PERSONA_WANT_GENERIC \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 8 KiB: the D = 256 tile halves to 4 keys */
+#define PERSONA_WANT_LMEM8 \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=4 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 static const persona_case personas[] = {
     {"cl-discrete", 1024, 48, {PERSONA_WANT_DISCRETE}},
     {"cl-mali", 256, 32, {PERSONA_WANT_MALI}},
     {"cl-wg32", 32, 32, {PERSONA_WANT_WG32}},
-    {"cl-wg1024", 1024, 32, {PERSONA_WANT_WG1024}},
-    {"cl-lmem16", 256, 16, {PERSONA_WANT_LMEM16}},
-    {"cl-lmem64", 256, 64, {PERSONA_WANT_LMEM64}},
+    {"cl-wg1024", 1024, 32, {PERSONA_WANT_GENERIC}},
+    {"cl-lmem8", 256, 8, {PERSONA_WANT_LMEM8}},
+    {"cl-lmem16", 256, 16, {PERSONA_WANT_GENERIC}},
+    {"cl-lmem64", 256, 64, {PERSONA_WANT_GENERIC}},
 };
 #define N_PERSONAS (int)(sizeof personas / sizeof personas[0])
 

@@ -46,6 +46,7 @@ static const persona personas[] = {
     /* one limit each, around a generic GPU (dedicated 32 KiB, 256) */
     {"cl-wg32", GENERIC, CL_DEVICE_TYPE_GPU, 32, 32 * KIB, CL_LOCAL, 0, 4},
     {"cl-wg1024", GENERIC, CL_DEVICE_TYPE_GPU, 1024, 32 * KIB, CL_LOCAL, 0, 4},
+    {"cl-lmem8", GENERIC, CL_DEVICE_TYPE_GPU, 256, 8 * KIB, CL_LOCAL, 0, 4},
     {"cl-lmem16", GENERIC, CL_DEVICE_TYPE_GPU, 256, 16 * KIB, CL_LOCAL, 0, 4},
     {"cl-lmem64", GENERIC, CL_DEVICE_TYPE_GPU, 256, 64 * KIB, CL_LOCAL, 0, 4},
 };
