@@ -1718,6 +1718,13 @@ static const fcase pcases[] = {
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 2 KiB of private memory per kernel: the decode plan rebuilt with 1 row */
+#define PERSONA_WANT_SPILL \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=1 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 static const persona_case personas[] = {
     {"cl-discrete", 1024, 48, {PERSONA_WANT_DISCRETE}},
     {"cl-mali", 256, 32, {PERSONA_WANT_MALI}},
@@ -1726,6 +1733,7 @@ static const persona_case personas[] = {
     {"cl-lmem8", 256, 8, {PERSONA_WANT_LMEM8}},
     {"cl-lmem16", 256, 16, {PERSONA_WANT_GENERIC}},
     {"cl-lmem64", 256, 64, {PERSONA_WANT_GENERIC}},
+    {"cl-spill", 256, 32, {PERSONA_WANT_SPILL}},
 };
 #define N_PERSONAS (int)(sizeof personas / sizeof personas[0])
 
