@@ -3,8 +3,11 @@
  * configuration, and the plan's program, kernels and workspace.
  *
  * Configuration: each field of options->tile that is not SDPA_AUTO is used as
- * given (checked against the device's limits); the rest come from the
- * device: on CPU devices and devices whose local memory is emulated (PoCL)
+ * given (checked against the device's limits, refused beyond them); the rest
+ * come from the device, fitted to its limits (adapt_defaults: work-group,
+ * local memory, and the per-kernel limits the built kernels report, which
+ * rebuild the plan: kernels_fit / fit_plan; sdpa__cl_plan_shrink steps down
+ * once more when a launch is refused for resources): on CPU devices and devices whose local memory is emulated (PoCL)
  * each work-item owns a query row with its accumulators in registers and
  * K/V are read straight from (cached) global memory; on GPUs a work-group of
  * 64 rows stages K/V tiles in local memory. Split-KV is chosen for
