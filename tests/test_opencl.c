@@ -33,6 +33,13 @@
  * header / identity / binary, length fields past the end or over the limit,
  * trailing bytes, checksum) with its own reason.
  *
+ * Test case "personas" (a fresh process per persona, SDPA_TEST_PERSONA): each
+ * GPU persona of src/backend/opencl/cl_persona.c reports its limits, plans
+ * its exact default configuration for prefill, decode, statistics and
+ * backward, and matches the reference. Test case "retry" (fault-injection
+ * builds only): an enqueue refused with CL_OUT_OF_RESOURCES is retried on a
+ * smaller configuration.
+ *
  * Every output is poisoned with NaN first (testutil). Contexts are created
  * per test inside Check's forked child (PoCL's threads do not survive fork).
  * Kernel variants are kept few (each costs ~1 s to build cold on PoCL; PoCL
