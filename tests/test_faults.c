@@ -289,8 +289,11 @@ START_TEST(fault_walk)
     fflush(stdout);
     /* Every job reaches at least context_init, plan_create, forward, backward. */
     ck_assert_int_ge(ws.points, 4);
-    /* An explicit backend has no fallback: every fault must surface. */
-    ck_assert_msg(ws.absorbed == 0, "%s absorbed %lld faults at:%s", sdpa_backend_name(kind),
+    /* An explicit backend has no fallback: every fault must surface, but for
+     * an OpenCL launch refused for resources, which is retried once on a
+     * smaller configuration by design (docs/opencl.md; results checked above). */
+    ck_assert_msg(ws.absorbed == 0 || strcmp(ws.absorbed_sites, " clEnqueueNDRangeKernel") == 0,
+                  "%s absorbed %lld faults at:%s", sdpa_backend_name(kind),
                   (long long)ws.absorbed, ws.absorbed_sites);
     tproblem_free(&e.p);
 }

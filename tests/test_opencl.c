@@ -31,6 +31,13 @@
  * header / identity / binary, length fields past the end or over the limit,
  * trailing bytes, checksum) with its own reason.
  *
+ * Test case "personas" (a fresh process per persona, SDPA_TEST_PERSONA): each
+ * GPU persona of src/backend/opencl/cl_persona.c reports its limits, plans
+ * its exact default configuration for prefill, decode, statistics and
+ * backward, and matches the reference. Test case "retry" (fault-injection
+ * builds only): an enqueue refused with CL_OUT_OF_RESOURCES is retried on a
+ * smaller configuration.
+ *
  * Every output is poisoned with NaN first (testutil). Contexts are created
  * per test inside Check's forked child (PoCL's threads do not survive fork).
  * Kernel variants are kept few (each costs ~1 s to build cold on PoCL; PoCL
@@ -41,6 +48,7 @@
 #include <CL/cl.h>
 
 #include "backend.h"
+#include "internal.h"
 #include "sdpa_opencl.h"
 #include "fcase.h"
 /* The pure cache-file parser, by relative path (tests/meson.build does not
@@ -1572,9 +1580,271 @@ START_TEST(cache_entry_corruptions_rejected)
 }
 END_TEST
 
+
+/* ---- GPU personas and limits (issue 16) ------------------------------------------ */
+
+/* Each persona (src/backend/opencl/cl_persona.c) runs in a fresh process of
+ * this binary (SDPA_TEST_PERSONA is read when libOpenCL is loaded, once per
+ * process): the child checks that the device reports the persona's limits,
+ * that every problem below plans the default configuration a GPU with those
+ * limits gets (the `want` strings: work-group clamped to the limit, staged
+ * tiles fitted to local memory; Mali's emulated local memory keeps the
+ * unstaged configuration), and that it matches the reference. Before the
+ * limits were adapted, cl-wg32 refused prefill, decode and backward (work-group
+ * 64 above 32), and no test executed the GPU defaults at all. */
+typedef struct persona_case {
+    const char *persona;
+    size_t max_wg;
+    int64_t local_kib;
+    const char *want[5]; /* kernel + config of pcases[i]'s default plan */
+} persona_case;
+
+static const fcase pcases[] = {
+    {"p_prefill_gqa", 2, 8, 2, 65, 130, 64, 32, F_CAUSAL | F_BR},
+    {"p_prefill_d256", 1, 1, 1, 65, 65, 256, 256, F_CAUSAL},
+    {"p_stats_mask", 2, 4, 2, 33, 77, 64, 64, F_MASK | F_BIAS | F_BCAST | F_STATS},
+    {"p_decode_gqa", 2, 8, 2, 1, 1000, 128, 128, F_KVLEN},
+    {"p_backward_gqa", 2, 4, 2, 65, 130, 64, 48, F_CAUSAL | F_BR | F_CAP},
+};
+#define N_PCASES (int)(sizeof pcases / sizeof pcases[0])
+#define P_BACKWARD 4
+
+#define PERSONA_WANT_DISCRETE \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+#define PERSONA_WANT_MALI \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
+    "fused wg_size=8 q_tile=8 k_tile=64 vec_width=16 stage_kv=0 split_kv=1", \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
+    "decode direct_kv=1 rows=4 wg_size=8 vec_width=16 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1"
+#define PERSONA_WANT_WG32 \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=32 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* work-group 64 within 256 or 1024; D = 256 stages 8 keys in exactly 16 KiB */
+#define PERSONA_WANT_GENERIC \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 8 KiB: the D = 256 tile halves to 4 keys */
+#define PERSONA_WANT_LMEM8 \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=4 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 2 KiB of private memory per kernel: the decode plan rebuilt with 1 row */
+#define PERSONA_WANT_SPILL \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "decode direct_kv=1 rows=1 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+static const persona_case personas[] = {
+    {"cl-discrete", 1024, 48, {PERSONA_WANT_DISCRETE}},
+    {"cl-mali", 256, 32, {PERSONA_WANT_MALI}},
+    {"cl-wg32", 32, 32, {PERSONA_WANT_WG32}},
+    {"cl-wg1024", 1024, 32, {PERSONA_WANT_GENERIC}},
+    {"cl-lmem8", 256, 8, {PERSONA_WANT_LMEM8}},
+    {"cl-lmem16", 256, 16, {PERSONA_WANT_GENERIC}},
+    {"cl-lmem64", 256, 64, {PERSONA_WANT_GENERIC}},
+    {"cl-spill", 256, 32, {PERSONA_WANT_SPILL}},
+};
+#define N_PERSONAS (int)(sizeof personas / sizeof personas[0])
+
+static const persona_case *persona_current(void)
+{
+    const char *name = getenv("SDPA_TEST_PERSONA");
+    for (int i = 0; name && i < N_PERSONAS; i++)
+        if (strcmp(personas[i].persona, name) == 0) return &personas[i];
+    ck_abort_msg("SDPA_TEST_PERSONA=%s is not a persona of this test", name ? name : "");
+    return NULL;
+}
+
+/* In the child: the device answers as the persona. */
+START_TEST(persona_device_reports_limits)
+{
+    const persona_case *pc = persona_current();
+    sdpa_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &info), SDPA_OK);
+    ck_assert_int_eq(info.is_gpu, 1);
+    ck_assert_int_eq(info.max_workgroup_size, (int)pc->max_wg);
+    ck_assert_int_eq(info.local_mem_bytes, pc->local_kib * 1024);
+    ck_assert_msg(strstr(info.name, pc->persona), "device name %s", info.name);
+}
+END_TEST
+
+/* In the child: pcases[_i] plans the persona's default and matches the
+ * reference. */
+START_TEST(persona_default_parity)
+{
+    const persona_case *pc = persona_current();
+    tcase c = fcase_make(&pcases[_i], 4321u);
+    tproblem tp;
+    tproblem_make(&tp, &c);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    if (_i == P_BACKWARD) o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(g_cl, &tp.desc, &o, &plan);
+    sdpa_error_info ei;
+    memset(&ei, 0, sizeof ei);
+    sdpa_context_last_error(g_cl, &ei);
+    ck_assert_msg(st == SDPA_OK, "%s %s: plan: %s", pc->persona, c.name, ei.message);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    char got[512];
+    snprintf(got, sizeof got, "%s %s", info.kernel, info.config);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&tp);
+    if (getenv("TEST_OPENCL_VERBOSE")) fprintf(stderr, "%s %s: %s\n", pc->persona, c.name, got);
+    ck_assert_str_eq(info.source, "default");
+    if (_i == P_BACKWARD) tparity_backward(g_cl, g_ref, &c, NULL);
+    else tparity_forward(g_cl, g_ref, &c, NULL);
+    ck_assert_msg(strcmp(got, pc->want[_i]) == 0, "%s %s: plan '%s', want '%s'", pc->persona,
+                  c.name, got, pc->want[_i]);
+}
+END_TEST
+
+static int persona_child(void)
+{
+    Suite *s = suite_create("opencl-persona");
+    TCase *tc = tcase_create("persona");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, persona_device_reports_limits);
+    tcase_add_loop_test(tc, persona_default_parity, 0, N_PCASES);
+    suite_add_tcase(s, tc);
+    return trun_suite(s);
+}
+
+/* In the parent: one fresh process per persona. */
+START_TEST(persona_defaults)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        setenv("SDPA_TEST_PERSONA", personas[_i].persona, 1);
+        setenv("SDPA_TEST_PERSONA_CHILD", "1", 1);
+        unsetenv("CK_RUN_CASE");
+        unsetenv("CK_RUN_SUITE");
+        execl("/proc/self/exe", "test_opencl", (char *)NULL);
+        _exit(100);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "persona %s: child failed (status %d; its log is above)",
+                  personas[_i].persona, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+END_TEST
+
+/* Whether this library was built with -Dfault_injection=true. */
+static bool fault_build(void)
+{
+    sdpa__fault_arm(1);
+    void *m = sdpa__malloc(8);
+    sdpa__fault_arm(0);
+    free(m);
+    return m == NULL;
+}
+
+static void retry_check(const char *name, const char *what, const void *got, const void *want,
+                        size_t n)
+{
+    tcompare r = tcompare_arrays(got, SDPA_DTYPE_F32, want, SDPA_DTYPE_F32, n);
+    ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs < tbound(SDPA_DTYPE_F32),
+                  "%s: %s after the retry: %zu non-finite mismatches, max_abs %g", name, what,
+                  r.bad_nonfinite, r.max_abs);
+}
+
+/* An enqueue refused for resources (CL_OUT_OF_RESOURCES, injected at the
+ * launch fault site of cl_launch.c) is retried once on a smaller default
+ * configuration: the call succeeds, matches the reference, and the plan
+ * says it runs a smaller work-group. Walks the fault sites of one forward
+ * (prefill, decode) and one backward up to the first launch. Before the
+ * retry the injected failure came back as SDPA_ERR_OUT_OF_MEMORY (the status
+ * of CL_OUT_OF_RESOURCES). */
+static void retry_walk(const fcase *f, bool backward)
+{
+    tcase c = fcase_make(f, 99u);
+    c.lse = backward;
+    tproblem tp, want;
+    tproblem_make(&tp, &c);
+    tproblem_make(&want, &c);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    if (backward) o.flags = SDPA_PLAN_BACKWARD;
+    sdpa_plan *ref = NULL;
+    ck_assert_int_eq(sdpa_plan_create(g_ref, &want.desc, &o, &ref), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_forward(ref, &want.desc.tensors), SDPA_OK);
+    if (backward) ck_assert_int_eq(sdpa_plan_backward(ref, &want.desc.tensors, &want.bwd), SDPA_OK);
+    sdpa_plan_destroy(ref);
+    bool retried = false;
+    for (int64_t n = 1; n < 64 && !retried; n++) {
+        sdpa_plan *plan = NULL;
+        ck_assert_int_eq(sdpa_plan_create(g_cl, &tp.desc, &o, &plan), SDPA_OK);
+        sdpa_plan_info before, after;
+        memset(&before, 0, sizeof before);
+        before.struct_size = sizeof before;
+        after = before;
+        ck_assert_int_eq(sdpa_plan_get_info(plan, &before), SDPA_OK);
+        if (backward) ck_assert_int_eq(sdpa_plan_forward(plan, &tp.desc.tensors), SDPA_OK);
+        sdpa__fault_arm(n);
+        sdpa_status st = backward ? sdpa_plan_backward(plan, &tp.desc.tensors, &tp.bwd)
+                                  : sdpa_plan_forward(plan, &tp.desc.tensors);
+        const char *site = sdpa__fault_last_site();
+        sdpa__fault_arm(0);
+        if (strcmp(site, "clEnqueueNDRangeKernel") == 0) {
+            ck_assert_msg(st == SDPA_OK, "%s: injected CL_OUT_OF_RESOURCES not retried (%s)",
+                          c.name, sdpa_status_name(st));
+            ck_assert_int_eq(sdpa_context_finish(g_cl), SDPA_OK);
+            ck_assert_int_eq(sdpa_plan_get_info(plan, &after), SDPA_OK);
+            ck_assert_msg(strcmp(before.config, after.config) != 0,
+                          "%s: retried on the same configuration %s", c.name, after.config);
+            if (getenv("TEST_OPENCL_VERBOSE"))
+                fprintf(stderr, "%s: retry at fault %lld: %s -> %s\n", c.name, (long long)n,
+                        before.config, after.config);
+            if (backward) {
+                retry_check(c.name, "dq", tp.dq, want.dq, tp.n_q);
+                retry_check(c.name, "dk", tp.dk, want.dk, tp.n_k);
+                retry_check(c.name, "dv", tp.dv, want.dv, tp.n_v);
+            } else {
+                retry_check(c.name, "out", tp.out, want.out, tp.n_out);
+            }
+            retried = true;
+        }
+        sdpa_plan_destroy(plan);
+    }
+    ck_assert_msg(retried, "%s: no launch fault site reached", c.name);
+    tproblem_free(&tp);
+    tproblem_free(&want);
+}
+
+START_TEST(enqueue_retry)
+{
+    retry_walk(fcase_find(pcases, N_PCASES, "p_prefill_gqa"), false);
+    retry_walk(fcase_find(pcases, N_PCASES, "p_decode_gqa"), false);
+    retry_walk(fcase_find(pcases, N_PCASES, "p_backward_gqa"), true);
+}
+END_TEST
+
 int main(void)
 {
     if (getenv("SDPA_TEST_NO_PLATFORM_PROBE")) return no_platform_probe();
+    if (getenv("SDPA_TEST_PERSONA_CHILD")) return persona_child();
     Suite *s = suite_create("opencl");
     /* Whether a device exists is asked in a throwaway child: the parent must
      * not load the ICD loader (the no_platform test needs a fresh one, and
@@ -1656,6 +1926,21 @@ int main(void)
     tcase_add_test(tc, cache_entry_valid_accepted);
     tcase_add_test(tc, cache_entry_corruptions_rejected);
     tcase_add_test(tc, cache_entry_pocl_structure_checked);
+    suite_add_tcase(s, tc);
+
+    /* GPU personas (fresh processes) and the enqueue retry (fault builds). */
+    tc = tcase_create("personas");
+    tcase_set_timeout(tc, 900);
+    tcase_add_loop_test(tc, persona_defaults, 0, N_PERSONAS);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("retry");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    if (fault_build())
+        tcase_add_test(tc, enqueue_retry);
+    else
+        fprintf(stderr, "test_opencl: enqueue_retry not run: it needs a build with "
+                        "-Dfault_injection=true (.ci/run runs it)\n");
     suite_add_tcase(s, tc);
     return trun_suite(s);
 }

@@ -41,4 +41,21 @@
 #define SDPA_PT_L1 11
 #define SDPA_PT_SIZE 12
 
+/* ---- OpenCL (shaders/opencl, src/backend/opencl) ---- */
+
+/* Per-row statistics record of the OpenCL kernels (fwd.cl and unfused.cl
+ * write one per query row, stats.cl reduces them): plain sums rather than
+ * the running mean/M2 of the SDPA_RS_ record above. */
+#define SDPA_CLRS_VALID 0 /* 1 for a non-empty row (empty rows are all zeros) */
+#define SDPA_CLRS_N 1     /* kept keys */
+#define SDPA_CLRS_SUM 2   /* sum of the kept logits */
+#define SDPA_CLRS_SQ 3    /* sum of their squares */
+#define SDPA_CLRS_MIN 4
+#define SDPA_CLRS_MAX 5
+#define SDPA_CLRS_ENT 6   /* entropy of the row's distribution */
+#define SDPA_CLRS_PMAX 7  /* largest probability */
+#define SDPA_CLRS_JFRO 8  /* Frobenius norm of the softmax Jacobian */
+#define SDPA_CLRS_SINK 9  /* probability of key 0 */
+#define SDPA_CLRS_SIZE 10 /* floats per record */
+
 #endif /* SDPA_SHARED_H */

@@ -6,7 +6,7 @@
  *                   (rows padded per head to SqP: padding has -inf / 0).
  *   sdpa_bwd_dq:    RPW query rows per work-item: recomputes p = exp(s - lse)
  *                   over the row's kept keys, dS = p * (dP - Dsum) (times the
- *                   softcap derivative), dq^ = scale * sum_j dS_j k^_j; then
+ *                   cap's derivative: SDPA_SCORE_CAP_D), dq^ = scale * sum_j dS_j k^_j; then
  *                   the QK-norm backward gives dq, and per-row partials of the
  *                   q gain and temperature gradients go to workspace.
  *   sdpa_bwd_dkdv:  min(RPW, 2) keys per work-item: loops over the query heads that
@@ -45,15 +45,6 @@
 #endif
 #ifndef QV
 #define QV 16 /* vector width over HD; divides HD */
-#endif
-#ifndef HAS_MASK
-#define HAS_MASK 0
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0
-#endif
-#ifndef HAS_SOFTCAP
-#define HAS_SOFTCAP 0
 #endif
 #ifndef NORM
 #define NORM 0 /* QK-norm: 0 none, 1 RMS, 2 layer, 3 L2 */
@@ -94,36 +85,6 @@ __kernel void sdpa_bwd_prep(global const STYPE *dout, long d_off, long4 ds,
     Dsum[r] = acc;
     Lp[r] = lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2];
 }
-
-/* Softcap, bias and mask applied to a raw score; returns the capped score
- * and the derivative factor of the cap in *dcap. */
-#if HAS_SOFTCAP
-#define BWD_CAP(x, dcap)                  \
-    {                                     \
-        float th_ = tanh(x / softcap);    \
-        x = SDPA_SOFTCAP_TH(float, x, softcap, th_); \
-        dcap = 1.0f - th_ * th_;          \
-    }
-#else
-#define BWD_CAP(x, dcap)
-#endif
-#if HAS_MASK
-#define BWD_MASK(keep, i, j) \
-    if (keep) keep = mask[m_off + b * ms.s0 + h * ms.s1 + (i) * ms.s2 + (j) * ms.s3] != 0
-#else
-#define BWD_MASK(keep, i, j)
-#endif
-#if HAS_BIAS
-/* A -inf bias drops the key (like the mask), even where the score is NaN. */
-#define BWD_BIAS(keep, x, i, j)                                                 \
-    if (keep) {                                                                 \
-        float bb_ = bias[b_off + b * bs.s0 + h * bs.s1 + (i) * bs.s2 + (j) * bs.s3]; \
-        keep = bb_ != SDPA_NEG_INF;                                             \
-        x += bb_;                                                               \
-    }
-#else
-#define BWD_BIAS(keep, x, i, j)
-#endif
 
 /* QK-norm backward on one row: g[] holds dL/dx^ (x^ = gain * n(x)) on entry
  * and dL/dx on exit; part (if non-NULL) receives dL/dx^ * n(x). */
@@ -168,26 +129,12 @@ inline void sdpa_norm_back(float *g, global const STYPE *x, long base, long st,
 #define KPW RPW
 #endif
 #define BWD_PER_KEY (HAS_MASK || HAS_BIAS)
-#if HAS_SOFTCAP
-#define BWD_CAP_V(x, dcap)                       \
-    {                                            \
-        TVEC th_ = tanh(x / (TVEC)(softcap));    \
-        x = SDPA_SOFTCAP_TH(TVEC, x, softcap, th_); \
-        dcap = (TVEC)(1.0f) - th_ * th_;         \
-    }
-#else
-#define BWD_CAP_V(x, dcap)
-#endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const float *Kp,
                  global const float *Vt, global const float *dOp,
                  global const float *Lp, global const float *Dsum,
-                 int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
-                 int diag, long diag_off, long left, long right, float softcap,
-                 global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
-                 global const uchar *mask, long m_off, long4 ms,
-                 global const float *bias, long b_off, long4 bs,
+                 SDPA_COMMON_ARGS,
                  global const STYPE *q, long q_off, long4 qs, float eps,
                  global const float *gain, long g_off, long g_st, int has_gain,
                  global const float *temp, long t_off, long t_st, int has_temp,
@@ -200,9 +147,9 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
     long b = bh / Hq;
     int h = (int)(bh % Hq);
     long bhk = b * Hkv + h / (Hq / Hkv);
-    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long kvl = SDPA_KV_LEN(b);
     long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
-    (void)softcap; (void)ms; (void)bs; (void)m_off; (void)b_off; (void)mask; (void)bias;
+    SDPA_COMMON_UNUSED;
 
     long lo[RPW], hi[RPW], ic[RPW];
     bool act[RPW];
@@ -256,14 +203,13 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
                 for (int t = 0; t < BKT; t++) {
                     long j = j0 + t;
                     bool keep = j >= lo[r] && j < hi[r];
-                    BWD_MASK(keep, ic[r], j);
                     float dsx = 0.0f;
                     if (keep) {
                         float x = sv[t], dcap = 1.0f;
-                        BWD_CAP(x, dcap);
-                        BWD_BIAS(keep, x, ic[r], j);
+                        SDPA_SCORE_CAP_D(float, x, dcap);
+                        x = SDPA_SCORE_TERMS(x, &keep, b, h, ic[r], j);
                         /* a -inf score drops the key, whatever the LSE */
-                        float p = keep && x != SDPA_NEG_INF ? exp(x - L[r]) : 0.0f;
+                        float p = x != SDPA_NEG_INF ? exp(x - L[r]) : 0.0f;
                         /* p == 0 (-inf bias): dP may hold V's garbage */
                         dsx = p != 0.0f ? p * (dpv[t] - Dd[r]) * dcap : 0.0f;
                         if (dsx != 0.0f) tacc[r] = fma(dsx, sv[t], tacc[r]);
@@ -272,7 +218,7 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
                 }
             } else {
                 TVEC x = s[r], dcap = (TVEC)(1.0f);
-                BWD_CAP_V(x, dcap);
+                SDPA_SCORE_CAP_D(TVEC, x, dcap);
                 /* a -inf score (an infinite q or k) drops its key: p and dS
                  * exactly 0 even under a NaN LSE or a NaN dP */
                 TVEC p = select((TVEC)(0.0f), exp(x - (TVEC)(L[r])),
@@ -317,11 +263,7 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                    global const float *Kp, global const float *Vp,
                    global const float *dOp, global const float *dOt,
                    global const float *Lp, global const float *Dsum,
-                   int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
-                   int diag, long diag_off, long left, long right, float softcap,
-                   global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
-                   global const uchar *mask, long m_off, long4 ms,
-                   global const float *bias, long b_off, long4 bs,
+                   SDPA_COMMON_ARGS,
                    global const STYPE *k, long k_off, long4 ks, float eps,
                    global const float *gain, long g_off, long g_st, int has_gain,
                    global STYPE *dk, long dk_off, long4 dks,
@@ -333,9 +275,9 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
     long b = bhk / Hkv;
     int hk = (int)(bhk % Hkv);
     int G = Hq / Hkv;
-    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long kvl = SDPA_KV_LEN(b);
     long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
-    (void)softcap; (void)ms; (void)bs; (void)m_off; (void)b_off; (void)mask; (void)bias;
+    SDPA_COMMON_UNUSED;
 
     /* Rows that can see key j: i in [ilo, ihi) (exact, from the band). */
     long ilo[KPW], ihi[KPW], jc[KPW];
@@ -399,13 +341,12 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                         long i = i0 + t;
                         float L = lp[i];
                         bool keep = i >= ilo[e] && i < ihi[e] && L != SDPA_NEG_INF;
-                        BWD_MASK(keep, i, jc[e]);
                         float p = 0.0f, dsx = 0.0f;
                         if (keep) {
                             float x = sv[t], dcap = 1.0f;
-                            BWD_CAP(x, dcap);
-                            BWD_BIAS(keep, x, i, jc[e]);
-                            p = keep && x != SDPA_NEG_INF ? exp(x - L) : 0.0f;
+                            SDPA_SCORE_CAP_D(float, x, dcap);
+                            x = SDPA_SCORE_TERMS(x, &keep, b, h, i, jc[e]);
+                            p = x != SDPA_NEG_INF ? exp(x - L) : 0.0f;
                             dsx = p != 0.0f ? p * (dpv[t] - dsp[i]) * dcap : 0.0f;
                         }
                         pv[e][t] = p;
@@ -413,7 +354,7 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                     }
                 } else {
                     TVEC x = s[e], dcap = (TVEC)(1.0f);
-                    BWD_CAP_V(x, dcap);
+                    SDPA_SCORE_CAP_D(TVEC, x, dcap);
                     /* rows with lse = -inf (empty) and -inf scores get p = 0 */
                     TVEC p = select((TVEC)(0.0f), exp(x - Lv),
                                     isgreater(Lv, (TVEC)(SDPA_NEG_INF)) &

@@ -17,8 +17,8 @@
  * stride is 1 (vload on f32, vload_half on f16, 16-bit shifts on bf16),
  * scalar loads otherwise; V rows likewise with OV-wide loads.
  *
- * Invariants (the same as fwd.cl): f32 accumulation; softcap, bias and mask
- * per key; a dropped key (band, kv_len, mask, -inf bias) has probability
+ * Invariants (the same as fwd.cl): f32 accumulation; the score pipeline
+ * (prelude.cl) per key; a dropped key (band, valid length, mask, -inf bias) has probability
  * exactly 0 and, in every tile that holds a dropped key for some row, is
  * selected out of the P V accumulation (p == 0 keeps the accumulator), never
  * multiplied, so NaN/Inf in K or V at dropped keys cannot reach a row; NaN scores at
@@ -46,15 +46,6 @@
 #endif
 #ifndef DWG
 #define DWG 8 /* work-items per work-group */
-#endif
-#ifndef HAS_MASK
-#define HAS_MASK 0
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0
-#endif
-#ifndef HAS_SOFTCAP
-#define HAS_SOFTCAP 0
 #endif
 
 #define DKT 16 /* keys per online-softmax tile (one float16 of scores per row) */
@@ -143,11 +134,7 @@ __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
 void sdpa_decode(global const float *Qs,
                  global const STYPE *k, long k_off, long4 ks,
                  global const STYPE *v, long v_off, long4 vs,
-                 int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
-                 int diag, long diag_off, long left, long right, float softcap,
-                 global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
-                 global const uchar *mask, long m_off, long4 ms,
-                 global const float *bias, long b_off, long4 bs,
+                 SDPA_COMMON_ARGS,
                  long nbhk, int nrb, int nsplit, int chunk,
                  global float *part_o, global float *part_l)
 {
@@ -157,14 +144,13 @@ void sdpa_decode(global const float *Qs,
     int split = (int)(t % nsplit);
     long bhk = t / nsplit;
     if (bhk >= nbhk) return;
-    (void)SkvP; (void)softcap; (void)mask; (void)m_off; (void)ms;
-    (void)bias; (void)b_off; (void)bs;
+    SDPA_COMMON_UNUSED;
     int G = Hq / Hkv;
     long NR = (long)G * Sq;
     long b = bhk / Hkv;
     int hk = (int)(bhk % Hkv);
     long R = nbhk * NR; /* = B * Hq * Sq */
-    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long kvl = SDPA_KV_LEN(b);
     long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
     long slo = (long)split * chunk, shi = min((long)(split + 1) * chunk, (long)Skv);
 
@@ -204,16 +190,15 @@ void sdpa_decode(global const float *Qs,
             DEC_QK(DLOADN(QV)(k, ke + c * QV))
         else
             DEC_QK(dec_gather_k(k, ke + (long)c * QV * ks.s3, ks.s3))
-        /* Per key (DKT = 16 lanes): softcap, band / kv_len, mask, bias; then
+        /* Per key (DKT = 16 lanes): the score pipeline (prelude.cl) on the
+         * band's keys; then
          * one rescale. Lanes past nt hold 0 and are dropped. */
         float p[DRB][DKT];
         bool full[DRB], live[DRB]; /* every lane kept / some lane kept */
         const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         for (int r = 0; r < DRB; r++) {
             float16 x = vload16(0, s[r]);
-#if HAS_SOFTCAP
-            x = SDPA_SOFTCAP(float16, x, softcap);
-#endif
+            x = SDPA_SCORE_CAP(float16, x);
             int a0 = (int)clamp(lo[r] - j0, (long)-1, (long)DKT);
             int a1 = (int)clamp(min(hi[r], j0 + nt) - j0, (long)-1, (long)DKT);
             int16 keep = (lane >= (int16)(a0)) & (lane < (int16)(a1));
@@ -226,18 +211,7 @@ void sdpa_decode(global const float *Qs,
                 for (int u = a0 < 0 ? 0 : a0; u < a1; u++) {
                     long j = j0 + u;
                     bool kp = true;
-#if HAS_MASK
-                    kp = mask[m_off + b * ms.s0 + hr[r] * ms.s1 + ic[r] * ms.s2 +
-                              j * ms.s3] != 0;
-#endif
-#if HAS_BIAS
-                    if (kp) {
-                        float bb = bias[b_off + b * bs.s0 + hr[r] * bs.s1 + ic[r] * bs.s2 +
-                                        j * bs.s3];
-                        kp = bb != SDPA_NEG_INF; /* drops the key even where x is NaN */
-                        xs[u] += bb;
-                    }
-#endif
+                    xs[u] = SDPA_SCORE_TERMS(xs[u], &kp, b, hr[r], ic[r], j);
                     ks_[u] = kp ? -1 : 0;
                 }
                 x = vload16(0, xs);

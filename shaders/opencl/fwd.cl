@@ -16,8 +16,8 @@
  * Inputs come packed by pack.cl: Qs (q after QK-norm, gain and scale, rows
  * padded to SqP), Kt (k after norm and gain, tile-major: tile j0 / KT is a
  * contiguous HD x KT block at Kt + j0 * HD, zero-padded to a multiple of 64
- * keys), Vp (v row-major, padded). Masks,
- * biases and kv_len are read in place through their strides.
+ * keys), Vp (v row-major, padded). The score inputs (SDPA_COMMON_ARGS,
+ * prelude.cl) are read in place through their strides.
  *
  * Invariants: every accumulation is f32; a dropped key has probability
  * exactly 0 (true -inf, never a large negative) and, in tiles that went
@@ -29,7 +29,7 @@
  * With nsplit > 1 (split-KV decode) the key range is cut into `chunk`-sized
  * pieces, one per get_group_id(2), and normalised partial outputs plus
  * their LSE go to part_o/part_l for combine.cl. With HAS_STATS each row
- * writes a ROWSTAT record for stats.cl (never with nsplit > 1).
+ * writes a row record (SDPA_CLRS_*) for stats.cl (never with nsplit > 1).
  * Rows: the G = Hq / Hkv query heads that share a KV head are folded into
  * one row space of G * Sq rows, so K/V tiles are shared across them.
  * Called by cl_forward.c with local size (WG, 1, 1) and global size
@@ -57,20 +57,7 @@
 #ifndef STAGE_KV
 #define STAGE_KV 0 /* 1 = stage K/V tiles in local memory (GPUs) */
 #endif
-#ifndef HAS_MASK
-#define HAS_MASK 0 /* bool mask input present */
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0 /* additive f32 bias input present */
-#endif
-#ifndef HAS_SOFTCAP
-#define HAS_SOFTCAP 0 /* s = softcap * tanh(s / softcap) before bias/mask */
-#endif
-#ifndef HAS_STATS
-#define HAS_STATS 0 /* accumulate the per-row statistics of DESIGN section 4 */
-#endif
 
-#define ROWSTAT 10 /* floats per row record: see stats.cl */
 /* Score vectors: KT keys as NKV vectors of KW lanes. */
 #if KT > 16
 #define KW 16
@@ -84,28 +71,6 @@
 /* Tiles need per-key work with masks, biases, statistics, or at band edges. */
 #define FWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_STATS)
 
-#if HAS_SOFTCAP
-#define FWD_SOFTCAP_V(v) v = SDPA_SOFTCAP(KVEC, v, softcap)
-#else
-#define FWD_SOFTCAP_V(v)
-#endif
-#if HAS_MASK
-#define FWD_MASK(keep, h, i, j) \
-    if (keep) keep = mask[m_off + b * ms.s0 + (h) * ms.s1 + (i) * ms.s2 + (j) * ms.s3] != 0
-#else
-#define FWD_MASK(keep, h, i, j)
-#endif
-#if HAS_BIAS
-/* A -inf bias drops the key (like the mask), even where the score is NaN. */
-#define FWD_BIAS(keep, x, h, i, j)                                                  \
-    if (keep) {                                                                     \
-        float bb_ = bias[b_off + b * bs.s0 + (h) * bs.s1 + (i) * bs.s2 + (j) * bs.s3]; \
-        keep = bb_ != SDPA_NEG_INF;                                                 \
-        x += bb_;                                                                   \
-    }
-#else
-#define FWD_BIAS(keep, x, h, i, j)
-#endif
 #if HAS_STATS
 #define FWD_STAT_KEY(r, x, j)                      \
     if (x > SDPA_NEG_INF) {                        \
@@ -168,7 +133,7 @@
         SDPA_UNROLL for (int r = 0; r < RPW; r++) {                                \
             float sv[KT];                                                          \
             SDPA_UNROLL for (int u = 0; u < NKV; u++) {                            \
-                FWD_SOFTCAP_V(s[r][u]);                                            \
+                s[r][u] = SDPA_SCORE_CAP(KVEC, s[r][u]);                           \
                 VSTOREN(KW)(s[r][u], u, sv);                                       \
             }                                                                      \
             float tmax = SDPA_NEG_INF;                                             \
@@ -178,9 +143,7 @@
                     long j = j0 + t;                                               \
                     float x = sv[t];                                               \
                     bool keep = j >= lo[r] && j < hi[r];                           \
-                    FWD_MASK(keep, hr[r], ic[r], j);                               \
-                    FWD_BIAS(keep, x, hr[r], ic[r], j);                            \
-                    x = keep ? x : SDPA_NEG_INF;                                   \
+                    x = SDPA_SCORE_TERMS(x, &keep, b, hr[r], ic[r], j);            \
                     FWD_STAT_KEY(r, x, j);                                         \
                     sv[t] = x;                                                     \
                     tmax = (isnan(x) || x > tmax) ? x : tmax;                      \
@@ -232,11 +195,7 @@
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
-              int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
-              int diag, long diag_off, long left, long right, float softcap,
-              global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
-              global const uchar *mask, long m_off, long4 ms,
-              global const float *bias, long b_off, long4 bs,
+              SDPA_COMMON_ARGS,
               global STYPE *out, long o_off, long4 os,
               global float *lse, long l_off, long4 ls, int has_lse,
               global float *rowstats,
@@ -253,14 +212,14 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     long NR = (long)G * Sq;
     long b = bhk / Hkv;
     int hk = (int)(bhk % Hkv);
-    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long kvl = SDPA_KV_LEN(b);
     long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
     long slo = 0, shi = Skv;
     if (nsplit > 1) {
         slo = (long)split * chunk;
         shi = (long)(split + 1) * chunk;
     }
-    (void)softcap; (void)ms; (void)bs; (void)m_off; (void)b_off; (void)mask; (void)bias;
+    SDPA_COMMON_UNUSED;
 
     long lo[RPW], hi[RPW], ic[RPW];
     int hr[RPW];
@@ -346,22 +305,9 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         }
         if (has_lse) lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2] = row_lse;
 #if HAS_STATS
-        global float *rs = rowstats + (bh * Sq + i) * ROWSTAT;
-        if (l[r] > 0.0f) {
-            float il = 1.0f / l[r];
-            rs[0] = 1.0f;
-            rs[1] = st_n[r];
-            rs[2] = st_sum[r];
-            rs[3] = st_sq[r];
-            rs[4] = st_min[r];
-            rs[5] = st_max[r];
-            rs[6] = sdpa_row_entropy(l[r], st_a[r], st_l1[r]);
-            rs[7] = il;
-            rs[8] = sdpa_row_jacobian(l[r], st_l1[r], st_l2[r], st_l3[r]);
-            rs[9] = st_s0[r] > SDPA_NEG_INF ? exp(st_s0[r] - m[r]) * il : 0.0f;
-        } else {
-            for (int e = 0; e < ROWSTAT; e++) rs[e] = 0.0f;
-        }
+        sdpa_rowstat_store(rowstats + (bh * Sq + i) * SDPA_CLRS_SIZE, st_n[r], st_sum[r],
+                           st_sq[r], st_min[r], st_max[r], m[r], l[r], st_a[r], st_l1[r],
+                           st_l2[r], st_l3[r], st_s0[r]);
 #endif
     }
 }

@@ -4,15 +4,30 @@
  * What it does: storage-dtype loads/stores (f32 directly, f16 through
  * vload_half/vstore_half so no cl_khr_fp16 is needed, bf16 through bit
  * operations), vector-width helpers (FLOATN(n), VLOADN(n), VSTOREN(n) for
- * n in 1,2,4,8,16), the band test of DESIGN section 3 and the QK-norm helpers.
+ * n in 1,2,4,8,16), the band test of DESIGN section 3, the QK-norm helpers,
+ * the argument block common to the attention kernels (SDPA_COMMON_ARGS) and
+ * the score pipeline every attention kernel calls (SDPA_SCORE_*).
  * Invariants: uses no extension; every accumulation is f32; NaN stays NaN in
  * conversions; stores round to nearest even.
- * Who uses it: src/backend/opencl/cl_program.c prepends it (after the device
- * quirk block) to every kernel file before building.
+ * Who uses it: src/backend/opencl/cl_program.c prepends it (after
+ * shaders/common/sdpa_shared.h) to every kernel file before building.
  */
 
 #ifndef STORE_DT
 #define STORE_DT 1 /* storage dtype of q/k/v/out and gradients: 1 f32, 2 f16, 3 bf16 */
+#endif
+/* Score inputs present (build options, cl_forward.c: sdpa__cl_score_options). */
+#ifndef HAS_MASK
+#define HAS_MASK 0 /* bool mask input */
+#endif
+#ifndef HAS_BIAS
+#define HAS_BIAS 0 /* additive f32 bias input */
+#endif
+#ifndef HAS_SOFTCAP
+#define HAS_SOFTCAP 0 /* s = softcap * tanh(s / softcap) before the additive terms */
+#endif
+#ifndef HAS_STATS
+#define HAS_STATS 0 /* per-row statistics records for stats.cl */
 #endif
 
 #define SDPA_NEG_INF (-INFINITY)
@@ -141,6 +156,65 @@ inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
     long v = kv_len[off + b * stride0];
     return v < 0 ? 0 : (v > Skv ? Skv : v);
 }
+
+/* The arguments every attention kernel (sdpa_fwd, sdpa_decode, sdpa_bwd_dq,
+ * sdpa_bwd_dkdv, sdpa_unf_softmax) takes, in this order, after its own
+ * leading buffers: dimensions, band, the score inputs. Set once on the host
+ * by sdpa__cl_common_args (cl_forward.c); a new score input goes here, in
+ * that function and in the score pipeline below. */
+#define SDPA_COMMON_ARGS                                                   \
+    int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,                   \
+    int diag, long diag_off, long left, long right, float softcap,         \
+    global const int *kvlen, long kl_off, long kl_st, int has_kvlen,       \
+    global const uchar *mask, long m_off, long4 ms,                        \
+    global const float *bias, long b_off, long4 bs
+/* The block's arguments a kernel may leave unread (by build options). */
+#define SDPA_COMMON_UNUSED                                                 \
+    (void)Hkv; (void)SqP; (void)SkvP; (void)softcap; (void)mask; (void)m_off; \
+    (void)ms; (void)bias; (void)b_off; (void)bs
+/* Valid keys of batch b, from the block. */
+#define SDPA_KV_LEN(b) sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, (b), Skv)
+
+/* The score pipeline, one definition for every kernel: (1) the softcap of
+ * the raw score (SDPA_SCORE_CAP on a float or a vector of scores, or
+ * SDPA_SCORE_CAP_D with the cap's derivative for the backward), then (2) the
+ * additive terms and (3) the drop decision of key j of row (b, h, i)
+ * (sdpa_score_terms: *keep enters as the band / kv_len test; the mask and a
+ * -inf bias clear it; the result is the logit, -inf for a dropped key).
+ * SDPA_SCORE does all three for one key. */
+#if HAS_SOFTCAP
+#define SDPA_SCORE_CAP(T, x) SDPA_SOFTCAP(T, x, softcap)
+#define SDPA_SCORE_CAP_D(T, x, dcap)                 \
+    {                                                \
+        T th_ = tanh((x) / (T)(softcap));            \
+        x = SDPA_SOFTCAP_TH(T, x, softcap, th_);     \
+        dcap = (T)(1.0f) - th_ * th_;                \
+    }
+#else
+#define SDPA_SCORE_CAP(T, x) (x)
+#define SDPA_SCORE_CAP_D(T, x, dcap)
+#endif
+inline float sdpa_score_terms(float x, bool *keep, global const uchar *mask, long m_off,
+                              long4 ms, global const float *bias, long b_off, long4 bs,
+                              long b, long h, long i, long j)
+{
+    (void)mask; (void)m_off; (void)ms; (void)bias; (void)b_off; (void)bs;
+    (void)b; (void)h; (void)i; (void)j;
+#if HAS_MASK
+    if (*keep) *keep = mask[m_off + b * ms.s0 + h * ms.s1 + i * ms.s2 + j * ms.s3] != 0;
+#endif
+#if HAS_BIAS
+    if (*keep) { /* a -inf bias drops the key, even where the score is NaN */
+        float bb = bias[b_off + b * bs.s0 + h * bs.s1 + i * bs.s2 + j * bs.s3];
+        *keep = bb != SDPA_NEG_INF;
+        x += bb;
+    }
+#endif
+    return *keep ? x : SDPA_NEG_INF;
+}
+#define SDPA_SCORE_TERMS(x, keep, b, h, i, j) \
+    sdpa_score_terms((x), (keep), mask, m_off, ms, bias, b_off, bs, (b), (h), (i), (j))
+#define SDPA_SCORE(x, keep, b, h, i, j) SDPA_SCORE_TERMS(SDPA_SCORE_CAP(float, x), keep, b, h, i, j)
 
 /* QK-norm of DESIGN section 3 (norm: 0 none, 1 RMS, 2 layer, 3 L2) over one
  * strided row of `dim` elements: returns r and *mean such that the

@@ -3,9 +3,11 @@
  * the (B, Hq, SDPA_STAT_COUNT) stats output (definitions: DESIGN section 4
  * and shared/conformance/README.md).
  *
- * Row record (ROWSTAT floats): 0 non-empty flag, 1 kept-key count, 2 sum s,
- * 3 sum s^2, 4 min s, 5 max s, 6 entropy, 7 p_max, 8 Jacobian Frobenius
- * norm, 9 p of key 0. Empty rows hold zeros and only count as empty.
+ * Row record: SDPA_CLRS_SIZE floats named SDPA_CLRS_* in
+ * shaders/common/sdpa_shared.h (non-empty flag, kept-key count, sum s,
+ * sum s^2, min s, max s, entropy, p_max, Jacobian Frobenius norm, p of
+ * key 0), written by sdpa_rowstat_store below. Empty rows hold zeros and
+ * only count as empty.
  * One work-item per (b, h) sums its rows in order, so results are
  * deterministic. Called by cl_forward.c after sdpa_fwd when stats are wanted.
  */
@@ -32,6 +34,32 @@ inline float sdpa_row_jacobian(float l, float l1, float l2, float l3)
     return j2 > 0.0f ? sqrt(j2) : (isnan(j2) ? j2 : 0.0f);
 }
 
+/* Writes row record rs from a finished row's running sums (fwd.cl,
+ * unfused.cl): n kept keys, sum and sum of squares of their logits, min, max;
+ * m the row maximum and l, a, l1..l3 the sums of sdpa_row_entropy and
+ * sdpa_row_jacobian; s0 the logit of key 0 (-inf when dropped). l == 0 is an
+ * empty row: all zeros. */
+inline void sdpa_rowstat_store(global float *rs, float n, float sum, float sq, float mn,
+                               float mx, float m, float l, float a, float l1, float l2,
+                               float l3, float s0)
+{
+    if (!(l > 0.0f)) {
+        for (int e = 0; e < SDPA_CLRS_SIZE; e++) rs[e] = 0.0f;
+        return;
+    }
+    float il = 1.0f / l;
+    rs[SDPA_CLRS_VALID] = 1.0f;
+    rs[SDPA_CLRS_N] = n;
+    rs[SDPA_CLRS_SUM] = sum;
+    rs[SDPA_CLRS_SQ] = sq;
+    rs[SDPA_CLRS_MIN] = mn;
+    rs[SDPA_CLRS_MAX] = mx;
+    rs[SDPA_CLRS_ENT] = sdpa_row_entropy(l, a, l1);
+    rs[SDPA_CLRS_PMAX] = il;
+    rs[SDPA_CLRS_JFRO] = sdpa_row_jacobian(l, l1, l2, l3);
+    rs[SDPA_CLRS_SINK] = s0 > SDPA_NEG_INF ? exp(s0 - m) * il : 0.0f;
+}
+
 __kernel void sdpa_stats(global const float *rowstats, long BH, int Hq, int Sq,
                          float saturation, global float *stats, long s_off, long4 ss)
 {
@@ -42,20 +70,20 @@ __kernel void sdpa_stats(global const float *rowstats, long BH, int Hq, int Sq,
     float mn = INFINITY, mx = SDPA_NEG_INF, ent = 0.0f, ent_min = INFINITY;
     float pmax = 0.0f, sat = 0.0f, jac = 0.0f, sink = 0.0f;
     for (int i = 0; i < Sq; i++) {
-        global const float *rs = rowstats + (bh * Sq + i) * 10;
-        if (rs[0] == 0.0f) continue;
+        global const float *rs = rowstats + (bh * Sq + i) * SDPA_CLRS_SIZE;
+        if (rs[SDPA_CLRS_VALID] == 0.0f) continue;
         rows += 1.0f;
-        n += rs[1];
-        sum += rs[2];
-        sq += rs[3];
-        mn = fmin(mn, rs[4]);
-        mx = fmax(mx, rs[5]);
-        ent += rs[6];
-        ent_min = fmin(ent_min, rs[6]);
-        pmax += rs[7];
-        sat += rs[7] > saturation ? 1.0f : 0.0f;
-        jac += rs[8];
-        sink += rs[9];
+        n += rs[SDPA_CLRS_N];
+        sum += rs[SDPA_CLRS_SUM];
+        sq += rs[SDPA_CLRS_SQ];
+        mn = fmin(mn, rs[SDPA_CLRS_MIN]);
+        mx = fmax(mx, rs[SDPA_CLRS_MAX]);
+        ent += rs[SDPA_CLRS_ENT];
+        ent_min = fmin(ent_min, rs[SDPA_CLRS_ENT]);
+        pmax += rs[SDPA_CLRS_PMAX];
+        sat += rs[SDPA_CLRS_PMAX] > saturation ? 1.0f : 0.0f;
+        jac += rs[SDPA_CLRS_JFRO];
+        sink += rs[SDPA_CLRS_SINK];
     }
     float v[11];
     for (int c = 0; c < 11; c++) v[c] = 0.0f;

@@ -2,8 +2,8 @@
  * unfused.cl — the mask + softmax pass of the unfused (materialised-scores)
  * forward. S holds scale * q^ k^T for every row (r = (b * Hq + h) * Sq + i,
  * Skv floats each), written by CLBlast's GEMM; this kernel turns each row
- * into probabilities in place: softcap, bias, bool mask, kv_len and band as
- * in fwd.cl, then P = exp(s - m) / l with dropped keys exactly 0 (selected,
+ * into probabilities in place: the score pipeline (prelude.cl) and the band
+ * as in fwd.cl, then P = exp(s - m) / l with dropped keys exactly 0 (selected,
  * never multiplied, so NaN/Inf scores of dropped keys cannot reach the row).
  * It writes the row's LSE to part_l[r] (combine.cl then writes out and lse)
  * and, with HAS_STATS, the row record of stats.cl (same math as fwd.cl).
@@ -13,37 +13,20 @@
  * the argument list after S matches sdpa_fwd's common arguments.
  */
 
-#ifndef HAS_MASK
-#define HAS_MASK 0 /* bool mask input present */
-#endif
-#ifndef HAS_BIAS
-#define HAS_BIAS 0 /* additive f32 bias input present */
-#endif
-#ifndef HAS_SOFTCAP
-#define HAS_SOFTCAP 0 /* s = softcap * tanh(s / softcap) before bias/mask */
-#endif
-#ifndef HAS_STATS
-#define HAS_STATS 0 /* per-row statistics records for stats.cl */
-#endif
-#define UNF_ROWSTAT 10 /* floats per row record: see stats.cl */
 
 __kernel void sdpa_unf_softmax(global float *S, long R,
-                               int Hq, int Hkv, int Sq, int Skv, int SqP, int SkvP,
-                               int diag, long diag_off, long left, long right, float softcap,
-                               global const int *kvlen, long kl_off, long kl_st, int has_kvlen,
-                               global const uchar *mask, long m_off, long4 ms,
-                               global const float *bias, long b_off, long4 bs,
+                               SDPA_COMMON_ARGS,
                                global float *part_l, global float *rowstats)
 {
     long r = get_global_id(0);
     if (r >= R) return;
-    (void)Hkv; (void)SqP; (void)SkvP; (void)softcap; (void)mask; (void)bias;
-    (void)m_off; (void)b_off; (void)ms; (void)bs; (void)rowstats;
+    SDPA_COMMON_UNUSED;
+    (void)rowstats;
     long bh = r / Sq, i = r % Sq;
     long b = bh / Hq;
     long h = bh % Hq;
     global float *s = S + r * (long)Skv;
-    long kvl = sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, b, Skv);
+    long kvl = SDPA_KV_LEN(b);
     long off = sdpa_diag_off(diag, diag_off, kvl, Sq);
     long lo, hi;
     sdpa_row_range(i, off, left, right, kvl, &lo, &hi);
@@ -56,20 +39,7 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
     for (long j = 0; j < Skv; j++) {
         float x = s[j];
         bool keep = j >= lo && j < hi;
-#if HAS_MASK
-        if (keep) keep = mask[m_off + b * ms.s0 + h * ms.s1 + i * ms.s2 + j * ms.s3] != 0;
-#endif
-#if HAS_SOFTCAP
-        x = SDPA_SOFTCAP(float, x, softcap);
-#endif
-#if HAS_BIAS
-        if (keep) { /* a -inf bias drops the key, even where the score is NaN */
-            float bb = bias[b_off + b * bs.s0 + h * bs.s1 + i * bs.s2 + j * bs.s3];
-            keep = bb != SDPA_NEG_INF;
-            x += bb;
-        }
-#endif
-        x = keep ? x : SDPA_NEG_INF;
+        x = SDPA_SCORE(x, &keep, b, h, i, j);
 #if HAS_STATS
         if (x > SDPA_NEG_INF) {
             st_n += 1.0f;
@@ -87,7 +57,8 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
         for (long j = 0; j < Skv; j++) s[j] = 0.0f;
         part_l[r] = SDPA_NEG_INF;
 #if HAS_STATS
-        for (int e = 0; e < UNF_ROWSTAT; e++) rowstats[r * UNF_ROWSTAT + e] = 0.0f;
+        sdpa_rowstat_store(rowstats + r * SDPA_CLRS_SIZE, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, m,
+                           0.0f, 0.0f, 0.0f, 0.0f, 0.0f, SDPA_NEG_INF);
 #endif
         return;
     }
@@ -115,16 +86,7 @@ __kernel void sdpa_unf_softmax(global float *S, long R,
     }
     part_l[r] = m + log(l);
 #if HAS_STATS
-    global float *rs = rowstats + r * UNF_ROWSTAT;
-    rs[0] = 1.0f;
-    rs[1] = st_n;
-    rs[2] = st_sum;
-    rs[3] = st_sq;
-    rs[4] = st_min;
-    rs[5] = st_max;
-    rs[6] = sdpa_row_entropy(l, st_a, st_l1);
-    rs[7] = il;
-    rs[8] = sdpa_row_jacobian(l, st_l1, st_l2, st_l3);
-    rs[9] = st_s0 > SDPA_NEG_INF ? exp(st_s0 - m) * il : 0.0f;
+    sdpa_rowstat_store(rowstats + r * SDPA_CLRS_SIZE, st_n, st_sum, st_sq, st_min, st_max, m,
+                       l, st_a, st_l1, st_l2, st_l3, st_s0);
 #endif
 }

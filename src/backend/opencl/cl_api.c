@@ -3,7 +3,9 @@
  * builds with CLBlast, the CLBlast table (clblast_api.h) from
  * libclblast.so.1: each once per process, on first use by a device listing,
  * a context or the unfused path (SDPA__LIB_DEFINE_LOADER, src/core/dynlib.h).
- * The messages name the library and what to install.
+ * The messages name the library and what to install. A test-only GPU
+ * persona (SDPA_TEST_PERSONA=cl-..., cl_persona.c) is installed into the
+ * OpenCL table right after it is filled.
  */
 #define SDPA__CL_API_NO_REDIRECT
 #include "cl_internal.h"
@@ -30,7 +32,17 @@ sdpa__cl_api_table sdpa__cl_api;
 SDPA__LIB_DEFINE_LOADER(cl_load, sdpa__cl_api, SDPA__CL_API, "opencl", CL_SONAME,
                         "install an OpenCL ICD loader (e.g. ocl-icd-libopencl1) and a driver")
 
-const char *sdpa__cl_api_load(void) { return cl_load(); }
+/* The test-only persona (cl_persona.c) rewires the table once, after it is
+ * filled and before any device is listed. */
+static pthread_once_t persona_once = PTHREAD_ONCE_INIT;
+static void persona_run(void) { (void)sdpa__cl_persona_install(&sdpa__cl_api); }
+
+const char *sdpa__cl_api_load(void)
+{
+    const char *why = cl_load();
+    if (!why) pthread_once(&persona_once, persona_run);
+    return why;
+}
 
 #ifdef SDPA_HAVE_CLBLAST
 sdpa__clblast_api_table sdpa__clblast_api;

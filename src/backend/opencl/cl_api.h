@@ -66,6 +66,12 @@ extern sdpa__cl_api_table sdpa__cl_api;
  * ready, else a message naming the library and why it could not be used. */
 const char *sdpa__cl_api_load(void);
 
+/* Test only (cl_persona.c): with SDPA_TEST_PERSONA=cl-<name> set, rewires
+ * the device, platform and kernel queries and the enqueue of table t so the
+ * driver answers as that GPU; returns the persona's name, or NULL (unset,
+ * not a cl- name, or unknown: t unchanged). Called once by sdpa__cl_api_load. */
+const char *sdpa__cl_persona_install(sdpa__cl_api_table *t);
+
 #ifndef SDPA__CL_API_NO_REDIRECT
 #define clBuildProgram            sdpa__cl_api.clBuildProgram
 #define clCreateBuffer            sdpa__cl_api.clCreateBuffer

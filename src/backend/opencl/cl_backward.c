@@ -9,6 +9,8 @@
  * gradients. No atomics
  * anywhere and every sum runs in a fixed order, so reruns are bit-identical
  * (SDPA_PLAN_NONDETERMINISTIC changes nothing here). Nothing is allocated.
+ * An enqueue refused for resources reruns the sequence once on a smaller
+ * configuration (sdpa__cl_retry).
  * Called through the backend table.
  */
 #include "cl_internal.h"
@@ -27,18 +29,14 @@ static sdpa_status reduce(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
     sdpa__cl_arg_i64(&a, (int64_t)dst->offset);
     sdpa__cl_arg_i64(&a, dst->stride[axis]);
     SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_reduce_cols)");
-    size_t g = (size_t)ncols, l = sdpa__cl_small_wg(st);
+    size_t g = (size_t)ncols, l = sdpa__cl_small_wg(pl);
     return sdpa__cl_launch(ctx, st, pl->k_reduce, "sdpa_reduce_cols", 1, &g, &l);
 }
 
-sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                              const sdpa__fwd_args *f, const sdpa__bwd_args *g)
+static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                                 const sdpa__problem *p, const sdpa__fwd_args *f,
+                                 const sdpa__bwd_args *g)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
-    sdpa__cl_plan *pl = plan_state;
-    if (!pl->backward)
-        return SDPA__FAIL(ctx, SDPA_ERR_INVALID_ARG,
-                          "opencl: plan was created without SDPA_PLAN_BACKWARD");
     const sdpa__ref *temp = p->has_temperature ? &f->temperature : NULL;
     const sdpa__ref *qg = p->has_q_gain ? &f->q_gain : NULL;
     const sdpa__ref *kg = p->has_k_gain ? &f->k_gain : NULL;
@@ -60,7 +58,7 @@ sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state, const sdpa__p
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &g->dout, p->Hq, p->Sq, pl->SqP, p->Dv, true,
                             false, NULL, NULL, 1.0f, pl->ws_dot));
 
-    size_t ls = sdpa__cl_small_wg(st);
+    size_t ls = sdpa__cl_small_wg(pl);
     int64_t R = p->B * p->Hq * p->Sq;
     {
         sdpa__cl_args a = {pl->k_prep, 0, CL_SUCCESS, st->dummy};
@@ -142,4 +140,18 @@ sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state, const sdpa__p
     if (temp && g->dtemperature.mem)
         SDPA__TRY(reduce(ctx, st, pl, pl->ws_tp, p->B * p->Sq, p->Hq, &g->dtemperature, 1));
     return SDPA_OK;
+}
+
+sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                              const sdpa__fwd_args *f, const sdpa__bwd_args *g)
+{
+    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_plan *pl = plan_state;
+    if (!pl->backward)
+        return SDPA__FAIL(ctx, SDPA_ERR_INVALID_ARG,
+                          "opencl: plan was created without SDPA_PLAN_BACKWARD");
+    st->launch_err = CL_SUCCESS;
+    sdpa_status s = backward_once(ctx, st, pl, p, f, g);
+    if (s != SDPA_OK && sdpa__cl_retry(ctx, st, p, pl)) s = backward_once(ctx, st, pl, p, f, g);
+    return s;
 }

@@ -61,7 +61,7 @@ sdpa_status sdpa__cl_context_init(sdpa_context *ctx, int device_index, void **st
         return SDPA__FAIL(ctx, SDPA_ERR_NO_DEVICE, "OpenCL: device index %d out of range (%d devices)",
                           device_index, n);
     }
-    sdpa__cl_state *st = calloc(1, sizeof *st);
+    sdpa__cl_state *st = sdpa__calloc(1, sizeof *st);
     if (!st) {
         free(list);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "OpenCL: context state");

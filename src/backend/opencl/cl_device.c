@@ -6,7 +6,9 @@
  * SDPA_DEVICE and the core passes to context_init (the core orders AUTO by
  * is_gpu). Nothing is cached: listing reflects the loader's answer now, and
  * a machine without platforms simply has zero devices; discovery is
- * serialised across threads (drivers initialise lazily). Called by cl_backend.c (device_count/device_info), cl_context.c and
+ * serialised across threads (drivers initialise lazily) and allocates
+ * nothing but context_init's copy (at most 64 devices of 32 platforms are
+ * listed). Called by cl_backend.c (device_count/device_info), cl_context.c and
  * cl_program.c.
  */
 #include "cl_internal.h"
@@ -23,58 +25,57 @@
  * test_threads threads_first_plans_at_once). */
 static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n);
+/* Platforms and devices listed at most (a machine with more lists these). */
+#define MAX_PLATFORMS 32
+#define MAX_DEVICES 64
+
+/* Lists up to MAX_DEVICES devices into buf (platform order, then device
+ * order) without allocating, so listing and describing devices cannot fail
+ * for memory (only context_init copies the list). Under discovery_lock. */
+static int list_locked(sdpa__cl_device *buf)
+{
+    cl_platform_id plats[MAX_PLATFORMS];
+    cl_uint np = 0;
+    if (clGetPlatformIDs(MAX_PLATFORMS, plats, &np) != CL_SUCCESS || np == 0)
+        return 0; /* no platform (CL_PLATFORM_NOT_FOUND_KHR): no devices */
+    if (np > MAX_PLATFORMS) np = MAX_PLATFORMS;
+    int count = 0;
+    for (cl_uint p = 0; p < np && count < MAX_DEVICES; p++) {
+        cl_device_id devs[MAX_DEVICES];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, (cl_uint)(MAX_DEVICES - count), devs,
+                           &nd) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < nd && count < MAX_DEVICES; d++) {
+            buf[count].platform = plats[p];
+            buf[count].device = devs[d];
+            count++;
+        }
+    }
+    return count;
+}
+
+/* list_locked under the lock; -1 without libOpenCL.so.1. */
+static int list_devices(sdpa__cl_device *buf)
+{
+    if (sdpa__cl_api_load()) return -1;
+    pthread_mutex_lock(&discovery_lock);
+    int n = list_locked(buf);
+    pthread_mutex_unlock(&discovery_lock);
+    return n;
+}
 
 sdpa_status sdpa__cl_enumerate(sdpa__cl_device **out, int *n)
 {
+    sdpa__cl_device buf[MAX_DEVICES];
     *out = NULL;
     *n = 0;
-    if (sdpa__cl_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libOpenCL.so.1 */
-    pthread_mutex_lock(&discovery_lock);
-    sdpa_status st = enumerate_locked(out, n);
-    pthread_mutex_unlock(&discovery_lock);
-    return st;
-}
-
-static sdpa_status enumerate_locked(sdpa__cl_device **out, int *n)
-{
-    cl_uint np = 0;
-    *out = NULL;
-    *n = 0;
-    if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
-        return SDPA_OK; /* no platform (CL_PLATFORM_NOT_FOUND_KHR): no devices */
-    cl_platform_id *plats = calloc(np, sizeof *plats);
-    if (!plats) return SDPA_ERR_OUT_OF_MEMORY;
-    if (clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
-        free(plats);
-        return SDPA_OK;
-    }
-    sdpa__cl_device *list = NULL;
-    int count = 0;
-    for (cl_uint p = 0; p < np; p++) {
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
-            continue;
-        cl_device_id *devs = calloc(nd, sizeof *devs);
-        sdpa__cl_device *grown = realloc(list, (size_t)(count + (int)nd) * sizeof *list);
-        if (!devs || !grown) {
-            free(devs);
-            free(grown ? grown : list);
-            free(plats);
-            return SDPA_ERR_OUT_OF_MEMORY;
-        }
-        list = grown;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL) == CL_SUCCESS) {
-            for (cl_uint d = 0; d < nd; d++) {
-                list[count].platform = plats[p];
-                list[count].device = devs[d];
-                count++;
-            }
-        }
-        free(devs);
-    }
-    free(plats);
-    *out = list;
+    int count = list_devices(buf);
+    if (count < 0) return SDPA_ERR_UNSUPPORTED;
+    if (count == 0) return SDPA_OK;
+    *out = sdpa__calloc((size_t)count, sizeof **out);
+    if (!*out) return SDPA_ERR_OUT_OF_MEMORY;
+    memcpy(*out, buf, (size_t)count * sizeof buf[0]);
     *n = count;
     return SDPA_OK;
 }
@@ -86,20 +87,19 @@ static void get_str(cl_device_id d, cl_device_info what, char *buf, size_t size)
     buf[size - 1] = '\0';
 }
 
+/* Whether the device lists extension ext. The list is read into a buffer on
+ * the stack (no allocation that could fail silently and change what the
+ * device is taken to support); a longer list is read up to its size. */
 static int has_ext(cl_device_id d, const char *ext)
 {
+    char s[16384];
     size_t n = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0)
         return 0;
-    char *s = malloc(n + 1);
-    if (!s) return 0;
-    int found = 0;
-    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, n, s, NULL) == CL_SUCCESS) {
-        s[n] = '\0';
-        found = strstr(s, ext) != NULL;
-    }
-    free(s);
-    return found;
+    if (n > sizeof s) n = sizeof s;
+    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, n, s, NULL) != CL_SUCCESS) return 0;
+    s[n - 1] = '\0';
+    return strstr(s, ext) != NULL;
 }
 
 void sdpa__cl_probe(cl_platform_id platform, cl_device_id d, sdpa__cl_props *p)
@@ -169,27 +169,20 @@ void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *in
 
 sdpa_status sdpa__cl_device_count(int *count)
 {
-    sdpa__cl_device *list;
-    int n;
-    sdpa_status s = sdpa__cl_enumerate(&list, &n);
-    free(list);
-    *count = s == SDPA_OK ? n : 0;
-    return s;
+    sdpa__cl_device buf[MAX_DEVICES];
+    int n = list_devices(buf);
+    *count = n > 0 ? n : 0;
+    return n < 0 ? SDPA_ERR_UNSUPPORTED : SDPA_OK;
 }
 
 sdpa_status sdpa__cl_device_info(int index, sdpa_device_info *info)
 {
-    sdpa__cl_device *list;
-    int n;
-    sdpa_status s = sdpa__cl_enumerate(&list, &n);
-    if (s != SDPA_OK) return s;
-    if (index < 0 || index >= n) {
-        free(list);
-        return n == 0 ? SDPA_ERR_NO_DEVICE : SDPA_ERR_INVALID_ARG;
-    }
+    sdpa__cl_device buf[MAX_DEVICES];
+    int n = list_devices(buf);
+    if (n < 0) return SDPA_ERR_UNSUPPORTED;
+    if (index < 0 || index >= n) return n == 0 ? SDPA_ERR_NO_DEVICE : SDPA_ERR_INVALID_ARG;
     sdpa__cl_props p;
-    sdpa__cl_probe(list[index].platform, list[index].device, &p);
+    sdpa__cl_probe(buf[index].platform, buf[index].device, &p);
     sdpa__cl_fill_info(&p, index, info);
-    free(list);
     return SDPA_OK;
 }

@@ -81,7 +81,7 @@ static bool identity(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
     if (!dir) return false;
     size_t n = strlen(st->props.platform_name) + strlen(st->props.device_name) +
                strlen(st->props.driver) + strlen(key) + 8;
-    *ident = malloc(n);
+    *ident = sdpa__malloc(n);
     if (!*ident) return false;
     snprintf(*ident, n, "%s\n%s\n%s\n%s", st->props.platform_name, st->props.device_name,
              st->props.driver, key);
@@ -154,13 +154,13 @@ void sdpa__cl_disk_store(sdpa_context *ctx, sdpa__cl_state *st, const char *key,
     unsigned char *bin = NULL, *file = NULL;
     if (strlen(ident) > SDPA__CL_ENTRY_MAX_IDENT) goto done; /* the reader would refuse it */
     if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) !=
-            CL_SUCCESS || blen == 0 || blen > SDPA__CL_ENTRY_MAX_BINARY || !(bin = malloc(blen)))
+            CL_SUCCESS || blen == 0 || blen > SDPA__CL_ENTRY_MAX_BINARY || !(bin = sdpa__malloc(blen)))
         goto done;
     unsigned char *bins[1] = {bin};
     if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS)
         goto done;
     size_t klen = strlen(ident), n = sdpa__cl_entry_encode(NULL, 0, ident, klen, bin, blen);
-    if (!(file = malloc(n))) goto done;
+    if (!(file = sdpa__malloc(n))) goto done;
     sdpa__cl_entry_encode(file, n, ident, klen, bin, blen);
     sdpa__file_why why;
     if (sdpa__file_write_atomic(path, file, n, 0600, 0, &why) != SDPA__FILE_OK)

@@ -6,21 +6,22 @@
  * decode) or, with statistics, sdpa_stats. Plans with direct_kv (decode
  * shapes, cl_plan.c) pack q only, run sdpa_decode (decode.cl) on the user's
  * K/V in place and always sdpa_combine. Everything is enqueued in order
- * on the context's queue and nothing is allocated. Also exports the pack
+ * on the context's queue and nothing is allocated. An enqueue refused for
+ * resources reruns the whole sequence once on a smaller configuration
+ * (sdpa__cl_retry). Also exports the pack
  * helper used by cl_backward.c. Called through the backend table.
  */
 #include "cl_internal.h"
 
 #include "cl_forward.h"
 
+#include <stdio.h>
+
 /* Work-group size for the simple per-row kernels (pack, combine, stats,
- * prep, reduce). 64 on GPUs; 128 on CPU devices, where each work-group costs
- * a scheduling round trip (PoCL) and the work-items of a group run as a loop. */
-size_t sdpa__cl_small_wg(const sdpa__cl_state *st)
-{
-    size_t ls = st->props.is_gpu ? 64 : 128;
-    return ls > st->props.max_wg ? st->props.max_wg : ls;
-}
+ * prep, reduce): 64 on GPUs; 128 on CPU devices, where each work-group costs
+ * a scheduling round trip (PoCL) and the work-items of a group run as a loop;
+ * at most what the device and each of these kernels take (cl_plan.c). */
+size_t sdpa__cl_small_wg(const sdpa__cl_plan *pl) { return (size_t)pl->swg; }
 
 sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__ref *x, int64_t H,
@@ -53,12 +54,22 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
     sdpa__cl_arg_f32(&a, scale);
     sdpa__cl_arg_mem(&a, dst);
     SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_pack)");
-    size_t g = (size_t)rows, l = sdpa__cl_small_wg(st);
+    size_t g = (size_t)rows, l = sdpa__cl_small_wg(pl);
     return sdpa__cl_launch(ctx, st, pl->k_pack, "sdpa_pack", 1, &g, &l);
 }
 
-/* Arguments common to sdpa_fwd, sdpa_bwd_dq and sdpa_bwd_dkdv after the
- * packed arrays: dims, band, softcap, kv_len, mask, bias. */
+/* The score inputs on the host, in one place: their build options here, and
+ * their arguments in sdpa__cl_common_args (the kernels' SDPA_COMMON_ARGS
+ * block and score pipeline live in prelude.cl). */
+void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size)
+{
+    snprintf(buf, size, "-DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d", p->has_mask,
+             p->has_bias, p->softcap > 0);
+}
+
+/* The argument block common to the attention kernels (SDPA_COMMON_ARGS in
+ * prelude.cl: sdpa_fwd, sdpa_decode, sdpa_bwd_dq, sdpa_bwd_dkdv,
+ * sdpa_unf_softmax) after their leading buffers: dims, band, score inputs. */
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f)
 {
@@ -86,7 +97,7 @@ float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
 sdpa_status sdpa__cl_combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                              const sdpa__problem *p, const sdpa__fwd_args *f)
 {
-    size_t ls = sdpa__cl_small_wg(st);
+    size_t ls = sdpa__cl_small_wg(pl);
     int64_t R = p->B * p->Hq * p->Sq;
     sdpa__cl_args c = {pl->k_combine, 0, CL_SUCCESS, st->dummy};
     sdpa__cl_arg_mem(&c, pl->ws_part_o);
@@ -125,11 +136,9 @@ static sdpa_status direct_decode(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
     return sdpa__cl_launch(ctx, st, pl->k_decode, "sdpa_decode", 1, &g, &l);
 }
 
-sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                             const sdpa__fwd_args *f)
+static sdpa_status forward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
+                                const sdpa__problem *p, const sdpa__fwd_args *f)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
-    sdpa__cl_plan *pl = plan_state;
     if (pl->unfused) return sdpa__cl_unfused_forward(ctx, st, pl, p, f);
     const sdpa__ref *temp = p->has_temperature ? &f->temperature : NULL;
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, false, true,
@@ -169,10 +178,21 @@ sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__pr
     return SDPA_OK;
 }
 
+sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
+                             const sdpa__fwd_args *f)
+{
+    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_plan *pl = plan_state;
+    st->launch_err = CL_SUCCESS;
+    sdpa_status s = forward_once(ctx, st, pl, p, f);
+    if (s != SDPA_OK && sdpa__cl_retry(ctx, st, p, pl)) s = forward_once(ctx, st, pl, p, f);
+    return s;
+}
+
 sdpa_status sdpa__cl_reduce_stats(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                                   const sdpa__problem *p, const sdpa__fwd_args *f)
 {
-    size_t ls = sdpa__cl_small_wg(st);
+    size_t ls = sdpa__cl_small_wg(pl);
     sdpa__cl_args s = {pl->k_stats, 0, CL_SUCCESS, st->dummy};
     sdpa__cl_arg_mem(&s, pl->ws_rowstats);
     sdpa__cl_arg_i64(&s, p->B * p->Hq);

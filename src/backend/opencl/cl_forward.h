@@ -8,12 +8,14 @@
 
 #include "cl_internal.h"
 
-size_t sdpa__cl_small_wg(const sdpa__cl_state *st);
+size_t sdpa__cl_small_wg(const sdpa__cl_plan *pl);
 sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__ref *x, int64_t H,
                           int64_t S, int SP, int64_t dim, int transpose, bool normed,
                           const sdpa__ref *gain, const sdpa__ref *temp, float scale,
                           cl_mem dst);
+/* The score inputs' build options (-DHAS_MASK ... -DHAS_SOFTCAP) into buf. */
+void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size);
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f);
 float sdpa__cl_scale(const sdpa__problem *p);

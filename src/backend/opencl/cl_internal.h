@@ -3,13 +3,20 @@
  * state, the plan state, and the helpers the backend's files share
  * (device probing, program building and caching, argument setting).
  *
- * Files: cl_device.c (platforms, devices, capability probe),
- * cl_context.c (context state, buffers, finish), cl_program.c (source
- * assembly, build, in-memory cache), cl_diskcache.c (program binary cache on
- * disk), cl_plan.c (supports, tile choice, workspace), cl_forward.c,
- * cl_backward.c (enqueue), cl_unfused.c (scores through CLBlast),
- * cl_backend.c (the function table), cl_interop.c
- * (include/sdpa_opencl.h).
+ * Files: cl_api.c (the OpenCL/CLBlast entry-point tables, loaded at run
+ * time; cl_api.h), cl_persona.c (test-only GPU personas on those tables),
+ * cl_device.c (platforms, devices, capability probe), cl_context.c
+ * (context state, buffers, finish), cl_program.c (source assembly, build,
+ * in-memory cache), cl_diskcache.c + cl_cache_entry.c (program binary cache
+ * on disk, and its pure entry parser), cl_plan.c (supports, tile choice
+ * adapted to device and per-kernel limits, shrinking on retry, workspace),
+ * cl_launch.c (kernel arguments, launches, the retry decision),
+ * cl_forward.c, cl_backward.c (enqueue; cl_forward.h), cl_unfused.c and
+ * cl_gemm.c (scores through CLBlast and its parameter sets; cl_gemm.h),
+ * cl_peak.c (peak FMA rate), cl_backend.c (the function table),
+ * cl_interop.c (include/sdpa_opencl.h). Host and kernels share the
+ * constants of shaders/common/sdpa_shared.h. Allocations go through the
+ * library's fault-injecting sdpa__malloc / sdpa__calloc.
  * Buffer handles given to the front end are plain cl_mem.
  */
 #ifndef SDPA_CL_INTERNAL_H
@@ -20,6 +27,7 @@
 #include <CL/cl.h>
 
 #include "cl_api.h"
+#include "../../../shaders/common/sdpa_shared.h"
 
 #include "internal.h"
 
@@ -46,6 +54,9 @@ typedef struct sdpa__cl_props {
     int fp16, subgroups;
     int pref_vec_float;
     int subgroup_size;
+    /* Not from the driver: rows per work-item the plan may use (0: no cap),
+     * lowered by cl_plan.c when a kernel's private memory spills. */
+    int max_rows;
 } sdpa__cl_props;
 
 /* A built program kept in the context's in-memory cache. */
@@ -65,6 +76,7 @@ typedef struct sdpa__cl_state {
     sdpa__cl_prog *programs;
     cl_mem dummy;        /* bound to absent optional pointer arguments */
     bool disk_refused;   /* the cache folder is not private: disk cache off (logged once) */
+    cl_int launch_err;   /* the last sdpa__cl_launch refused (CL_SUCCESS: none) */
 } sdpa__cl_state;
 
 extern const sdpa__backend sdpa__backend_opencl;
@@ -140,6 +152,10 @@ typedef struct sdpa__cl_plan {
     cl_kernel k_decode;        /* direct_kv: decode.cl reads K/V in place */
     int wg, rpw, kt, ov, qv, stage_kv, nsplit, chunk;
     int vec;                   /* tile.vec_width as requested (ov/qv derive from it) */
+    int swg;                   /* local size of the per-row kernels (pack, combine, ...) */
+    bool forced;               /* some tile field was forced: never adapted or retried */
+    sdpa__cl_props eff;        /* the device as the plan sees it: driver limits tightened
+                                  by the per-kernel limits and retries (cl_plan.c) */
     int unfused;               /* 1 = scores materialised, GEMMs through CLBlast */
     int direct_kv;             /* 1 = decode.cl on the user's K/V (no K/V packing) */
     int drb, dwg, nrb;         /* direct_kv: rows per work-item, local size, row blocks */
@@ -206,6 +222,12 @@ sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
 sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state);
 void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state);
+/* After an enqueue failed for resources: rebuilds pl with the next smaller
+ * default configuration (half the work-group, then no staging, then half
+ * the rows per work-item) within its workspace. SDPA_ERR_UNSUPPORTED (no
+ * message) when the plan was forced, unfused or is already the smallest. */
+sdpa_status sdpa__cl_plan_shrink(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                                 sdpa__cl_plan *pl);
 size_t sdpa__cl_plan_workspace(const void *plan_state);
 void sdpa__cl_plan_describe(const void *plan_state, sdpa_plan_info *info);
 
@@ -235,6 +257,12 @@ void sdpa__cl_arg_ref(sdpa__cl_args *a, const sdpa__ref *r);
 sdpa_status sdpa__cl_launch(sdpa_context *ctx, sdpa__cl_state *st, cl_kernel k,
                             const char *name, cl_uint dims, const size_t *global,
                             const size_t *local);
+
+/* After a failed forward or backward: when an enqueue was refused for
+ * resources (CL_OUT_OF_RESOURCES, CL_INVALID_WORK_GROUP_SIZE) and the plan
+ * shrinks (sdpa__cl_plan_shrink), true: the caller runs the pass once more. */
+bool sdpa__cl_retry(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                    sdpa__cl_plan *pl);
 
 /* ---- cl_peak.c ---- */
 /* measure_peak slot: times the FMA kernel shaders/opencl/peak.cl. */

@@ -32,7 +32,7 @@ sdpa_status sdpa_opencl_context_create(const sdpa_context_options *options,
         clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) != CL_SUCCESS ||
         qctx != context || qdev != device)
         return SDPA_ERR_DEVICE;
-    sdpa__cl_state *st = calloc(1, sizeof *st);
+    sdpa__cl_state *st = sdpa__calloc(1, sizeof *st);
     if (!st) return SDPA_ERR_OUT_OF_MEMORY;
     st->platform = plat;
     st->device = device;

@@ -7,7 +7,9 @@
  * flat. Tensors travel as (cl_mem, long offset, long4 strides) in elements;
  * absent tensors bind the context's dummy buffer. Launches always pass an
  * explicit local size and round the global size up to it (kernels guard
- * their tails). Called by cl_forward.c and cl_backward.c.
+ * their tails). A launch refused for resources is remembered on the state
+ * (launch_err) for sdpa__cl_retry, and is a fault-injection site. Called by
+ * cl_forward.c, cl_backward.c and cl_unfused.c.
  */
 #include "cl_internal.h"
 
@@ -56,7 +58,24 @@ sdpa_status sdpa__cl_launch(sdpa_context *ctx, sdpa__cl_state *st, cl_kernel k,
 {
     size_t g[3];
     for (cl_uint i = 0; i < dims; i++) g[i] = (global[i] + local[i] - 1) / local[i] * local[i];
-    cl_int err = clEnqueueNDRangeKernel(st->queue, k, dims, NULL, g, local, 0, NULL, NULL);
-    if (err != CL_SUCCESS) return sdpa__cl_fail(ctx, err, name, __FILE__, __LINE__);
+    /* fault site: a driver out of resources for this launch */
+    cl_int err = SDPA__FAULT("clEnqueueNDRangeKernel")
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueNDRangeKernel(st->queue, k, dims, NULL, g, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        st->launch_err = err;
+        return sdpa__cl_fail(ctx, err, name, __FILE__, __LINE__);
+    }
     return SDPA_OK;
+}
+
+bool sdpa__cl_retry(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                    sdpa__cl_plan *pl)
+{
+    cl_int e = st->launch_err;
+    st->launch_err = CL_SUCCESS;
+    if (e != CL_OUT_OF_RESOURCES && e != CL_INVALID_WORK_GROUP_SIZE) return false;
+    sdpa__log(ctx, SDPA_LOG_WARN, "opencl: an enqueue failed for resources (cl_int %d)",
+              (int)e);
+    return sdpa__cl_plan_shrink(ctx, st, p, pl) == SDPA_OK;
 }

@@ -3,10 +3,15 @@
  * configuration, and the plan's program, kernels and workspace.
  *
  * Configuration: options->tile is the complete configuration the front end
- * resolved (src/core/plan.c) and sdpa__cl_default_tile made: each value
- * that is not SDPA_AUTO is used as given (checked against the device's
- * limits); what sdpa__cl_default_tile chooses for SDPA_AUTO values comes from
- * the device: on CPU devices and devices whose local memory is emulated (PoCL)
+ * resolved (src/core/plan.c) and sdpa__cl_default_tile made. When it equals
+ * what sdpa__cl_default_tile gives for the problem it is the default, fitted
+ * to the device's limits (adapt_defaults: work-group, local memory, and the
+ * per-kernel limits the built kernels report, which rebuild the plan:
+ * kernels_fit / fit_plan; sdpa__cl_plan_shrink steps down once more when a
+ * launch is refused for resources); any other configuration (forced, or a
+ * profile's) is used as given, checked against the device's limits and
+ * refused beyond them. What the default takes comes from the device: on CPU
+ * devices and devices whose local memory is emulated (PoCL)
  * each work-item owns a query row with its accumulators in registers and
  * K/V are read straight from (cached) global memory; on GPUs a work-group of
  * 64 rows stages K/V tiles in local memory. Split-KV is chosen for
@@ -26,6 +31,7 @@
  */
 #include "cl_internal.h"
 
+#include "cl_forward.h"
 #include "cl_gemm.h"
 #include "sdpa_opencl.h"
 #include "tile.h"
@@ -145,6 +151,7 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     bool gpu = gpu_style(d);
     int64_t nr = p->Hq / p->Hkv * p->Sq;
     int cap = gpu ? (p->Dv <= 128 ? 2 : 1) : (p->Dv <= 64 ? 16 : (p->Dv <= 128 ? 8 : 4));
+    if (d->max_rows > 0 && cap > d->max_rows) cap = d->max_rows;
     pl->drb = (int)(nr < cap ? nr : cap);
     pl->nrb = (int)((nr + pl->drb - 1) / pl->drb);
     pl->dwg = gpu ? 64 : 8;
@@ -171,6 +178,36 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     pl->chunk = (int)chunk;
 }
 
+/* Largest power of two <= n (1 for n <= 1). */
+static int pow2_floor(uint64_t n)
+{
+    int v = 1;
+    while ((uint64_t)v * 2 <= n && v < (1 << 30)) v *= 2;
+    return v;
+}
+
+/* Local memory of a staged K/V tile of kt keys (fwd.cl's kt_l and v_l). */
+static uint64_t stage_bytes(const sdpa__problem *p, int kt)
+{
+    return (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
+}
+
+/* Fits the default configuration into the device's limits instead of
+ * refusing it: the work-group to the largest power of two the device (or,
+ * after plan_kernels, a kernel) takes, rows per work-item to max_rows when a
+ * kernel's private memory asked for fewer, and the staged tile to the local
+ * memory (fewer keys per tile, down to 2, then no staging). */
+static void adapt_defaults(const sdpa__cl_props *d, const sdpa__problem *p, int *wg, int *rpw,
+                           int *kt, int *stage)
+{
+    if ((size_t)*wg > d->max_wg) *wg = pow2_floor(d->max_wg);
+    if (d->max_rows > 0 && *rpw > d->max_rows) *rpw = pow2_floor((uint64_t)d->max_rows);
+    if (*stage) {
+        while (*kt > 2 && stage_bytes(p, *kt) > d->local_mem) *kt /= 2;
+        if (stage_bytes(p, *kt) > d->local_mem) *stage = 0;
+    }
+}
+
 /* Reads the forced fields of the tile config (SDPA_AUTO = default) and
  * checks the result against the device's limits. quiet: refuse without
  * recording a message (used to prune tuning candidates). */
@@ -186,6 +223,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
     int stage = gpu ? 1 : 0;
     int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
+    adapt_defaults(d, p, &wg, &rpw, &kt, &stage);
     const int rpw0 = rpw, wg0 = wg, kt0 = kt, stage0 = stage, vec0 = vec;
     *forced = false;
     /* values of t (SDPA_AUTO when t is NULL or leaves them) */
@@ -235,7 +273,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
     if (stage) {
-        uint64_t need = (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
+        uint64_t need = stage_bytes(p, kt);
         if (need > d->local_mem)
             return REFUSE(quiet, ctx,
                           "opencl: staged K/V tile needs %llu bytes of local memory, "
@@ -394,13 +432,13 @@ sdpa_status sdpa__cl_plan_config(const sdpa__cl_props *d, const sdpa__problem *p
 void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *opts,
                            size_t size)
 {
+    char score[128];
+    sdpa__cl_score_options(p, score, sizeof score);
     int n = snprintf(opts, size,
                      "-DSTORE_DT=%d -DHD=%d -DHDV=%d -DWG=%d -DRPW=%d -DKT=%d -DOV=%d -DQV=%d "
-                     "-DSTAGE_KV=%d -DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d "
-                     "-DHAS_STATS=%d",
+                     "-DSTAGE_KV=%d %s -DHAS_STATS=%d",
                      (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
-                     pl->stage_kv, p->has_mask, p->has_bias, p->softcap > 0,
-                     p->has_stats);
+                     pl->stage_kv, score, p->has_stats);
     if (n < 0 || (size_t)n >= size) return;
     if (pl->backward)
         snprintf(opts + n, size - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
@@ -427,20 +465,226 @@ int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
     return pl->backward ? 5 : 4;
 }
 
+/* Kernels of a plan's program: function, name, and whether pl uses it. */
+#define PLAN_KERNELS(pl)                                                    \
+    {                                                                       \
+        {&(pl)->k_pack, "sdpa_pack", true, false},                          \
+        {&(pl)->k_fwd, "sdpa_fwd", !(pl)->unfused && !(pl)->direct_kv, true}, \
+        {&(pl)->k_decode, "sdpa_decode", (pl)->direct_kv != 0, true},       \
+        {&(pl)->k_softmax, "sdpa_unf_softmax", (pl)->unfused != 0, false},  \
+        {&(pl)->k_combine, "sdpa_combine", true, false},                    \
+        {&(pl)->k_stats, "sdpa_stats", !(pl)->direct_kv, false},            \
+        {&(pl)->k_prep, "sdpa_bwd_prep", (pl)->backward, false},            \
+        {&(pl)->k_dq, "sdpa_bwd_dq", (pl)->backward, true},                 \
+        {&(pl)->k_dkdv, "sdpa_bwd_dkdv", (pl)->backward, true},             \
+        {&(pl)->k_reduce, "sdpa_reduce_cols", (pl)->backward, false},       \
+    }
+typedef struct plan_kernel {
+    cl_kernel *k;
+    const char *name;
+    bool want;
+    bool tiled; /* launched with the plan's work-group (WG or DWG), else small_wg */
+} plan_kernel;
+
+static void release_kernels(sdpa__cl_plan *pl)
+{
+    plan_kernel ks[] = PLAN_KERNELS(pl);
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        if (*ks[i].k) clReleaseKernel(*ks[i].k);
+        *ks[i].k = NULL;
+    }
+    pl->program = NULL;
+}
+
+/* Builds (or reuses) pl's program and creates its kernels. */
+static sdpa_status plan_kernels(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                                sdpa__cl_plan *pl)
+{
+    char opts[512];
+    const char *const *files;
+    int nfiles = sdpa__cl_plan_files(pl, &files);
+    sdpa__cl_plan_options(p, pl, opts, sizeof opts);
+    SDPA__TRY(sdpa__cl_program(ctx, st, files, nfiles, opts, &pl->program));
+    plan_kernel ks[] = PLAN_KERNELS(pl);
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        if (!ks[i].want) continue;
+        cl_int err;
+        *ks[i].k = clCreateKernel(pl->program, ks[i].name, &err);
+        if (err != CL_SUCCESS) return sdpa__cl_fail(ctx, err, "clCreateKernel", __FILE__, __LINE__);
+    }
+    return SDPA_OK;
+}
+
+/* Private memory per work-item above which a GPU kernel is taken to spill
+ * (accumulators in memory): the plan halves its rows per work-item. */
+#define PRIVATE_BUDGET 1024
+
+/* The per-kernel limits of the built kernels (CL_KERNEL_WORK_GROUP_SIZE,
+ * CL_KERNEL_LOCAL_MEM_SIZE, CL_KERNEL_PRIVATE_MEM_SIZE): true when pl's
+ * configuration fits every kernel; otherwise tightens *eff (the device as the
+ * plan sees it) so choose_config picks a configuration that does. Also sets
+ * pl->swg, the local size of the per-row kernels. */
+static bool kernels_fit(sdpa_context *ctx, const sdpa__cl_state *st, const sdpa__problem *p,
+                        sdpa__cl_plan *pl, sdpa__cl_props *eff)
+{
+    size_t wg = (size_t)(pl->direct_kv ? pl->dwg : pl->wg);
+    int rows = pl->direct_kv ? pl->drb : pl->rpw;
+    bool fit = true;
+    size_t swg = eff->is_gpu ? 64 : 128;
+    if (swg > eff->max_wg) swg = eff->max_wg;
+    plan_kernel ks[] = PLAN_KERNELS(pl);
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        if (!*ks[i].k) continue;
+        size_t kwg = 0;
+        cl_ulong lm = 0, pm = 0;
+        if (clGetKernelWorkGroupInfo(*ks[i].k, st->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof kwg, &kwg, NULL) != CL_SUCCESS || kwg == 0)
+            kwg = eff->max_wg;
+        if (!ks[i].tiled) {
+            if (swg > kwg) swg = kwg;
+            continue;
+        }
+        clGetKernelWorkGroupInfo(*ks[i].k, st->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm,
+                                 &lm, NULL);
+        clGetKernelWorkGroupInfo(*ks[i].k, st->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof pm,
+                                 &pm, NULL);
+        sdpa__log(ctx, SDPA_LOG_DEBUG,
+                  "opencl: %s takes work-groups up to %zu, local %llu B, private %llu B",
+                  ks[i].name, kwg, (unsigned long long)lm, (unsigned long long)pm);
+        if (kwg < wg) {
+            eff->max_wg = kwg;
+            fit = false;
+        }
+        if (lm > eff->local_mem) {
+            /* what the kernel takes beyond the staged tile comes off the budget */
+            uint64_t tile = pl->stage_kv ? stage_bytes(p, pl->kt) : 0;
+            uint64_t extra = lm > tile ? lm - tile : lm;
+            eff->local_mem = eff->local_mem > extra ? eff->local_mem - extra : 0;
+            fit = false;
+        }
+        if (gpu_style(eff) && pm > PRIVATE_BUDGET && rows > 1) {
+            eff->max_rows = rows / 2;
+            fit = false;
+        }
+    }
+    pl->swg = (int)(swg ? swg : 1);
+    return fit;
+}
+
+/* Chooses pl's configuration for the device as *eff describes it, builds its
+ * kernels and fits them to their per-kernel limits (a default
+ * configuration is adapted, at most 4 rounds; a forced one is refused). */
+static sdpa_status fit_plan(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                            const sdpa_tile_config *tile, unsigned flags, sdpa__cl_props *eff,
+                            sdpa__cl_plan *pl, bool quiet)
+{
+    for (int round = 0;; round++) {
+        bool forced = false;
+        SDPA__TRY(choose_config(ctx, eff, st->device, p, tile, flags, pl, &forced, quiet));
+        pl->forced = forced;
+        pl->backward = (flags & SDPA_PLAN_BACKWARD) != 0;
+        SDPA__TRY(plan_kernels(ctx, st, p, pl));
+        if (kernels_fit(ctx, st, p, pl, eff)) return SDPA_OK;
+        release_kernels(pl);
+        if (forced || round == 3)
+            return REFUSE(quiet, ctx,
+                          "opencl: the kernels of configuration wg_size=%d k_tile=%d "
+                          "stage_kv=%d exceed this device's per-kernel limits "
+                          "(work-group %zu, local memory %llu bytes)",
+                          pl->direct_kv ? pl->dwg : pl->wg, pl->kt, pl->stage_kv,
+                          eff->max_wg, (unsigned long long)eff->local_mem);
+        sdpa__log(ctx, SDPA_LOG_INFO,
+                  "opencl: per-kernel limits: adapting the default configuration "
+                  "(work-group %zu, local memory %llu bytes, rows %d)",
+                  eff->max_wg, (unsigned long long)eff->local_mem, eff->max_rows);
+    }
+}
+
+static void describe_config(sdpa__cl_plan *pl)
+{
+    if (pl->unfused)
+        snprintf(pl->config, sizeof pl->config,
+                 "unfused=1 gemm_params=%d (scores materialised, CLBlast GEMMs: %s) "
+                 "clblast_temp=%zu", pl->gemm, sdpa__cl_gemm_label(pl->gemm), pl->tmp_bytes);
+    else if (pl->direct_kv)
+        snprintf(pl->config, sizeof pl->config,
+                 "direct_kv=1 rows=%d wg_size=%d vec_width=%d split_kv=%d chunk=%d "
+                 "(decode.cl on K/V in place)", pl->drb, pl->dwg, pl->ov, pl->nsplit,
+                 pl->chunk);
+    else
+        snprintf(pl->config, sizeof pl->config,
+                 "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
+                 pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
+}
+
+sdpa_status sdpa__cl_plan_shrink(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
+                                 sdpa__cl_plan *pl)
+{
+    if (pl->forced || pl->unfused) return SDPA_ERR_UNSUPPORTED;
+    sdpa__cl_props eff = pl->eff;
+    int wg = pl->direct_kv ? pl->dwg : pl->wg, rows = pl->direct_kv ? pl->drb : pl->rpw;
+    if (wg > 1) eff.max_wg = (size_t)(wg / 2);
+    else if (pl->stage_kv) eff.local_mem = 0;
+    else if (rows > 1) eff.max_rows = rows / 2;
+    else return SDPA_ERR_UNSUPPORTED;
+    /* Same split count (or fewer: chunks of whole tiles), so the workspace
+     * the plan has fits the new configuration. */
+    sdpa_tile_config t;
+    sdpa_tile_config_init(&t);
+    sdpa_tile_config_set(&t, SDPA_TILE_SPLIT_KV, pl->nsplit);
+    sdpa__cl_plan n = *pl;
+    n.program = NULL;
+    n.k_pack = n.k_fwd = n.k_combine = n.k_stats = n.k_prep = n.k_dq = n.k_dkdv =
+        n.k_reduce = n.k_softmax = n.k_decode = NULL;
+    sdpa_status s = fit_plan(ctx, st, p, &t, pl->backward ? SDPA_PLAN_BACKWARD : 0, &eff, &n,
+                             true);
+    if (s == SDPA_OK && (n.direct_kv != pl->direct_kv || n.nsplit > pl->nsplit ||
+                         n.drb * n.nrb > pl->drb * pl->nrb))
+        s = SDPA_ERR_UNSUPPORTED;
+    if (s != SDPA_OK) {
+        release_kernels(&n);
+        return s;
+    }
+    release_kernels(pl);
+    n.forced = false;
+    n.eff = eff;
+    *pl = n;
+    describe_config(pl);
+    sdpa__log(ctx, SDPA_LOG_WARN, "opencl: retrying with a smaller configuration: %s",
+              pl->config);
+    return SDPA_OK;
+}
+
+/* The front end passes a complete configuration (src/core/plan.c): when it
+ * is this backend's default for p, NULL is returned so fit_plan fits the
+ * default to the device and to its kernels' limits (and a launch refused for
+ * resources may shrink it); any other configuration, forced or a profile's,
+ * is returned as given and only checked. */
+static const sdpa_tile_config *given_config(sdpa_context *ctx, const sdpa__problem *p,
+                                            unsigned flags, const sdpa_tile_config *t)
+{
+    if (!t) return NULL;
+    sdpa_tile_config def;
+    sdpa_tile_config_init(&def);
+    if (sdpa__cl_default_tile(ctx, p, flags, NULL, &def) != SDPA_OK) return t;
+    sdpa__tile_fill_defaults(sdpa__cl_tile_params, SDPA__CL_TILE_PARAMS, &def);
+    return sdpa__tile_equal(&def, t) ? NULL : t;
+}
+
 sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state)
 {
     sdpa__cl_state *st = sdpa__context_backend_state(ctx);
     *plan_state = NULL;
     SDPA__TRY(sdpa__cl_supports(ctx, p, options ? options->flags : 0));
-    sdpa__cl_plan *pl = calloc(1, sizeof *pl);
+    sdpa__cl_plan *pl = sdpa__calloc(1, sizeof *pl);
     if (!pl) return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "opencl: plan");
-    bool forced = false;
-    sdpa_status s = choose_config(ctx, &st->props, st->device, p,
-                                  options ? options->tile : NULL,
-                                  options ? options->flags : 0, pl, &forced, false);
+    pl->eff = st->props;
+    const unsigned flags = options ? options->flags : 0;
+    sdpa_status s = fit_plan(ctx, st, p,
+                             given_config(ctx, p, flags, options ? options->tile : NULL),
+                             flags, &pl->eff, pl, false);
     if (s != SDPA_OK) goto fail;
-    pl->backward = options && (options->flags & SDPA_PLAN_BACKWARD);
     /* Padded lengths: a multiple of 64 so no tile reads past the end, plus 16
      * so the rows of feature-major arrays are not 4 KiB apart (which would
      * map a whole tile onto a few L1 sets on CPUs). */
@@ -449,42 +693,10 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->SkvT = (int)((p->Skv + 63) / 64 * 64);
     if (pl->direct_kv) pl->SqP = (int)p->Sq; /* decode.cl reads q rows < Sq only */
 
-    char opts[512];
-    const char *const *files;
-    int nfiles = sdpa__cl_plan_files(pl, &files);
-    sdpa__cl_plan_options(p, pl, opts, sizeof opts);
-    s = sdpa__cl_program(ctx, st, files, nfiles, opts, &pl->program);
-    if (s != SDPA_OK) goto fail;
-
-    struct { cl_kernel *k; const char *name; bool want; } ks[] = {
-        {&pl->k_pack, "sdpa_pack", true},
-        {&pl->k_fwd, "sdpa_fwd", !pl->unfused && !pl->direct_kv},
-        {&pl->k_decode, "sdpa_decode", pl->direct_kv != 0},
-        {&pl->k_softmax, "sdpa_unf_softmax", pl->unfused},
-        {&pl->k_combine, "sdpa_combine", true},
-        {&pl->k_stats, "sdpa_stats", !pl->direct_kv},
-        {&pl->k_prep, "sdpa_bwd_prep", pl->backward},
-        {&pl->k_dq, "sdpa_bwd_dq", pl->backward},
-        {&pl->k_dkdv, "sdpa_bwd_dkdv", pl->backward},
-        {&pl->k_reduce, "sdpa_reduce_cols", pl->backward},
-    };
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
-        if (!ks[i].want) continue;
-        cl_int err;
-        *ks[i].k = clCreateKernel(pl->program, ks[i].name, &err);
-        if (err != CL_SUCCESS) {
-            s = sdpa__cl_fail(ctx, err, "clCreateKernel", __FILE__, __LINE__);
-            goto fail;
-        }
-    }
-
     if (pl->unfused) {
         s = sdpa__cl_unfused_setup(ctx, st, p, pl,
                                    options ? options->workspace_limit : SDPA_AUTO);
         if (s != SDPA_OK) goto fail;
-        snprintf(pl->config, sizeof pl->config,
-                 "unfused=1 gemm_params=%d (scores materialised, CLBlast GEMMs: %s) "
-                 "clblast_temp=%zu", pl->gemm, sdpa__cl_gemm_label(pl->gemm), pl->tmp_bytes);
         goto done;
     }
     /* Workspace. */
@@ -500,7 +712,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         WS(ws_kt, BHkv * pl->SkvP * p->D, "packed k");
         WS(ws_v, BHkv * pl->SkvP * p->Dv, "packed v");
     }
-    if (p->has_stats) WS(ws_rowstats, R * 10, "row statistics");
+    if (p->has_stats) WS(ws_rowstats, R * SDPA_CLRS_SIZE, "row statistics");
     if (pl->nsplit > 1 || pl->direct_kv) {
         WS(ws_part_o, (int64_t)pl->nsplit * R * p->Dv, "split partial outputs");
         WS(ws_part_l, (int64_t)pl->nsplit * R, "split partial lse");
@@ -518,17 +730,9 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
         if (p->has_temperature) WS(ws_tp, R, "temperature partials");
     }
 #undef WS
-    if (pl->direct_kv)
-        snprintf(pl->config, sizeof pl->config,
-                 "direct_kv=1 rows=%d wg_size=%d vec_width=%d split_kv=%d chunk=%d "
-                 "(decode.cl on K/V in place)", pl->drb, pl->dwg, pl->ov, pl->nsplit,
-                 pl->chunk);
-    else
-        snprintf(pl->config, sizeof pl->config,
-                 "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
-                 pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
 done:
-    sdpa__strlcpy(pl->source, forced ? "forced" : "default", sizeof pl->source);
+    describe_config(pl);
+    sdpa__strlcpy(pl->source, pl->forced ? "forced" : "default", sizeof pl->source);
     sdpa__log(ctx, SDPA_LOG_DEBUG, "opencl: plan %s (%s), workspace %zu bytes", pl->config,
               pl->source, pl->ws_bytes);
     *plan_state = pl;
@@ -543,10 +747,7 @@ void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state)
     (void)ctx;
     sdpa__cl_plan *pl = plan_state;
     if (!pl) return;
-    cl_kernel ks[] = {pl->k_pack, pl->k_fwd, pl->k_combine, pl->k_stats, pl->k_prep,
-                      pl->k_dq, pl->k_dkdv, pl->k_reduce, pl->k_softmax, pl->k_decode};
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-        if (ks[i]) clReleaseKernel(ks[i]);
+    release_kernels(pl);
     cl_mem ms[] = {pl->ws_q, pl->ws_kt, pl->ws_v, pl->ws_rowstats, pl->ws_part_o,
                    pl->ws_part_l, pl->ws_qt, pl->ws_kp, pl->ws_vt, pl->ws_dop,
                    pl->ws_dot, pl->ws_l, pl->ws_dsum, pl->ws_gq, pl->ws_gk, pl->ws_tp,

@@ -231,7 +231,7 @@ sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
         if (c != CLBlastSuccess) return clblast_fail(ctx, c, "Sgemm (scores)");
     }
 
-    size_t ls = sdpa__cl_small_wg(st);
+    size_t ls = sdpa__cl_small_wg(pl);
     sdpa__cl_args a = {pl->k_softmax, 0, CL_SUCCESS, st->dummy};
     sdpa__cl_arg_mem(&a, pl->ws_s);
     sdpa__cl_arg_i64(&a, R);
