@@ -57,7 +57,7 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     if (!dev->instance || !dev->physical_device || !dev->device || !dev->queue)
         return SDPA_ERR_NULL;
     if (sdpa__vk_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libvulkan.so.1 */
-    sdpa__vk_state *s = calloc(1, sizeof *s);
+    sdpa__vk_state *s = sdpa__calloc(1, sizeof *s);
     if (!s) return SDPA_ERR_OUT_OF_MEMORY;
     s->owns_device = false;
     s->instance = dev->instance;
@@ -102,7 +102,7 @@ SDPA_API sdpa_status sdpa_vulkan_buffer_wrap(sdpa_context *ctx, VkBuffer buffer,
     if (sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN)
         return SDPA__FAIL(ctx, SDPA_ERR_MISMATCHED_CONTEXT,
                           "sdpa_vulkan_buffer_wrap: context is not a Vulkan context");
-    sdpa__vk_buffer *b = calloc(1, sizeof *b);
+    sdpa__vk_buffer *b = sdpa__calloc(1, sizeof *b);
     SDPA__CHECK(ctx, b, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     b->buffer = buffer; /* memory stays VK_NULL_HANDLE: the app owns it */
     b->size = bytes;

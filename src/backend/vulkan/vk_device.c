@@ -9,8 +9,9 @@
  *   SDPA_VK_VALIDATION=1  enable VK_LAYER_KHRONOS_validation with a
  *                         debug-utils messenger that logs through the
  *                         context and counts errors (see the test hook).
- *   SDPA_VK_MASK_FEATURES=storage16,fp16  pretend the probe did not find
- *                         these features (simulates a weaker device).
+ *   SDPA_VK_MASK_FEATURES=storage16,fp16,float_controls  pretend the probe
+ *                         did not find these features (a weaker device).
+ *   SDPA_TEST_PERSONA=vk-...  test-only GPU personas (vk_persona.c).
  * Called by the core through the table in vk_backend.c.
  */
 #include "vk_internal.h"
@@ -77,7 +78,7 @@ static bool has_layer(const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return false;
-    VkLayerProperties *l = calloc(n, sizeof *l);
+    VkLayerProperties *l = sdpa__calloc(n, sizeof *l);
     bool found = false;
     if (l && vkEnumerateInstanceLayerProperties(&n, l) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++)
@@ -91,7 +92,7 @@ static bool has_instance_ext(const char *layer, const char *name)
     uint32_t n = 0;
     if (vkEnumerateInstanceExtensionProperties(layer, &n, NULL) != VK_SUCCESS || n == 0)
         return false;
-    VkExtensionProperties *e = calloc(n, sizeof *e);
+    VkExtensionProperties *e = sdpa__calloc(n, sizeof *e);
     bool found = false;
     if (e && vkEnumerateInstanceExtensionProperties(layer, &n, e) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++)
@@ -105,7 +106,7 @@ static bool has_device_ext(VkPhysicalDevice phys, const char *name)
     uint32_t n = 0;
     if (vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0)
         return false;
-    VkExtensionProperties *e = calloc(n, sizeof *e);
+    VkExtensionProperties *e = sdpa__calloc(n, sizeof *e);
     bool found = false;
     if (e && vkEnumerateDeviceExtensionProperties(phys, NULL, &n, e) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++)
@@ -124,6 +125,7 @@ static VkResult create_instance(bool validation, VkInstance *out, bool *debug)
     VkInstanceCreateFlags flags = 0;
     *debug = false;
     if (sdpa__vk_api_load()) return VK_ERROR_INITIALIZATION_FAILED; /* no libvulkan.so.1 */
+    sdpa__vk_persona_apply(); /* test-only (SDPA_TEST_PERSONA=vk-...) */
     if (validation && has_layer("VK_LAYER_KHRONOS_validation")) {
         layers[nl++] = "VK_LAYER_KHRONOS_validation";
         if (has_instance_ext(NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
@@ -195,6 +197,11 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
 {
     VkPhysicalDeviceSubgroupProperties sg = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    /* Float controls: core in 1.2, VK_KHR_shader_float_controls before. */
+    VkPhysicalDeviceFloatControlsPropertiesKHR fc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+    bool fc_ext = has_device_ext(phys, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+    if (fc_ext) sg.pNext = &fc;
     VkPhysicalDeviceProperties2 p2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(phys, &p2);
@@ -221,6 +228,12 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
         caps->max_wg = props->limits.maxComputeWorkGroupSize[0];
     for (int i = 0; i < 3; i++) caps->max_groups[i] = props->limits.maxComputeWorkGroupCount[i];
     caps->max_storage_range = props->limits.maxStorageBufferRange;
+    caps->max_storage_buffers = props->limits.maxPerStageDescriptorStorageBuffers;
+    if (caps->max_storage_buffers > props->limits.maxDescriptorSetStorageBuffers)
+        caps->max_storage_buffers = props->limits.maxDescriptorSetStorageBuffers;
+    caps->packed = caps->max_storage_buffers < SDPA__VK_WIDE_STORAGE;
+    caps->float_controls = fc_ext && fc.shaderSignedZeroInfNanPreserveFloat32 &&
+                           !masked("float_controls");
     caps->storage16 = s16.storageBuffer16BitAccess && !masked("storage16");
     caps->fp16 = f16_known && f16.shaderFloat16 && !masked("fp16");
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65535 loop
@@ -352,7 +365,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(
 sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **state)
 {
     *state = NULL;
-    sdpa__vk_state *s = calloc(1, sizeof *s);
+    sdpa__vk_state *s = sdpa__calloc(1, sizeof *s);
     SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     s->ctx = ctx;
     s->owns_device = true;
@@ -409,8 +422,10 @@ sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **st
     };
     VkPhysicalDeviceFeatures2 f2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
-    const char *dexts[1];
+    const char *dexts[2];
     uint32_t nde = 0;
+    /* the SPIR-V asks for Inf/NaN preservation (vk_spirv_patch.c) */
+    if (s->caps.float_controls) dexts[nde++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
     /* MoltenVK: a portability-subset device must enable the extension. */
     if (has_device_ext(s->phys, "VK_KHR_portability_subset"))
         dexts[nde++] = "VK_KHR_portability_subset";
