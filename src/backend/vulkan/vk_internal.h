@@ -245,6 +245,11 @@ void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
 void sdpa__vk_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
                       VkPipelineStageFlags dst, VkAccessFlags da);
 
+/* vk_spirv_patch.c: a malloc'd copy of the SPIR-V module with 32-bit
+ * SignedZeroInfNanPreserve requested (capability, extension, execution
+ * mode); NULL when malformed, already requested or out of memory. */
+uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, size_t *out_size);
+
 /* vk_persona.c: test-only personas (SDPA_TEST_PERSONA=vk-...); wraps the
  * device queries of the loader table; called at instance creation. */
 void sdpa__vk_persona_apply(void);
@@ -320,6 +325,9 @@ sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, double seconds, double *gfl
 int sdpa__vk_validation_error_count(sdpa_context *ctx);
 /* 1 when the validation layer and its messenger are active on ctx. */
 int sdpa__vk_validation_active(sdpa_context *ctx);
+/* 1 when ctx uses the packed descriptor layout (vk_pack.c), 0 when the wide
+ * one; -1 when ctx is not a Vulkan context. */
+int sdpa__vk_packed_layout(sdpa_context *ctx);
 /* Number of VkDeviceMemory blocks alive on ctx (vk_alloc.c); -1 when ctx is
  * not a Vulkan context. */
 int sdpa__vk_memory_block_count(sdpa_context *ctx);

@@ -101,3 +101,10 @@ void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
                      VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT |
                      VK_ACCESS_HOST_READ_BIT);
 }
+
+int sdpa__vk_packed_layout(sdpa_context *ctx)
+{
+    if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN) return -1;
+    sdpa__vk_state *s = sdpa__context_backend_state(ctx);
+    return s ? s->caps.packed : -1;
+}

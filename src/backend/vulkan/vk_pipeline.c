@@ -98,13 +98,18 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
                                       uint32_t nspec, const char *name, VkPipeline *out)
 {
     *out = VK_NULL_HANDLE;
+    size_t patched_size = 0;
+    uint32_t *patched = s->caps.float_controls
+                            ? sdpa__vk_spirv_preserve_inf_nan(code, size, &patched_size)
+                            : NULL;
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = size,
-        .pCode = code,
+        .codeSize = patched ? patched_size : size,
+        .pCode = patched ? patched : code,
     };
     VkShaderModule mod;
     VkResult r = vkCreateShaderModule(s->device, &mci, NULL, &mod);
+    free(patched);
     if (r != VK_SUCCESS)
         return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
                                  "vulkan: vkCreateShaderModule(%s) failed (%s)", name,
