@@ -222,7 +222,7 @@ uint flat_id()
 
 /* Valid keys of batch b: kv_len clamped into [0, Skv] (device values are not
  * checked on the host; docs/semantics.md), Skv without kv_len. */
-int kv_len_of(int b)
+int valid_keys(int b)
 {
     if (HAS_KVLEN) return clamp(kvlen_buf[tidx(T_KVLEN, uint(b), 0u, 0u, 0u)], 0, P.shape1.x);
     return P.shape1.x;
@@ -280,8 +280,10 @@ float softcap_score(float z, float c)
     return c * safe_tanh(x);
 }
 
-/* Score after softcap, bias and mask from the scaled dot product z; -inf when
- * the key is dropped. */
+/* The score function, one for every shader: from the scaled dot product z,
+ * the softcap, then the additive terms (bias), then the drop decision (a
+ * -inf bias or a zero mask byte); -inf when the key is dropped. A new
+ * per-key input goes here (and its slope into score_slope). */
 float finish_score(float z, uint b, uint h, uint i, uint j)
 {
     float s = z;
@@ -294,4 +296,13 @@ float finish_score(float z, uint b, uint h, uint i, uint j)
         if (((mask_buf[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) s = NEG_INF;
     }
     return s;
+}
+
+/* d finish_score / d z for a kept key: the softcap's 1 - tanh^2(z / c); the
+ * additive terms have slope 1. The backward shaders multiply dS by it when
+ * HAS_SOFTCAP. */
+float score_slope(float z)
+{
+    float th = safe_tanh(z / P.fpar.y);
+    return 1.0 - th * th;
 }

@@ -67,10 +67,7 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa_
     }
     pr.feat[0] = (int32_t)pl->spec_flags;
     pr.feat[1] = (int32_t)p->qk_norm;
-    pr.fpar[0] = (float)p->scale;
-    pr.fpar[1] = (float)p->softcap;
-    pr.fpar[2] = (float)p->qk_norm_eps;
-    pr.fpar[3] = (float)p->stats_saturation;
+    memcpy(pr.fpar, pl->fpar, sizeof pr.fpar);
     memcpy(pr.ws0, pl->ws0, sizeof pr.ws0);
     memcpy(pr.ws1, pl->ws1, sizeof pr.ws1);
 

@@ -61,7 +61,7 @@ typedef struct sdpa__vk_params {
     int32_t misc[4];    /* nsplit, split_len, rows, kvrows */
     int32_t rflags[4];  /* write dq_gain, dk_gain, dtemperature */
     int32_t feat[4];    /* SDPA__VK_F_* bits, qk_norm mode, 0, 0 */
-    float fpar[4];      /* scale, softcap, eps, saturation */
+    float fpar[4];      /* sdpa__vk_plan.fpar */
     uint32_t ws0[4];    /* qn, kn, rowstats, partials */
     uint32_t ws1[4];    /* dvec, dqg rows, dkg rows, dt rows */
     uint32_t toff[5][4];
@@ -147,6 +147,7 @@ typedef struct sdpa__vk_plan {
     sdpa__problem p;
     unsigned flags;             /* SDPA_PLAN_* */
     unsigned spec_flags;        /* SDPA__VK_F_* */
+    float fpar[4];              /* the score's and statistics' scalars (vk_plan.c) */
     int wg_size, k_tile, nsplit, split_len;
     int stage_kv;               /* 1: fwd.comp stages K/V tiles in shared memory */
     int rows;                   /* > 1: fwd_rows.comp, query rows per invocation */
