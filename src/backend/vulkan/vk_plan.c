@@ -361,13 +361,13 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     if (p->has_lse) f |= SDPA__VK_F_LSE;
     if (p->has_stats) f |= SDPA__VK_F_STATS;
     if (p->softcap > 0) f |= SDPA__VK_F_SOFTCAP;
-    const float fpar[4] = {(float)p->scale, (float)p->softcap, (float)p->qk_norm_eps,
-                           (float)p->stats_saturation};
-    memcpy(pl->fpar, fpar, sizeof fpar);
     if (pl->nsplit > 1) f |= SDPA__VK_F_SPLIT;
     if (p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain)
         f |= SDPA__VK_F_NORMED;
     pl->spec_flags = f;
+    const float fpar[4] = {(float)p->scale, (float)p->softcap, (float)p->qk_norm_eps,
+                           (float)p->stats_saturation};
+    memcpy(pl->fpar, fpar, sizeof fpar);
 
     const char *which = "";
     int64_t iters = loop_iterations(pl, &which);
