@@ -68,6 +68,9 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     sdpa__vk_probe(s->phys, &s->caps, &s->props);
     /* Only what the application enabled may be used. */
     s->caps.storage16 = s->caps.storage16 && dev->storage16_enabled;
+    /* whether VK_KHR_shader_float_controls is enabled is not known: the
+     * SPIR-V is not patched to request it (docs/vulkan.md "Float controls") */
+    s->caps.float_controls = false;
     if (s->props.apiVersion < VK_API_VERSION_1_1) {
         free(s);
         return SDPA_ERR_UNSUPPORTED;
