@@ -1537,6 +1537,54 @@ START_TEST(test_persona_bar256_full)
 }
 END_TEST
 
+
+/* From src/backend/vulkan/vk_spirv_patch.c. */
+uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, size_t *out_size);
+
+/* The float-controls request lands in the right sections of a module: the
+ * capability after the capabilities, the extension before the imports, the
+ * execution mode after the entry point; a module asking already, or
+ * malformed, is refused (NULL). No device. */
+START_TEST(test_spirv_float_controls)
+{
+    enum { CAP = 17, EXT = 10, IMPORT = 11, MODEL = 14, ENTRY = 15, MODE = 16, VOID = 19 };
+    const uint32_t mod[] = {
+        0x07230203u, 0x00010300u, 0, 10, 0,
+        (2u << 16) | CAP, 1,                           /* Shader */
+        (3u << 16) | IMPORT, 1, 0x4c534c47u,           /* %1 = "GLSL" (short) */
+        (3u << 16) | MODEL, 0, 1,
+        (5u << 16) | ENTRY, 5, 4, 0x6e69616du, 0,      /* GLCompute %4 "main" */
+        (6u << 16) | MODE, 4, 17, 64, 1, 1,            /* LocalSize 64 1 1 */
+        (2u << 16) | VOID, 2,
+    };
+    size_t n = 0;
+    uint32_t *out = sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod, &n);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(n, sizeof mod + 4 * (2 + 7 + 4));
+    const uint32_t *w = out;
+    ck_assert_uint_eq(w[5], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[7], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[8], 4466);                     /* SignedZeroInfNanPreserve */
+    ck_assert_uint_eq(w[9], (7u << 16) | EXT);
+    ck_assert(memcmp(&w[10], "SPV_KHR_float_controls", 23) == 0);
+    ck_assert_uint_eq(w[16], (3u << 16) | IMPORT);
+    ck_assert_uint_eq(w[22], (5u << 16) | ENTRY);
+    ck_assert_uint_eq(w[27], (4u << 16) | MODE);       /* right after the entry point */
+    ck_assert_uint_eq(w[28], 4);
+    ck_assert_uint_eq(w[29], 4461);
+    ck_assert_uint_eq(w[30], 32);
+    ck_assert_uint_eq(w[31], (6u << 16) | MODE);       /* LocalSize kept */
+    size_t n2 = 0;
+    ck_assert_ptr_null(sdpa__vk_spirv_preserve_inf_nan(out, n, &n2)); /* asks already */
+    ck_assert_ptr_null(sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod - 2, &n2));
+    uint32_t bad[sizeof mod / 4];
+    memcpy(bad, mod, sizeof mod);
+    bad[13] = (40u << 16) | ENTRY;                     /* length past the end */
+    ck_assert_ptr_null(sdpa__vk_spirv_preserve_inf_nan(bad, sizeof bad, &n2));
+    free(out);
+}
+END_TEST
+
 static void add_persona_cases(Suite *s)
 {
     struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
@@ -1552,6 +1600,9 @@ static void add_persona_cases(Suite *s)
         tcase_add_test(tc, cases[i].fn);
         suite_add_tcase(s, tc);
     }
+    TCase *tc = tcase_create("spirv_float_controls"); /* no device */
+    tcase_add_test(tc, test_spirv_float_controls);
+    suite_add_tcase(s, tc);
 }
 
 static Suite *vulkan_suite(void)
