@@ -9,7 +9,9 @@
  * staging copies), vk_pcache.c (pipeline-cache persistence),
  * vk_pipeline.c (SPIR-V lookup, layouts, pipelines with specialization
  * constants), vk_plan.c (supports, plans, workspace), vk_dispatch.c (forward,
- * backward, finish), vk_backend.c (the function table and interop).
+ * backward, finish), vk_pack.c (the packed descriptor layout), vk_spirv_patch.c
+ * (float-controls request), vk_persona.c (test-only personas), vk_backend.c
+ * (the function table and interop).
  */
 #ifndef SDPA_VK_INTERNAL_H
 #define SDPA_VK_INTERNAL_H
