@@ -331,13 +331,15 @@ sdpa_status sdpa__vk_device_info(int index, sdpa_device_info *info)
     snprintf(info->details, sizeof info->details,
              "type=%s vendor_id=0x%04x device_id=0x%04x api=%u.%u.%u subgroup=%u "
              "subgroup_ops=%s shared_mem=%u max_wg=%u storageBuffer16BitAccess=%s "
-             "shaderFloat16=%s max_storage_range=%llu",
+             "shaderFloat16=%s max_storage_range=%llu storage_buffers=%u (%s layout) "
+             "float_controls=%s",
              type_name(pr.deviceType), pr.vendorID, pr.deviceID,
              VK_API_VERSION_MAJOR(pr.apiVersion), VK_API_VERSION_MINOR(pr.apiVersion),
              VK_API_VERSION_PATCH(pr.apiVersion), c.subgroup_size,
              opbuf[0] ? opbuf : "none", c.max_shared, c.max_wg,
              c.storage16 ? "yes" : "no", c.fp16 ? "yes" : "no",
-             (unsigned long long)c.max_storage_range);
+             (unsigned long long)c.max_storage_range, c.max_storage_buffers,
+             c.packed ? "packed" : "wide", c.float_controls ? "yes" : "no");
     vkDestroyInstance(inst, NULL);
     return SDPA_OK;
 }
