@@ -248,10 +248,12 @@ void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
 void sdpa__vk_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
                       VkPipelineStageFlags dst, VkAccessFlags da);
 
-/* vk_spirv_patch.c: a malloc'd copy of the SPIR-V module with 32-bit
- * SignedZeroInfNanPreserve requested (capability, extension, execution
- * mode); NULL when malformed, already requested or out of memory. */
-uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, size_t *out_size);
+/* vk_spirv_patch.c: *patched = a malloc'd copy of the SPIR-V module with
+ * 32-bit SignedZeroInfNanPreserve requested (capability, extension,
+ * execution mode): returns 1; 0 (nothing done) when malformed or already
+ * requested; -1 when out of memory. */
+int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
+                                    size_t *out_size);
 
 /* vk_persona.c: test-only personas (SDPA_TEST_PERSONA=vk-...); wraps the
  * device queries of the loader table; called at instance creation. */

@@ -99,9 +99,10 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
 {
     *out = VK_NULL_HANDLE;
     size_t patched_size = 0;
-    uint32_t *patched = s->caps.float_controls
-                            ? sdpa__vk_spirv_preserve_inf_nan(code, size, &patched_size)
-                            : NULL;
+    uint32_t *patched = NULL;
+    if (s->caps.float_controls &&
+        sdpa__vk_spirv_preserve_inf_nan(code, size, &patched, &patched_size) < 0)
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory (%s)", name);
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = patched ? patched_size : size,

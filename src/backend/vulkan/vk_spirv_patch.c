@@ -26,16 +26,18 @@ enum {
 #define EXT_WORDS 6
 static const char ext_name[EXT_WORDS * 4] = "SPV_KHR_float_controls";
 
-uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, size_t *out_size)
+int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
+                                    size_t *out_size)
 {
+    *patched = NULL;
     size_t n = size / 4, caps_end = 0, modes_at = 0, i = 5;
     uint32_t entry = 0;
-    if (size % 4 != 0 || n < 5 || code[0] != 0x07230203u) return NULL;
+    if (size % 4 != 0 || n < 5 || code[0] != 0x07230203u) return 0;
     while (i < n) {
         uint32_t op = code[i] & 0xffffu, len = code[i] >> 16;
-        if (len == 0 || i + len > n) return NULL;
+        if (len == 0 || i + len > n) return 0;
         if (op == OP_CAPABILITY && len == 2 && code[i + 1] == CAP_SIGNED_ZERO_INF_NAN_PRESERVE)
-            return NULL; /* already there */
+            return 0; /* already there */
         if (op == OP_CAPABILITY) caps_end = i + len;
         if (op == OP_ENTRY_POINT && len >= 3 && !entry) {
             entry = code[i + 2];
@@ -47,10 +49,10 @@ uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, siz
         if (op == OP_ENTRY_POINT && entry) modes_at = i + len;
         i += len;
     }
-    if (!caps_end || !entry) return NULL;
+    if (!caps_end || !entry) return 0;
     const size_t extra = 2 + 1 + EXT_WORDS + 4;
     uint32_t *out = sdpa__malloc((n + extra) * 4);
-    if (!out) return NULL;
+    if (!out) return -1;
     size_t o = 0;
     memcpy(out, code, caps_end * 4);
     o = caps_end;
@@ -68,5 +70,6 @@ uint32_t *sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, siz
     memcpy(&out[o], code + modes_at, (n - modes_at) * 4);
     o += n - modes_at;
     *out_size = o * 4;
-    return out;
+    *patched = out;
+    return 1;
 }
