@@ -1266,6 +1266,203 @@ START_TEST(test_suballocator)
 }
 END_TEST
 
+
+/* ---- real-device limits under test personas (src/backend/vulkan/vk_persona.c) ----
+ * Each case sets SDPA_TEST_PERSONA in its (forked) fixture, so lavapipe
+ * answers with a GPU's limits and the library's own checks choose what that
+ * GPU would get. */
+int sdpa__vk_packed_layout(sdpa_context *ctx);
+
+static void setup_persona(const char *name)
+{
+    setenv("SDPA_TEST_PERSONA", name, 1);
+    setup();
+}
+static void setup_sb4(void) { setup_persona("vk-sb4"); }
+static void setup_nobar(void) { setup_persona("vk-nobar"); }
+static void setup_bar256(void) { setup_persona("vk-bar256"); }
+
+/* A device with 4 storage buffers per stage (Vulkan's minimum): the packed
+ * descriptor layout runs every path against the reference: prefill with
+ * every input, decode (auto and forced splits), several rows per
+ * invocation, the staged forward, f16 / bf16 storage and the backward with
+ * every gradient (bf16 two-halves-per-word stores included). Without the
+ * packed layout the persona refuses the 20-buffer descriptor-set layout and
+ * no context is created. */
+START_TEST(test_persona_sb4_paths)
+{
+    ck_assert_int_eq(sdpa__vk_packed_layout(vk), 1);
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase c = mk("sb4_prefill_all", 2, 4, 2, 65, 63, 64, 64);
+    c.mask = true; c.bias = true; c.kv_len = true; c.softcap = 8.0; c.window_left = 30;
+    c.window_right = 0; c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT; c.qk_norm = SDPA_QK_NORM_RMS;
+    c.gains = true; c.temperature = true; c.stats = true; c.seed = 901;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("sb4_decode", 3, 2, 2, 1, 1000, 128, 128);
+    c.kv_len = true; c.bias = true; c.stats = true; c.seed = 902;
+    check_kernel(&c, "decode", NULL);
+    tparity_forward(vk, ref, &c, NULL);
+    sdpa_tile_config_init(&tc);
+    tc.split_kv = 7;
+    sdpa_plan_options_init(&po);
+    po.tile = &tc;
+    c = mk("sb4_forced_split", 1, 2, 2, 7, 257, 64, 64);
+    c.stats = true; c.mask = true; c.softcap = 4.0; c.seed = 903;
+    tparity_forward(vk, ref, &c, &po);
+    po = rows_opts(&tc, 4, 8, 64);
+    c = mk("sb4_rows", 2, 4, 2, 7, 65, 64, 64);
+    c.stats = true; c.mask = true; c.bias = true; c.seed = 904;
+    tparity_forward(vk, ref, &c, &po);
+    po = staged_opts(&tc, 64, 8);
+    c = mk("sb4_staged", 2, 4, 1, 63, 257, 64, 32);
+    c.window_right = 0; c.stats = true; c.kv_len = true; c.seed = 905;
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("sb4_f16", 1, 2, 2, 65, 63, 64, 64); c.dtype = SDPA_DTYPE_F16; c.seed = 906;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("sb4_bf16_odd", 1, 3, 3, 7, 9, 32, 32); c.dtype = SDPA_DTYPE_BF16; c.seed = 907;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("sb4_bwd_all", 2, 4, 2, 65, 63, 64, 64); c.window_left = 30; c.window_right = 0;
+    c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT; c.softcap = 10.0; c.mask = true; c.bias = true;
+    c.kv_len = true; c.qk_norm = SDPA_QK_NORM_RMS; c.gains = true; c.temperature = true;
+    c.seed = 908;
+    tparity_backward(vk, ref, &c, NULL);
+    c = mk("sb4_bwd_bf16", 1, 2, 1, 63, 65, 64, 64); c.dtype = SDPA_DTYPE_BF16;
+    c.qk_norm = SDPA_QK_NORM_RMS; c.gains = true; c.seed = 909;
+    tparity_backward(vk, ref, &c, NULL);
+}
+END_TEST
+
+/* Fills a buffer with a pattern, reads it back and compares. */
+static void roundtrip(sdpa_buffer *b, size_t offset, size_t bytes, unsigned seed)
+{
+    unsigned char *w = malloc(bytes), *r = malloc(bytes);
+    ck_assert(w && r);
+    for (size_t i = 0; i < bytes; i++) w[i] = (unsigned char)(i * 131u + seed);
+    ck_assert_int_eq(sdpa_buffer_write(b, offset, w, bytes), SDPA_OK);
+    memset(r, 0, bytes);
+    ck_assert_int_eq(sdpa_buffer_read(b, offset, r, bytes), SDPA_OK);
+    ck_assert(memcmp(w, r, bytes) == 0);
+    free(w);
+    free(r);
+}
+
+/* No memory type both host-visible and device-local (separate heaps):
+ * buffers go to device-local memory through staging, the parameter block to
+ * host memory, and forward and backward run. */
+START_TEST(test_persona_nobar)
+{
+    ck_assert_int_eq(sdpa__vk_packed_layout(vk), 0);
+    sdpa_buffer *b = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(vk, 1 << 20, &b), SDPA_OK);
+    roundtrip(b, 12, 100000, 3);
+    sdpa_buffer_destroy(b);
+    tcase c = mk("nobar_fwd", 2, 4, 2, 65, 63, 64, 64);
+    c.mask = true; c.stats = true; c.seed = 911;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("nobar_decode", 1, 4, 2, 1, 1000, 64, 64); c.stats = true; c.seed = 912;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("nobar_bwd", 1, 2, 2, 65, 63, 64, 64); c.gains = true; c.qk_norm = SDPA_QK_NORM_RMS;
+    c.seed = 913;
+    tparity_backward(vk, ref, &c, NULL);
+}
+END_TEST
+
+/* A 256 MiB host-visible device-local (BAR) heap beside the big
+ * device-local one: six 64 MiB buffers fill it (the persona counts its
+ * allocations and refuses past 256 MiB), the rest fall back to device-local
+ * memory with staging, and buffers, forward and backward keep working.
+ * Before the fallback, the buffer past the BAR failed with OUT_OF_MEMORY. */
+START_TEST(test_persona_bar256_full)
+{
+    sdpa_buffer *fill[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        sdpa_status st = sdpa_buffer_create(vk, (size_t)64 << 20, &fill[i]);
+        ck_assert_msg(st == SDPA_OK, "64 MiB buffer %d: %s", i, sdpa_status_name(st));
+    }
+    roundtrip(fill[5], ((size_t)64 << 20) - 4096, 4096, 5);
+    roundtrip(fill[0], 0, 4096, 7);
+    tcase c = mk("bar_fwd", 2, 4, 2, 65, 63, 64, 64);
+    c.bias = true; c.stats = true; c.seed = 921;
+    tparity_forward(vk, ref, &c, NULL);
+    c = mk("bar_bwd", 1, 2, 2, 65, 63, 64, 64); c.softcap = 5.0; c.seed = 922;
+    tparity_backward(vk, ref, &c, NULL);
+    for (int i = 0; i < 6; i++) sdpa_buffer_destroy(fill[i]);
+}
+END_TEST
+
+
+/* From src/backend/vulkan/vk_spirv_patch.c. */
+int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
+                                    size_t *out_size);
+
+/* The float-controls request lands in the right sections of a module: the
+ * capability after the capabilities, the extension before the imports, the
+ * execution mode after the entry point; a module asking already, or
+ * malformed, is left alone (0). No device. */
+START_TEST(test_spirv_float_controls)
+{
+    enum { CAP = 17, EXT = 10, IMPORT = 11, MODEL = 14, ENTRY = 15, MODE = 16, VOID = 19 };
+    const uint32_t mod[] = {
+        0x07230203u, 0x00010300u, 0, 10, 0,
+        (2u << 16) | CAP, 1,                           /* Shader */
+        (3u << 16) | IMPORT, 1, 0x4c534c47u,           /* %1 = "GLSL" (short) */
+        (3u << 16) | MODEL, 0, 1,
+        (5u << 16) | ENTRY, 5, 4, 0x6e69616du, 0,      /* GLCompute %4 "main" */
+        (6u << 16) | MODE, 4, 17, 64, 1, 1,            /* LocalSize 64 1 1 */
+        (2u << 16) | VOID, 2,
+    };
+    size_t n = 0;
+    uint32_t *out = NULL;
+    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod, &out, &n), 1);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(n, sizeof mod + 4 * (2 + 7 + 4));
+    const uint32_t *w = out;
+    ck_assert_uint_eq(w[5], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[7], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[8], 4466);                     /* SignedZeroInfNanPreserve */
+    ck_assert_uint_eq(w[9], (7u << 16) | EXT);
+    ck_assert(memcmp(&w[10], "SPV_KHR_float_controls", 23) == 0);
+    ck_assert_uint_eq(w[16], (3u << 16) | IMPORT);
+    ck_assert_uint_eq(w[22], (5u << 16) | ENTRY);
+    ck_assert_uint_eq(w[27], (4u << 16) | MODE);       /* right after the entry point */
+    ck_assert_uint_eq(w[28], 4);
+    ck_assert_uint_eq(w[29], 4461);
+    ck_assert_uint_eq(w[30], 32);
+    ck_assert_uint_eq(w[31], (6u << 16) | MODE);       /* LocalSize kept */
+    size_t n2 = 0;
+    uint32_t *again = NULL;
+    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(out, n, &again, &n2), 0); /* asks already */
+    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod - 2, &again, &n2), 0);
+    uint32_t bad[sizeof mod / 4];
+    memcpy(bad, mod, sizeof mod);
+    bad[13] = (40u << 16) | ENTRY;                     /* length past the end */
+    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(bad, sizeof bad, &again, &n2), 0);
+    ck_assert_ptr_null(again);
+    free(out);
+}
+END_TEST
+
+static void add_persona_cases(Suite *s)
+{
+    struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
+        {"persona_sb4_paths", setup_sb4, test_persona_sb4_paths},
+        {"persona_sb4_device_buffers", setup_sb4, test_device_buffers},
+        {"persona_nobar", setup_nobar, test_persona_nobar},
+        {"persona_bar256_full", setup_bar256, test_persona_bar256_full},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, cases[i].fixture, teardown);
+        tcase_set_timeout(tc, 900);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    TCase *tc = tcase_create("spirv_float_controls"); /* no device */
+    tcase_add_test(tc, test_spirv_float_controls);
+    suite_add_tcase(s, tc);
+}
+
 static Suite *vulkan_suite(void)
 {
     Suite *s = suite_create("vulkan");
@@ -1300,6 +1497,7 @@ static Suite *vulkan_suite(void)
     tcase_add_test(tc, test_cache_entry_valid);
     tcase_add_test(tc, test_cache_entry_corruptions);
     suite_add_tcase(s, tc);
+    add_persona_cases(s);
     return s;
 }
 

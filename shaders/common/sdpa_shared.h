@@ -58,4 +58,55 @@
 #define SDPA_CLRS_SINK 9  /* probability of key 0 */
 #define SDPA_CLRS_SIZE 10 /* floats per record */
 
+/* ---- Vulkan (src/backend/vulkan, shaders/vulkan/common.glsl) ---------------
+ * Tensor slots: the index into the parameter block's toff/tstride and, in the
+ * wide descriptor layout, the storage-buffer binding of the tensor. */
+#define SDPA_VK_T_Q 0
+#define SDPA_VK_T_K 1
+#define SDPA_VK_T_V 2
+#define SDPA_VK_T_OUT 3
+#define SDPA_VK_T_MASK 4
+#define SDPA_VK_T_BIAS 5
+#define SDPA_VK_T_KVLEN 6
+#define SDPA_VK_T_QGAIN 7
+#define SDPA_VK_T_KGAIN 8
+#define SDPA_VK_T_TEMP 9
+#define SDPA_VK_T_LSE 10
+#define SDPA_VK_T_STATS 11
+#define SDPA_VK_T_DOUT 12
+#define SDPA_VK_T_DQ 13
+#define SDPA_VK_T_DK 14
+#define SDPA_VK_T_DV 15
+#define SDPA_VK_T_DQG 16
+#define SDPA_VK_T_DKG 17
+#define SDPA_VK_T_DT 18
+#define SDPA_VK_T_COUNT 19
+
+/* Wide layout (devices with >= 20 storage buffers per stage): one binding
+ * per tensor slot, then the workspace and the uniform parameter block. */
+#define SDPA_VK_B_WS 19
+#define SDPA_VK_B_PARAMS 20
+#define SDPA_VK_B_COUNT 21
+/* Packed layout (fewer storage buffers; shaders built with SDPA_PACKED):
+ * every tensor of a call in one buffer with typed views aliasing it, the
+ * workspace, the parameter block: 2 storage buffers. */
+#define SDPA_VK_PK_B_PACK 0
+#define SDPA_VK_PK_B_WS 1
+#define SDPA_VK_PK_B_PARAMS 2
+#define SDPA_VK_PK_B_COUNT 3
+
+/* Feature bits: specialization constant 4 (FLAGS) and the parameter block. */
+#define SDPA_VK_F_MASK 1
+#define SDPA_VK_F_BIAS 2
+#define SDPA_VK_F_KVLEN 4
+#define SDPA_VK_F_QGAIN 8
+#define SDPA_VK_F_KGAIN 16
+#define SDPA_VK_F_TEMP 32
+#define SDPA_VK_F_LSE 64
+#define SDPA_VK_F_STATS 128
+#define SDPA_VK_F_SOFTCAP 256
+#define SDPA_VK_F_SPLIT 512   /* forward writes split partials */
+#define SDPA_VK_F_NORMED 1024 /* q/k read from workspace copies */
+/* ---- end Vulkan ---- */
+
 #endif /* SDPA_SHARED_H */

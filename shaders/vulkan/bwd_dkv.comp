@@ -8,7 +8,7 @@
  * partial for bwd_reduce.comp.
  *
  * Invariants: heads and rows are visited in order, no atomics
- * (deterministic); keys at or past kv_len get zero gradients; rows that drop
+ * (deterministic); keys at or past the valid-key count get zero gradients; rows that drop
  * the key (p = dS = 0) are selected out, never multiplied, so their NaN/Inf
  * q or dO cannot reach it. Dispatched by
  * vk_dispatch.c after bwd_dq.comp (it reads D from the workspace).
@@ -28,7 +28,6 @@ void main()
     uint j = kr % uint(Skv);
     uint hk = (kr / uint(Skv)) % uint(Hkv);
     uint b = kr / uint(Skv * Hkv);
-    float c = P.fpar.y;
 
     float kk[HEAD_DIM], dk[HEAD_DIM], vr[HEAD_DIM_V], dv[HEAD_DIM_V];
     for (int d = 0; d < HEAD_DIM; d++) {
@@ -40,7 +39,7 @@ void main()
         vr[d] = BUF_LOAD(v_buf, tidx(T_V, b, hk, j, uint(d)));
         dv[d] = 0.0;
     }
-    int kvl = kv_len_of(int(b));
+    int kvl = valid_keys(int(b));
     int off = diag_off(kvl);
     int ilo = 0, ihi = Sq;
     if (int(j) >= kvl) ihi = 0;
@@ -93,10 +92,7 @@ void main()
                 float p = exp(s - lse);
                 if (p == 0.0) continue; /* dP may hold V's or dO's Inf/NaN */
                 float dz = p * (dp[t] - ws[P.ws1.x + qrow[t]]);
-                if (HAS_SOFTCAP) {
-                    float th = safe_tanh(z / c);
-                    dz *= 1.0 - th * th;
-                }
+                if (HAS_SOFTCAP) dz *= score_slope(z);
                 pr[t] = p;
                 draw[t] = dz * scale;
             }

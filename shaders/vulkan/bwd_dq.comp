@@ -1,11 +1,11 @@
 /*
  * bwd_dq.comp — fused backward, first pass: one invocation per query row
  * recomputes P from the forward's lse, forms D = rowsum(dO * O), dS = P (dP -
- * D) through softcap, and accumulates dq in registers, K_TILE keys per step
- * (loops over d with the tile unrolled inside); then applies the
- * QK-norm backward and gain, and leaves per-row partials for dq_gain and
- * dtemperature (reduced in order by bwd_reduce.comp) and D (read by
- * bwd_dkv.comp) in the workspace.
+ * D) through the score's slope (score_slope), and accumulates dq in
+ * registers, K_TILE keys per step (loops over d with the tile unrolled
+ * inside); then applies the QK-norm backward and gain, and leaves per-row
+ * partials for dq_gain and dtemperature (reduced in order by
+ * bwd_reduce.comp) and D (read by bwd_dkv.comp) in the workspace.
  *
  * Invariants: no atomics, every sum in a fixed order (deterministic); a row
  * with lse = -inf (no key kept) gets zero gradients; dropped keys (dS = 0)
@@ -29,7 +29,6 @@ void main()
     uint b = row / uint(Sq * Hq);
     uint hk = h / uint(P.shape1.w);
     float scale = head_scale(int(h));
-    float c = P.fpar.y;
 
     float dor[HEAD_DIM_V];
     float dval = 0.0;
@@ -49,7 +48,7 @@ void main()
     }
     float dt = 0.0;
     int lo, hi;
-    row_range(kv_len_of(int(b)), int(i), lo, hi);
+    row_range(valid_keys(int(b)), int(i), lo, hi);
     if (lse == NEG_INF) hi = lo;
     uint kvrow0 = (b * uint(P.shape0.z) + hk) * uint(P.shape1.x);
     uint ks = NORMED ? 1u : P.tstride[T_K].w, vs = P.tstride[T_V].w;
@@ -91,10 +90,7 @@ void main()
             float p = exp(s - lse);
             if (p == 0.0) continue; /* dP may hold V's Inf/NaN */
             float dz = p * (dp[t] - dval);
-            if (HAS_SOFTCAP) {
-                float th = safe_tanh(z / c);
-                dz *= 1.0 - th * th;
-            }
+            if (HAS_SOFTCAP) dz *= score_slope(z);
             dt += dz * raw[t];
             draw[t] = dz * scale;
         }

@@ -3,22 +3,29 @@
  * bindings (one layout for all pipelines), the parameter block, the
  * specialization constants, storage-type load/store helpers and indexing.
  *
- * Invariants: bindings 0..19 are storage buffers and 20 the parameter block,
- * in the order of enum sdpa__vk_binding in src/backend/vulkan/vk_internal.h;
- * the parameter block's layout matches struct sdpa__vk_params there. Element
+ * Invariants: tensor slots, bindings, feature bits and record layouts come
+ * from shaders/common/sdpa_shared.h (shared with the host). Wide layout:
+ * bindings 0..18 the tensors (SDPA_VK_T_*), SDPA_VK_B_WS the workspace,
+ * SDPA_VK_B_PARAMS the parameter block. Packed layout (-DSDPA_PACKED, for
+ * devices with fewer storage buffers per stage): every tensor in one buffer
+ * (SDPA_VK_PK_B_PACK) read through typed views that alias it, the host's
+ * element offsets (toff) locating each tensor (src/backend/vulkan/vk_pack.c).
+ * The parameter block's layout matches struct sdpa__vk_params in
+ * src/backend/vulkan/vk_internal.h. Element
  * indices are uint (the host refuses tensors that would overflow them).
  * Storage variants are chosen by one define at build time: STORAGE_F32,
  * STORAGE_F16 (needs 16-bit storage) or STORAGE_BF16 (uint words, bit ops).
  * Included by every .comp file in this directory.
  */
 #extension GL_GOOGLE_include_directive : enable
+#include "../common/sdpa_shared.h"
 /* Loops over a tile (K_TILE) and record fields are [[unroll]]; loops over
  * D and Dv stay loops (fully unrolled they make llvmpipe's compile time
  * explode) and each of their iterations serves a whole tile of K_TILE keys
  * or rows. That matters for correctness on llvmpipe/lavapipe, which stops an
  * invocation after 65535 loop iterations in total (all loops together): the
  * host keeps (keys / K_TILE) * (D + Dv) and the other loop counts under that
- * budget (vk_plan.c, sdpa__vk_loop_budget). */
+ * budget (vk_plan.c, SDPA__VK_LOOP_BUDGET in vk_internal.h). */
 #extension GL_EXT_control_flow_attributes : require
 
 #if defined(STORAGE_F16)
@@ -51,68 +58,93 @@ layout(constant_id = 5) const int QK_NORM = 0;     /* sdpa_qk_norm */
  * arithmetic, so indexing uses this copy. The host sets both equal. */
 layout(constant_id = 6) const uint WG_SIZE = 64u;
 
-const bool HAS_MASK = (FLAGS & 1u) != 0u;
-const bool HAS_BIAS = (FLAGS & 2u) != 0u;
-const bool HAS_KVLEN = (FLAGS & 4u) != 0u;
-const bool HAS_QGAIN = (FLAGS & 8u) != 0u;
-const bool HAS_KGAIN = (FLAGS & 16u) != 0u;
-const bool HAS_TEMP = (FLAGS & 32u) != 0u;
-const bool HAS_LSE = (FLAGS & 64u) != 0u;
-const bool HAS_STATS = (FLAGS & 128u) != 0u;
-const bool HAS_SOFTCAP = (FLAGS & 256u) != 0u;
-const bool SPLIT = (FLAGS & 512u) != 0u;     /* forward writes partials */
-const bool NORMED = (FLAGS & 1024u) != 0u;   /* q/k read from workspace copies */
+const bool HAS_MASK = (FLAGS & uint(SDPA_VK_F_MASK)) != 0u;
+const bool HAS_BIAS = (FLAGS & uint(SDPA_VK_F_BIAS)) != 0u;
+const bool HAS_KVLEN = (FLAGS & uint(SDPA_VK_F_KVLEN)) != 0u;
+const bool HAS_QGAIN = (FLAGS & uint(SDPA_VK_F_QGAIN)) != 0u;
+const bool HAS_KGAIN = (FLAGS & uint(SDPA_VK_F_KGAIN)) != 0u;
+const bool HAS_TEMP = (FLAGS & uint(SDPA_VK_F_TEMP)) != 0u;
+const bool HAS_LSE = (FLAGS & uint(SDPA_VK_F_LSE)) != 0u;
+const bool HAS_STATS = (FLAGS & uint(SDPA_VK_F_STATS)) != 0u;
+const bool HAS_SOFTCAP = (FLAGS & uint(SDPA_VK_F_SOFTCAP)) != 0u;
+const bool SPLIT = (FLAGS & uint(SDPA_VK_F_SPLIT)) != 0u;
+const bool NORMED = (FLAGS & uint(SDPA_VK_F_NORMED)) != 0u;
 
-/* ---- tensor slots (index into toff / tstride) ---------------------------- */
-#define T_Q 0
-#define T_K 1
-#define T_V 2
-#define T_OUT 3
-#define T_MASK 4
-#define T_BIAS 5
-#define T_KVLEN 6
-#define T_QGAIN 7
-#define T_KGAIN 8
-#define T_TEMP 9
-#define T_LSE 10
-#define T_STATS 11
-#define T_DOUT 12
-#define T_DQ 13
-#define T_DK 14
-#define T_DV 15
-#define T_DQG 16
-#define T_DKG 17
-#define T_DT 18
+/* ---- tensor slots (index into toff / tstride) and records ------------------ */
+#define T_Q SDPA_VK_T_Q
+#define T_K SDPA_VK_T_K
+#define T_V SDPA_VK_T_V
+#define T_OUT SDPA_VK_T_OUT
+#define T_MASK SDPA_VK_T_MASK
+#define T_BIAS SDPA_VK_T_BIAS
+#define T_KVLEN SDPA_VK_T_KVLEN
+#define T_QGAIN SDPA_VK_T_QGAIN
+#define T_KGAIN SDPA_VK_T_KGAIN
+#define T_TEMP SDPA_VK_T_TEMP
+#define T_LSE SDPA_VK_T_LSE
+#define T_STATS SDPA_VK_T_STATS
+#define T_DOUT SDPA_VK_T_DOUT
+#define T_DQ SDPA_VK_T_DQ
+#define T_DK SDPA_VK_T_DK
+#define T_DV SDPA_VK_T_DV
+#define T_DQG SDPA_VK_T_DQG
+#define T_DKG SDPA_VK_T_DKG
+#define T_DT SDPA_VK_T_DT
 
-/* Per-row statistics record in the workspace (rowstats). */
-#define RS_N 0
-#define RS_MEAN 1
-#define RS_M2 2
-#define RS_MIN 3
-#define RS_MAX 4
-#define RS_ENT 5
-#define RS_PMAX 6
-#define RS_JFRO 7
-#define RS_SINK 8
-#define RS_VALID 9
-#define RS_SIZE 10
+#define RS_N SDPA_RS_N
+#define RS_MEAN SDPA_RS_MEAN
+#define RS_M2 SDPA_RS_M2
+#define RS_MIN SDPA_RS_MIN
+#define RS_MAX SDPA_RS_MAX
+#define RS_ENT SDPA_RS_ENT
+#define RS_PMAX SDPA_RS_PMAX
+#define RS_JFRO SDPA_RS_JFRO
+#define RS_SINK SDPA_RS_SINK
+#define RS_VALID SDPA_RS_VALID
+#define RS_SIZE SDPA_RS_SIZE
 
-/* Split partial record: these floats, then Dv accumulator values. */
-#define PT_M 0
-#define PT_L 1
-#define PT_A 2
-#define PT_L2 3
-#define PT_L3 4
-#define PT_N 5
-#define PT_MEAN 6
-#define PT_M2 7
-#define PT_MIN 8
-#define PT_MAX 9
-#define PT_S0 10
-#define PT_L1 11
-#define PT_SIZE 12
+#define PT_M SDPA_PT_M
+#define PT_L SDPA_PT_L
+#define PT_A SDPA_PT_A
+#define PT_L2 SDPA_PT_L2
+#define PT_L3 SDPA_PT_L3
+#define PT_N SDPA_PT_N
+#define PT_MEAN SDPA_PT_MEAN
+#define PT_M2 SDPA_PT_M2
+#define PT_MIN SDPA_PT_MIN
+#define PT_MAX SDPA_PT_MAX
+#define PT_S0 SDPA_PT_S0
+#define PT_L1 SDPA_PT_L1
+#define PT_SIZE SDPA_PT_SIZE
 
 /* ---- bindings ---------------------------------------------------------------- */
+#ifdef SDPA_PACKED
+layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) buffer PkStore { STORE_T pk_store[]; };
+layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) buffer PkUint { uint pk_uint[]; };
+layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) buffer PkFloat { float pk_float[]; };
+layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) readonly buffer PkInt { int pk_int[]; };
+layout(std430, set = 0, binding = SDPA_VK_PK_B_WS) buffer BWs { float ws[]; };
+#define PARAMS_BINDING SDPA_VK_PK_B_PARAMS
+#define q_buf pk_store
+#define k_buf pk_store
+#define v_buf pk_store
+#define out_buf pk_store
+#define dout_buf pk_store
+#define dq_buf pk_store
+#define dk_buf pk_store
+#define dv_buf pk_store
+#define mask_buf pk_uint
+#define kvlen_buf pk_int
+#define bias_buf pk_float
+#define qgain_buf pk_float
+#define kgain_buf pk_float
+#define temp_buf pk_float
+#define lse_buf pk_float
+#define stats_buf pk_float
+#define dqg_buf pk_float
+#define dkg_buf pk_float
+#define dt_buf pk_float
+#else
 layout(std430, set = 0, binding = 0) readonly buffer BQ { STORE_T q_buf[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BK { STORE_T k_buf[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BV { STORE_T v_buf[]; };
@@ -132,9 +164,12 @@ layout(std430, set = 0, binding = 15) buffer BDv { STORE_T dv_buf[]; };
 layout(std430, set = 0, binding = 16) writeonly buffer BDqg { float dqg_buf[]; };
 layout(std430, set = 0, binding = 17) writeonly buffer BDkg { float dkg_buf[]; };
 layout(std430, set = 0, binding = 18) writeonly buffer BDt { float dt_buf[]; };
-layout(std430, set = 0, binding = 19) buffer BWs { float ws[]; };
+layout(std430, set = 0, binding = SDPA_VK_B_WS) buffer BWs { float ws[]; };
 
-layout(std140, set = 0, binding = 20) uniform Params {
+#define PARAMS_BINDING SDPA_VK_B_PARAMS
+#endif
+
+layout(std140, set = 0, binding = PARAMS_BINDING) uniform Params {
     ivec4 shape0;     /* B, Hq, Hkv, Sq */
     ivec4 shape1;     /* Skv, D, Dv, group = Hq / Hkv */
     ivec4 band;       /* diagonal mode, diagonal offset, window left, right */
@@ -187,7 +222,7 @@ uint flat_id()
 
 /* Valid keys of batch b: kv_len clamped into [0, Skv] (device values are not
  * checked on the host; docs/semantics.md), Skv without kv_len. */
-int kv_len_of(int b)
+int valid_keys(int b)
 {
     if (HAS_KVLEN) return clamp(kvlen_buf[tidx(T_KVLEN, uint(b), 0u, 0u, 0u)], 0, P.shape1.x);
     return P.shape1.x;
@@ -245,8 +280,10 @@ float softcap_score(float z, float c)
     return c * safe_tanh(x);
 }
 
-/* Score after softcap, bias and mask from the scaled dot product z; -inf when
- * the key is dropped. */
+/* The score function, one for every shader: from the scaled dot product z,
+ * the softcap, then the additive terms (bias), then the drop decision (a
+ * -inf bias or a zero mask byte); -inf when the key is dropped. A new
+ * per-key input goes here (and its slope into score_slope). */
 float finish_score(float z, uint b, uint h, uint i, uint j)
 {
     float s = z;
@@ -259,4 +296,13 @@ float finish_score(float z, uint b, uint h, uint i, uint j)
         if (((mask_buf[e >> 2u] >> ((e & 3u) * 8u)) & 0xffu) == 0u) s = NEG_INF;
     }
     return s;
+}
+
+/* d finish_score / d z for a kept key: the softcap's 1 - tanh^2(z / c); the
+ * additive terms have slope 1. The backward shaders multiply dS by it when
+ * HAS_SOFTCAP. */
+float score_slope(float z)
+{
+    float th = safe_tanh(z / P.fpar.y);
+    return 1.0 - th * th;
 }

@@ -2,9 +2,10 @@
  * fwd.comp — fused attention forward: one invocation owns one query row (or
  * one key split of it in split-KV decode), keeps q, the output accumulator
  * and the online-softmax state in registers and walks only the keys its band
- * and kv_len keep (band-aware skipping), K_TILE keys per step: score the
- * tile (loop over d, the K_TILE keys unrolled inside), update the running
- * maximum once, then rescale-and-accumulate P.V in one loop over Dv.
+ * and valid-key count (valid_keys) keep (band-aware skipping), K_TILE keys
+ * per step: score the tile (loop over d, the K_TILE keys unrolled inside),
+ * update the running maximum once, then rescale-and-accumulate P.V in one
+ * loop over Dv.
  *
  * Two variants, chosen by the specialization constant STAGE_KV:
  *  - 0 (default), fwd_direct: every invocation reads its keys' K and V rows
@@ -58,7 +59,7 @@ void fwd_direct()
     uint hk = h / uint(P.shape1.w);
 
     int lo, hi;
-    row_range(kv_len_of(int(b)), int(i), lo, hi);
+    row_range(valid_keys(int(b)), int(i), lo, hi);
     if (SPLIT) {
         int s0 = split * P.misc.y;
         lo = max(lo, s0);
@@ -134,7 +135,7 @@ void fwd_direct()
  * contiguous and a work-group's rows touch the slabs g0 / R .. (gend-1) / R
  * (R = group * Sq rows per slab). Within a slab a row's range [lo, hi) never
  * moves left as i grows (sdpa__row_range), so the rows' union lies in
- * [lo(i_first), min(hi(i_last), kv_len)), with i_first / i_last the least and
+ * [lo(i_first), min(hi(i_last), valid keys)), with i_first / i_last the least and
  * greatest i the group holds in that slab (0 and Sq-1 when it holds rows of
  * two heads). Every value that bounds a loop with a barrier comes from g0,
  * gend and the parameter block: uniform across the work-group. */
@@ -159,7 +160,7 @@ void fwd_staged()
     uint b = row / (usq * uint(Hq));
     uint my_slab = row / slab_rows;
     int lo, hi;
-    row_range(kv_len_of(int(b)), int(i), lo, hi);
+    row_range(valid_keys(int(b)), int(i), lo, hi);
 
     float scale = head_scale(int(h));
     float qr[HEAD_DIM];
@@ -181,7 +182,7 @@ void fwd_staged()
     for (uint sl = g0 / slab_rows; sl <= sl_last; sl++) {
         uint r0 = max(g0, sl * slab_rows), r1 = min(gend, (sl + 1u) * slab_rows);
         uint sb = sl / uint(Hkv), shk = sl % uint(Hkv);
-        int kvl = kv_len_of(int(sb));
+        int kvl = valid_keys(int(sb));
         int ia = int(r0 % usq), ib = int((r1 - 1u) % usq);
         if (r0 / usq != (r1 - 1u) / usq) {
             ia = 0;

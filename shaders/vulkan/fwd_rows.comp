@@ -45,7 +45,7 @@ void main()
     uint slab = blk / blocks;
     uint first = (blk % blocks) * uint(ROWS); /* first row within the slab */
     uint b = slab / uint(Hkv), hk = slab % uint(Hkv);
-    int kvl = kv_len_of(int(b));
+    int kvl = valid_keys(int(b));
 
     uint hh[ROWS], ii[ROWS];
     int lo[ROWS], hi[ROWS];

@@ -91,6 +91,9 @@ static bool block_give(struct sdpa__vk_block *blk, VkDeviceSize start, VkDeviceS
     } else {
         if (blk->nfree == blk->capfree) {
             size_t cap = blk->capfree ? blk->capfree * 2 : 8;
+            /* plain realloc, outside fault injection: freeing cannot fail,
+             * so a failure is absorbed by design (the range stays lost until
+             * the block dies), which the fault walk does not allow */
             vk_range *nf = realloc(blk->free, cap * sizeof *nf);
             if (!nf) return false;
             blk->free = nf;
@@ -133,10 +136,10 @@ static sdpa_status block_new(sdpa_context *ctx, sdpa__vk_state *s, uint32_t type
                              VkDeviceSize need, struct sdpa__vk_block **out)
 {
     *out = NULL;
-    struct sdpa__vk_block *blk = calloc(1, sizeof *blk);
+    struct sdpa__vk_block *blk = sdpa__calloc(1, sizeof *blk);
     SDPA__CHECK(ctx, blk, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     blk->capfree = 8;
-    blk->free = malloc(blk->capfree * sizeof *blk->free);
+    blk->free = sdpa__malloc(blk->capfree * sizeof *blk->free);
     if (!blk->free) {
         free(blk);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");

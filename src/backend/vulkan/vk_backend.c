@@ -62,7 +62,7 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     if (!dev->instance || !dev->physical_device || !dev->device || !dev->queue)
         return SDPA_ERR_NULL;
     if (sdpa__vk_api_load()) return SDPA_ERR_UNSUPPORTED; /* no libvulkan.so.1 */
-    sdpa__vk_state *s = calloc(1, sizeof *s);
+    sdpa__vk_state *s = sdpa__calloc(1, sizeof *s);
     if (!s) return SDPA_ERR_OUT_OF_MEMORY;
     s->owns_device = false;
     s->instance = dev->instance;
@@ -73,6 +73,9 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     sdpa__vk_probe(s->phys, &s->caps, &s->props);
     /* Only what the application enabled may be used. */
     s->caps.storage16 = s->caps.storage16 && dev->storage16_enabled;
+    /* whether VK_KHR_shader_float_controls is enabled is not known: the
+     * SPIR-V is not patched to request it (docs/vulkan.md "Float controls") */
+    s->caps.float_controls = false;
     if (s->props.apiVersion < VK_API_VERSION_1_1) {
         free(s);
         return SDPA_ERR_UNSUPPORTED;
@@ -107,7 +110,7 @@ SDPA_API sdpa_status sdpa_vulkan_buffer_wrap(sdpa_context *ctx, VkBuffer buffer,
     if (sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN)
         return SDPA__FAIL(ctx, SDPA_ERR_MISMATCHED_CONTEXT,
                           "sdpa_vulkan_buffer_wrap: context is not a Vulkan context");
-    sdpa__vk_buffer *b = calloc(1, sizeof *b);
+    sdpa__vk_buffer *b = sdpa__calloc(1, sizeof *b);
     SDPA__CHECK(ctx, b, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     b->buffer = buffer; /* memory stays VK_NULL_HANDLE: the app owns it */
     b->size = bytes;

@@ -3,8 +3,9 @@
  * bound to a range of a shared memory block (vk_alloc.c), in host-visible
  * coherent memory when the device has it (every integrated GPU and lavapipe),
  * mapped once per block so writes and reads are memcpy after the queue is
- * idle; otherwise device-local memory reached through a temporary staging
- * buffer and vkCmdCopyBuffer. Wrapped application buffers (sdpa_vulkan.h)
+ * idle; otherwise (no such type, or its heap full: a small BAR heap)
+ * device-local memory reached through a temporary staging buffer and
+ * vkCmdCopyBuffer. Wrapped application buffers (sdpa_vulkan.h)
  * have no mapping and always use staging.
  *
  * Invariants: sizes are rounded up to 16 bytes (shaders read u8 masks and
@@ -34,7 +35,7 @@ sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t 
     SDPA__CHECK(ctx, sdpa__add_size(bytes, 15, &size), SDPA_ERR_OUT_OF_MEMORY,
                 "vulkan: buffer size overflows");
     size &= ~(size_t)15;
-    sdpa__vk_buffer *b = calloc(1, sizeof *b);
+    sdpa__vk_buffer *b = sdpa__calloc(1, sizeof *b);
     SDPA__CHECK(ctx, b, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     b->size = bytes;
     b->owned = true;
@@ -54,17 +55,32 @@ sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t 
     }
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(s->device, b->buffer, &req);
+    /* Preference order: host-visible device-local (mapped, no staging),
+     * then host-visible for what must be mapped, then device-local (reached
+     * through staging), then any host-visible. A type whose heap is full
+     * (a ~256 MiB BAR heap on a discrete GPU) falls through to the next. */
     const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    int type = find_memory(s, req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0 && want_mapped) type = find_memory(s, req.memoryTypeBits, hv);
-    if (type < 0) type = find_memory(s, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0) type = find_memory(s, req.memoryTypeBits, hv);
-    if (type < 0) {
-        st = SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "vulkan: no memory type for a storage buffer");
-        goto fail;
+    const VkMemoryPropertyFlags order[4] = {
+        hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, want_mapped ? hv : 0,
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, hv};
+    int tried[4], ntried = 0;
+    st = SDPA_ERR_DEVICE;
+    for (int i = 0; i < 4 && st != SDPA_OK; i++) {
+        if (!order[i]) continue;
+        int type = find_memory(s, req.memoryTypeBits, order[i]);
+        bool seen = type < 0;
+        for (int k = 0; k < ntried && !seen; k++) seen = tried[k] == type;
+        if (seen) continue;
+        tried[ntried++] = type;
+        st = sdpa__vk_alloc_bind(ctx, s, b, &req, (uint32_t)type);
+        if (st != SDPA_OK && st != SDPA_ERR_OUT_OF_MEMORY) goto fail;
+        if (st != SDPA_OK)
+            sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: memory type %d full for %zu bytes, "
+                      "trying the next", type, size);
     }
-    st = sdpa__vk_alloc_bind(ctx, s, b, &req, (uint32_t)type);
+    if (ntried == 0)
+        st = SDPA__FAIL(ctx, SDPA_ERR_DEVICE, "vulkan: no memory type for a storage buffer");
     if (st != SDPA_OK) goto fail;
     *out = b;
     return SDPA_OK;

@@ -9,8 +9,9 @@
  *   SDPA_VK_VALIDATION=1  enable VK_LAYER_KHRONOS_validation with a
  *                         debug-utils messenger that logs through the
  *                         context and counts errors (see the test hook).
- *   SDPA_VK_MASK_FEATURES=storage16,fp16  pretend the probe did not find
- *                         these features (simulates a weaker device).
+ *   SDPA_VK_MASK_FEATURES=storage16,fp16,float_controls  pretend the probe
+ *                         did not find these features (a weaker device).
+ *   SDPA_TEST_PERSONA=vk-...  test-only GPU personas (vk_persona.c).
  * Called by the core through the table in vk_backend.c.
  */
 #include "vk_internal.h"
@@ -73,6 +74,10 @@ static bool masked(const char *feature)
     return v && strstr(v, feature) != NULL;
 }
 
+/* The has_* queries allocate with plain calloc, outside fault injection: a
+ * failed allocation reads as "not available" and the device still works
+ * without it, a failure absorbed by design, which the fault walk
+ * (tests/test_faults.c) does not allow. */
 static bool has_layer(const char *name)
 {
     uint32_t n = 0;
@@ -124,6 +129,7 @@ static VkResult create_instance(bool validation, VkInstance *out, bool *debug)
     VkInstanceCreateFlags flags = 0;
     *debug = false;
     if (sdpa__vk_api_load()) return VK_ERROR_INITIALIZATION_FAILED; /* no libvulkan.so.1 */
+    sdpa__vk_persona_apply(); /* test-only (SDPA_TEST_PERSONA=vk-...) */
     if (validation && has_layer("VK_LAYER_KHRONOS_validation")) {
         layers[nl++] = "VK_LAYER_KHRONOS_validation";
         if (has_instance_ext(NULL, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
@@ -195,6 +201,11 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
 {
     VkPhysicalDeviceSubgroupProperties sg = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    /* Float controls: core in 1.2, VK_KHR_shader_float_controls before. */
+    VkPhysicalDeviceFloatControlsPropertiesKHR fc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+    bool fc_ext = has_device_ext(phys, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+    if (fc_ext) sg.pNext = &fc;
     VkPhysicalDeviceProperties2 p2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkGetPhysicalDeviceProperties2(phys, &p2);
@@ -221,6 +232,12 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
         caps->max_wg = props->limits.maxComputeWorkGroupSize[0];
     for (int i = 0; i < 3; i++) caps->max_groups[i] = props->limits.maxComputeWorkGroupCount[i];
     caps->max_storage_range = props->limits.maxStorageBufferRange;
+    caps->max_storage_buffers = props->limits.maxPerStageDescriptorStorageBuffers;
+    if (caps->max_storage_buffers > props->limits.maxDescriptorSetStorageBuffers)
+        caps->max_storage_buffers = props->limits.maxDescriptorSetStorageBuffers;
+    caps->packed = caps->max_storage_buffers < SDPA__VK_WIDE_STORAGE;
+    caps->float_controls = fc_ext && fc.shaderSignedZeroInfNanPreserveFloat32 &&
+                           !masked("float_controls");
     caps->storage16 = s16.storageBuffer16BitAccess && !masked("storage16");
     caps->fp16 = f16_known && f16.shaderFloat16 && !masked("fp16");
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65535 loop
@@ -318,13 +335,15 @@ sdpa_status sdpa__vk_device_info(int index, sdpa_device_info *info)
     snprintf(info->details, sizeof info->details,
              "type=%s vendor_id=0x%04x device_id=0x%04x api=%u.%u.%u subgroup=%u "
              "subgroup_ops=%s shared_mem=%u max_wg=%u storageBuffer16BitAccess=%s "
-             "shaderFloat16=%s max_storage_range=%llu",
+             "shaderFloat16=%s max_storage_range=%llu storage_buffers=%u (%s layout) "
+             "float_controls=%s",
              type_name(pr.deviceType), pr.vendorID, pr.deviceID,
              VK_API_VERSION_MAJOR(pr.apiVersion), VK_API_VERSION_MINOR(pr.apiVersion),
              VK_API_VERSION_PATCH(pr.apiVersion), c.subgroup_size,
              opbuf[0] ? opbuf : "none", c.max_shared, c.max_wg,
              c.storage16 ? "yes" : "no", c.fp16 ? "yes" : "no",
-             (unsigned long long)c.max_storage_range);
+             (unsigned long long)c.max_storage_range, c.max_storage_buffers,
+             c.packed ? "packed" : "wide", c.float_controls ? "yes" : "no");
     vkDestroyInstance(inst, NULL);
     return SDPA_OK;
 }
@@ -352,7 +371,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(
 sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **state)
 {
     *state = NULL;
-    sdpa__vk_state *s = calloc(1, sizeof *s);
+    sdpa__vk_state *s = sdpa__calloc(1, sizeof *s);
     SDPA__CHECK(ctx, s, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     s->ctx = ctx;
     s->owns_device = true;
@@ -409,8 +428,10 @@ sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **st
     };
     VkPhysicalDeviceFeatures2 f2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
-    const char *dexts[1];
+    const char *dexts[2];
     uint32_t nde = 0;
+    /* the SPIR-V asks for Inf/NaN preservation (vk_spirv_patch.c) */
+    if (s->caps.float_controls) dexts[nde++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
     /* MoltenVK: a portability-subset device must enable the extension. */
     if (has_device_ext(s->phys, "VK_KHR_portability_subset"))
         dexts[nde++] = "VK_KHR_portability_subset";

@@ -6,6 +6,8 @@
  * barriers and submits it with the plan's fence. It does not wait: the
  * front end (host tensors), sdpa_context_finish or buffer reads do.
  *
+ * Packed descriptor layout (vk_pack.c): the tensors are copied into the
+ * plan's pack buffer first and the written ones back at the end.
  * Sequences: forward = [qknorm] fwd [combine] [stats_reduce];
  * backward = [qknorm] bwd_dq bwd_dkv [bwd_reduce].
  * Every command buffer opens with a barrier against all earlier memory
@@ -25,31 +27,24 @@ static int32_t clamp_band(int64_t v)
     return (int32_t)v;
 }
 
-/* Sets tensor t's offset/strides; false when an index would pass 2^32. */
-static bool set_tensor(sdpa__vk_params *pr, int t, const sdpa__ref *r, int64_t n0,
-                       int64_t n1, int64_t n2, int64_t n3, size_t esize, uint64_t max_range)
+/* Tensor t's strides and the element index of its last element in its
+ * buffer (*last); false when an index would pass 2^32. */
+static bool tensor_extent(sdpa__vk_params *pr, int t, const sdpa__ref *r, const int64_t *ext,
+                          uint64_t *last)
 {
-    if (!r || !r->mem) {
-        pr->toff[t / 4][t % 4] = 0;
-        memset(pr->tstride[t], 0, sizeof pr->tstride[t]);
-        return true;
-    }
-    int64_t ext[4] = {n0, n1, n2, n3};
-    uint64_t last = r->offset;
+    *last = r->offset;
     for (int k = 0; k < 4; k++) {
         if (r->stride[k] < 0 || r->stride[k] > (int64_t)UINT32_MAX) return false;
-        last += (uint64_t)(ext[k] - 1) * (uint64_t)r->stride[k];
-        if (last > UINT32_MAX) return false;
+        *last += (uint64_t)(ext[k] - 1) * (uint64_t)r->stride[k];
+        if (*last > UINT32_MAX) return false;
         pr->tstride[t][k] = (uint32_t)r->stride[k];
     }
-    pr->toff[t / 4][t % 4] = (uint32_t)r->offset;
-    /* a binding reaches at most maxStorageBufferRange bytes */
-    return (last + 1) * esize <= max_range;
+    return true;
 }
 
 static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem *p,
                                const sdpa__fwd_args *a, const sdpa__bwd_args *g,
-                               const sdpa__ref **refs)
+                               const sdpa__ref **refs, sdpa__vk_pack_job *job)
 {
     sdpa__vk_params pr;
     memset(&pr, 0, sizeof pr);
@@ -72,10 +67,7 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa_
     }
     pr.feat[0] = (int32_t)pl->spec_flags;
     pr.feat[1] = (int32_t)p->qk_norm;
-    pr.fpar[0] = (float)p->scale;
-    pr.fpar[1] = (float)p->softcap;
-    pr.fpar[2] = (float)p->qk_norm_eps;
-    pr.fpar[3] = (float)p->stats_saturation;
+    memcpy(pr.fpar, pl->fpar, sizeof pr.fpar);
     memcpy(pr.ws0, pl->ws0, sizeof pr.ws0);
     memcpy(pr.ws1, pl->ws1, sizeof pr.ws1);
 
@@ -104,18 +96,36 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa_
     static const char *names[] = {"q", "k", "v", "out", "mask", "bias", "kv_len", "q_gain",
                                   "k_gain", "temperature", "lse", "stats", "dout", "dq",
                                   "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
-    uint64_t max_range = sdpa__vk_get_state(ctx)->caps.max_storage_range;
+    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    uint64_t max_range = s->caps.max_storage_range;
+    size_t esize[SDPA_VK_T_COUNT];
+    uint64_t last[SDPA_VK_T_COUNT], base[SDPA_VK_T_COUNT];
+    bool written[SDPA_VK_T_COUNT];
     for (size_t i = 0; i < sizeof tl / sizeof tl[0]; i++) {
         int t = tl[i].t;
+        const sdpa__ref *r = tl[i].r && tl[i].r->mem ? tl[i].r : NULL;
         bool stored = t <= SDPA__VK_T_OUT || (t >= SDPA__VK_T_DOUT && t <= SDPA__VK_T_DV);
-        size_t esize = t == SDPA__VK_T_MASK ? 1 : stored ? sdpa_dtype_size(p->dtype) : 4;
-        SDPA__CHECK(ctx, set_tensor(&pr, t, tl[i].r, tl[i].n[0], tl[i].n[1], tl[i].n[2],
-                                    tl[i].n[3], esize, max_range),
+        esize[t] = t == SDPA__VK_T_MASK ? 1 : stored ? sdpa_dtype_size(p->dtype) : 4;
+        written[t] = g ? t >= SDPA__VK_T_DQ : (t == SDPA__VK_T_OUT || t == SDPA__VK_T_LSE ||
+                                             t == SDPA__VK_T_STATS);
+        refs[t] = r;
+        last[t] = 0;
+        base[t] = r ? r->offset : 0;
+        SDPA__CHECK(ctx, !r || tensor_extent(&pr, t, r, tl[i].n, &last[t]),
+                    SDPA_ERR_UNSUPPORTED, "vulkan: tensor '%s' reaches past 2^32 elements",
+                    names[t]);
+    }
+    if (pl->packed)
+        SDPA__TRY(sdpa__vk_pack_prepare(ctx, s, pl, refs, esize, last, written, base, job));
+    for (int t = 0; t < SDPA_VK_T_COUNT; t++) {
+        uint64_t end = refs[t] ? base[t] + (last[t] - (uint64_t)refs[t]->offset) : 0;
+        /* a binding reaches at most maxStorageBufferRange bytes */
+        SDPA__CHECK(ctx, end <= UINT32_MAX && (end + 1) * esize[t] <= max_range,
                     SDPA_ERR_UNSUPPORTED,
                     "vulkan: tensor '%s' reaches past 2^32 elements or past the device's "
                     "maxStorageBufferRange (%llu bytes)", names[t],
                     (unsigned long long)max_range);
-        refs[tl[i].t] = tl[i].r;
+        pr.toff[t / 4][t % 4] = refs[t] ? (uint32_t)base[t] : 0;
     }
     memcpy(pl->params->mapped, &pr, sizeof pr);
     return SDPA_OK;
@@ -126,13 +136,18 @@ static void write_descriptors(sdpa__vk_state *s, sdpa__vk_plan *pl, const sdpa__
     VkDescriptorBufferInfo bi[SDPA__VK_B_COUNT];
     VkWriteDescriptorSet w[SDPA__VK_B_COUNT];
     const sdpa__vk_buffer *dummy = s->dummy;
-    for (uint32_t i = 0; i < SDPA__VK_B_COUNT; i++) {
+    const uint32_t n = sdpa__vk_binding_count(s), params = sdpa__vk_params_binding(s);
+    for (uint32_t i = 0; i < n; i++) {
         const sdpa__vk_buffer *b = dummy;
-        if (i < SDPA__VK_T_COUNT && refs[i] && refs[i]->mem) b = refs[i]->mem;
-        if (i == SDPA__VK_B_WS) b = pl->ws;
-        if (i == SDPA__VK_B_PARAMS) b = pl->params;
+        if (pl->packed) {
+            b = i == SDPA_VK_PK_B_PACK ? pl->pack : i == SDPA_VK_PK_B_WS ? pl->ws : pl->params;
+        } else {
+            if (i < SDPA__VK_T_COUNT && refs[i] && refs[i]->mem) b = refs[i]->mem;
+            if (i == SDPA__VK_B_WS) b = pl->ws;
+            if (i == SDPA__VK_B_PARAMS) b = pl->params;
+        }
         VkDeviceSize range = VK_WHOLE_SIZE;
-        if (i != SDPA__VK_B_PARAMS && b->size > s->caps.max_storage_range)
+        if (i != params && b->size > s->caps.max_storage_range)
             range = s->caps.max_storage_range; /* tensors were checked to fit */
         bi[i] = (VkDescriptorBufferInfo){.buffer = b->buffer, .offset = 0, .range = range};
         w[i] = (VkWriteDescriptorSet){
@@ -140,16 +155,16 @@ static void write_descriptors(sdpa__vk_state *s, sdpa__vk_plan *pl, const sdpa__
             .dstSet = pl->desc_set,
             .dstBinding = i,
             .descriptorCount = 1,
-            .descriptorType = i == SDPA__VK_B_PARAMS ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorType = i == params ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                          : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .pBufferInfo = &bi[i],
         };
     }
-    vkUpdateDescriptorSets(s->device, SDPA__VK_B_COUNT, w, 0, NULL);
+    vkUpdateDescriptorSets(s->device, n, w, 0, NULL);
 }
 
-static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
-                    VkPipelineStageFlags dst, VkAccessFlags da)
+void sdpa__vk_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
+                      VkPipelineStageFlags dst, VkAccessFlags da)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = sa, .dstAccessMask = da};
@@ -162,7 +177,7 @@ static sdpa_status dispatch(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan 
     if (invocations == 0) return SDPA_OK;
     VkCommandBuffer cb = pl->cmd;
     if (!*first)
-        barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+        sdpa__vk_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     *first = false;
@@ -185,7 +200,8 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem
     sdpa__vk_state *s = sdpa__vk_get_state(ctx);
     SDPA__TRY(sdpa__vk_plan_wait(ctx, s, pl));
     const sdpa__ref *refs[SDPA__VK_T_COUNT] = {0};
-    SDPA__TRY(fill_params(ctx, pl, p, a, g, refs));
+    sdpa__vk_pack_job job = {0};
+    SDPA__TRY(fill_params(ctx, pl, p, a, g, refs, &job));
     write_descriptors(s, pl, refs);
 
     VkCommandBuffer cb = pl->cmd;
@@ -198,10 +214,12 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem
     if (r != VK_SUCCESS)
         return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_DEVICE), r,
                                  "vulkan: recording failed (%s)", sdpa__vk_result_name(r));
-    barrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
-            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_UNIFORM_READ_BIT);
+    sdpa__vk_barrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                     VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_UNIFORM_READ_BIT);
+    if (pl->packed) sdpa__vk_pack_copy_in(cb, pl, &job);
     vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipe_layout, 0, 1,
                             &pl->desc_set, 0, NULL);
     uint64_t rows = (uint64_t)(p->B * p->Hq * p->Sq), kvrows = (uint64_t)(p->B * p->Hkv * p->Skv);
@@ -224,9 +242,11 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem
             st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_REDUCE,
                           (uint64_t)(2 * p->D + p->Hq), &first);
     }
-    barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-            VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT);
+    sdpa__vk_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                     VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT |
+                     VK_ACCESS_HOST_READ_BIT);
+    if (pl->packed) sdpa__vk_pack_copy_out(cb, pl, &job);
     r = vkEndCommandBuffer(cb);
     if (st != SDPA_OK) return st;
     if (r != VK_SUCCESS)

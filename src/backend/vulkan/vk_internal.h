@@ -9,7 +9,9 @@
  * staging copies), vk_pcache.c (pipeline-cache persistence),
  * vk_pipeline.c (SPIR-V lookup, layouts, pipelines with specialization
  * constants), vk_plan.c (supports, plans, workspace), vk_dispatch.c (forward,
- * backward, finish), vk_backend.c (the function table and interop).
+ * backward, finish), vk_pack.c (the packed descriptor layout), vk_spirv_patch.c
+ * (float-controls request), vk_persona.c (test-only personas), vk_backend.c
+ * (the function table and interop).
  */
 #ifndef SDPA_VK_INTERNAL_H
 #define SDPA_VK_INTERNAL_H
@@ -20,36 +22,38 @@
 
 #include "vk_api.h"
 
-/* Descriptor bindings, identical in every shader (shaders/vulkan/common.glsl). */
+/* Host/shader constants (tensor slots, bindings, feature bits, records):
+ * shaders/common/sdpa_shared.h, included by common.glsl as well. The names
+ * below are the backend's spellings of the same values. */
+#include "../../../shaders/common/sdpa_shared.h"
+
 enum {
-    SDPA__VK_T_Q = 0, SDPA__VK_T_K, SDPA__VK_T_V, SDPA__VK_T_OUT,
-    SDPA__VK_T_MASK, SDPA__VK_T_BIAS, SDPA__VK_T_KVLEN, SDPA__VK_T_QGAIN,
-    SDPA__VK_T_KGAIN, SDPA__VK_T_TEMP, SDPA__VK_T_LSE, SDPA__VK_T_STATS,
-    SDPA__VK_T_DOUT, SDPA__VK_T_DQ, SDPA__VK_T_DK, SDPA__VK_T_DV,
-    SDPA__VK_T_DQG, SDPA__VK_T_DKG, SDPA__VK_T_DT,
-    SDPA__VK_T_COUNT,                 /* 19 tensor bindings */
-    SDPA__VK_B_WS = SDPA__VK_T_COUNT, /* 19: workspace */
-    SDPA__VK_B_PARAMS,                /* 20: uniform parameter block */
-    SDPA__VK_B_COUNT
+    SDPA__VK_T_Q = SDPA_VK_T_Q, SDPA__VK_T_K = SDPA_VK_T_K, SDPA__VK_T_V = SDPA_VK_T_V,
+    SDPA__VK_T_OUT = SDPA_VK_T_OUT, SDPA__VK_T_MASK = SDPA_VK_T_MASK,
+    SDPA__VK_T_BIAS = SDPA_VK_T_BIAS, SDPA__VK_T_KVLEN = SDPA_VK_T_KVLEN,
+    SDPA__VK_T_QGAIN = SDPA_VK_T_QGAIN, SDPA__VK_T_KGAIN = SDPA_VK_T_KGAIN,
+    SDPA__VK_T_TEMP = SDPA_VK_T_TEMP, SDPA__VK_T_LSE = SDPA_VK_T_LSE,
+    SDPA__VK_T_STATS = SDPA_VK_T_STATS, SDPA__VK_T_DOUT = SDPA_VK_T_DOUT,
+    SDPA__VK_T_DQ = SDPA_VK_T_DQ, SDPA__VK_T_DK = SDPA_VK_T_DK, SDPA__VK_T_DV = SDPA_VK_T_DV,
+    SDPA__VK_T_DQG = SDPA_VK_T_DQG, SDPA__VK_T_DKG = SDPA_VK_T_DKG,
+    SDPA__VK_T_DT = SDPA_VK_T_DT,
+    SDPA__VK_T_COUNT = SDPA_VK_T_COUNT,
+    SDPA__VK_B_WS = SDPA_VK_B_WS,
+    SDPA__VK_B_PARAMS = SDPA_VK_B_PARAMS,
+    SDPA__VK_B_COUNT = SDPA_VK_B_COUNT
 };
 
-/* Feature bits: specialization constant 4 (common.glsl FLAGS), also copied
- * into the parameter block (feat) for inspection. */
-#define SDPA__VK_F_MASK 0x1u
-#define SDPA__VK_F_BIAS 0x2u
-#define SDPA__VK_F_KVLEN 0x4u
-#define SDPA__VK_F_QGAIN 0x8u
-#define SDPA__VK_F_KGAIN 0x10u
-#define SDPA__VK_F_TEMP 0x20u
-#define SDPA__VK_F_LSE 0x40u
-#define SDPA__VK_F_STATS 0x80u
-#define SDPA__VK_F_SOFTCAP 0x100u
-#define SDPA__VK_F_SPLIT 0x200u
-#define SDPA__VK_F_NORMED 0x400u
-
-#define SDPA__VK_RS_SIZE 10 /* floats per row-statistics record */
-#define SDPA__VK_PT_SIZE 12 /* floats per split partial before Dv values */
-#define SDPA__VK_MAX_HEAD_DIM 256
+#define SDPA__VK_F_MASK ((unsigned)SDPA_VK_F_MASK)
+#define SDPA__VK_F_BIAS ((unsigned)SDPA_VK_F_BIAS)
+#define SDPA__VK_F_KVLEN ((unsigned)SDPA_VK_F_KVLEN)
+#define SDPA__VK_F_QGAIN ((unsigned)SDPA_VK_F_QGAIN)
+#define SDPA__VK_F_KGAIN ((unsigned)SDPA_VK_F_KGAIN)
+#define SDPA__VK_F_TEMP ((unsigned)SDPA_VK_F_TEMP)
+#define SDPA__VK_F_LSE ((unsigned)SDPA_VK_F_LSE)
+#define SDPA__VK_F_STATS ((unsigned)SDPA_VK_F_STATS)
+#define SDPA__VK_F_SOFTCAP ((unsigned)SDPA_VK_F_SOFTCAP)
+#define SDPA__VK_F_SPLIT ((unsigned)SDPA_VK_F_SPLIT)
+#define SDPA__VK_F_NORMED ((unsigned)SDPA_VK_F_NORMED)
 
 /* std140 parameter block; layout mirrors common.glsl's Params. */
 typedef struct sdpa__vk_params {
@@ -59,7 +63,7 @@ typedef struct sdpa__vk_params {
     int32_t misc[4];    /* nsplit, split_len, rows, kvrows */
     int32_t rflags[4];  /* write dq_gain, dk_gain, dtemperature */
     int32_t feat[4];    /* SDPA__VK_F_* bits, qk_norm mode, 0, 0 */
-    float fpar[4];      /* scale, softcap, eps, saturation */
+    float fpar[4];      /* sdpa__vk_plan.fpar */
     uint32_t ws0[4];    /* qn, kn, rowstats, partials */
     uint32_t ws1[4];    /* dvec, dqg rows, dkg rows, dt rows */
     uint32_t toff[5][4];
@@ -78,7 +82,13 @@ typedef struct sdpa__vk_caps {
     bool storage16;
     bool fp16;
     bool loop_limited;   /* llvmpipe: 65535 loop iterations per invocation */
+    uint32_t max_storage_buffers; /* per stage and per set, the smaller; 0: unknown */
+    bool packed;         /* fewer than the wide layout needs: packed layout */
+    bool float_controls; /* SignedZeroInfNanPreserve for 32-bit floats requested */
 } sdpa__vk_caps;
+
+/* Storage buffers of the wide layout (every tensor slot and the workspace). */
+#define SDPA__VK_WIDE_STORAGE (SDPA_VK_T_COUNT + 1)
 
 /* llvmpipe's per-invocation loop budget (LP_MAX_TGSI_LOOP_ITERATIONS is
  * 65535, shared by all loops of a shader); we keep a margin. */
@@ -139,9 +149,12 @@ typedef struct sdpa__vk_plan {
     sdpa__problem p;
     unsigned flags;             /* SDPA_PLAN_* */
     unsigned spec_flags;        /* SDPA__VK_F_* */
+    float fpar[4];              /* the score's and statistics' scalars (vk_plan.c) */
     int wg_size, k_tile, nsplit, split_len;
     int stage_kv;               /* 1: fwd.comp stages K/V tiles in shared memory */
     int rows;                   /* > 1: fwd_rows.comp, query rows per invocation */
+    bool packed;                /* packed descriptor layout (caps.packed, vk_pack.c) */
+    sdpa__vk_buffer *pack;      /* packed layout: this call's tensors (vk_pack.c) */
     char source[64];
     VkPipeline pipes[SDPA__VK_P_COUNT];
     VkDescriptorPool desc_pool;
@@ -195,6 +208,56 @@ sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t 
                                    VkBufferUsageFlags usage, bool want_mapped,
                                    sdpa__vk_buffer **out);
 void sdpa__vk_buffer_destroy(sdpa__vk_state *s, sdpa__vk_buffer *b);
+
+/* Descriptor bindings of the context's layout (wide or packed). */
+static inline uint32_t sdpa__vk_binding_count(const sdpa__vk_state *s)
+{
+    return s->caps.packed ? SDPA_VK_PK_B_COUNT : SDPA_VK_B_COUNT;
+}
+static inline uint32_t sdpa__vk_params_binding(const sdpa__vk_state *s)
+{
+    return s->caps.packed ? SDPA_VK_PK_B_PARAMS : SDPA_VK_B_PARAMS;
+}
+
+/* vk_pack.c: packed layout. Groups the call's tensors by buffer, places
+ * each group's byte span in the plan's pack buffer (grown as needed) and
+ * returns each tensor's element offset there; records the copies in (before
+ * the dispatches) and out again (groups holding a written tensor). */
+typedef struct sdpa__vk_pack_job {
+    int n;
+    struct {
+        const sdpa__vk_buffer *src;
+        VkDeviceSize lo, hi, dst; /* source span [lo, hi), its offset in the pack */
+        bool written;
+    } g[SDPA_VK_T_COUNT];
+} sdpa__vk_pack_job;
+/* refs[t] (NULL or no mem: absent), esize[t] bytes per element, last[t] the
+ * element index of t's last element in its buffer, written[t]; sets
+ * base[t] = t's first element (refs[t]->offset) as an element index in the
+ * pack. */
+sdpa_status sdpa__vk_pack_prepare(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
+                                  const sdpa__ref *const *refs, const size_t *esize,
+                                  const uint64_t *last, const bool *written, uint64_t *base,
+                                  sdpa__vk_pack_job *job);
+void sdpa__vk_pack_copy_in(VkCommandBuffer cb, const sdpa__vk_plan *pl,
+                           const sdpa__vk_pack_job *job);
+void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
+                            const sdpa__vk_pack_job *job);
+
+/* vk_dispatch.c: one global memory barrier. */
+void sdpa__vk_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
+                      VkPipelineStageFlags dst, VkAccessFlags da);
+
+/* vk_spirv_patch.c: *patched = a malloc'd copy of the SPIR-V module with
+ * 32-bit SignedZeroInfNanPreserve requested (capability, extension,
+ * execution mode): returns 1; 0 (nothing done) when malformed or already
+ * requested; -1 when out of memory. */
+int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
+                                    size_t *out_size);
+
+/* vk_persona.c: test-only personas (SDPA_TEST_PERSONA=vk-...); wraps the
+ * device queries of the loader table; called at instance creation. */
+void sdpa__vk_persona_apply(void);
 
 /* vk_pcache.c */
 sdpa_status sdpa__vk_pcache_open(sdpa_context *ctx, sdpa__vk_state *s);
@@ -268,6 +331,9 @@ sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, double seconds, double *gfl
 int sdpa__vk_validation_error_count(sdpa_context *ctx);
 /* 1 when the validation layer and its messenger are active on ctx. */
 int sdpa__vk_validation_active(sdpa_context *ctx);
+/* 1 when ctx uses the packed descriptor layout (vk_pack.c), 0 when the wide
+ * one; -1 when ctx is not a Vulkan context. */
+int sdpa__vk_packed_layout(sdpa_context *ctx);
 /* Number of VkDeviceMemory blocks alive on ctx (vk_alloc.c); -1 when ctx is
  * not a Vulkan context. */
 int sdpa__vk_memory_block_count(sdpa_context *ctx);

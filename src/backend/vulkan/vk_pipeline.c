@@ -6,9 +6,11 @@
  * loads <name>_<dtype>.spv from disk instead, so a shader can be rebuilt
  * with glslc without relinking the library.
  *
- * All pipelines share one descriptor-set layout (bindings 0..19 storage
- * buffers, 20 the uniform parameter block, see common.glsl) and one pipeline
- * layout. Specialization constants: 0 work-group size, 1 K_TILE, 2 D,
+ * All pipelines share one descriptor-set layout and one pipeline layout:
+ * the wide one (bindings 0..19 storage buffers, 20 the uniform parameter
+ * block) or, on a device with fewer storage buffers per stage, the packed
+ * one (SDPA_VK_PK_B_*: 2 storage buffers and the parameter block; the *_pk
+ * SPIR-V variants; vk_pack.c). See common.glsl and sdpa_shared.h. Specialization constants: 0 work-group size, 1 K_TILE, 2 D,
  * 3 Dv, 4 feature flags, 5 QK-norm mode, 6 work-group size again (for
  * indexing; see common.glsl), 7 STAGE_KV (declared by fwd.comp only; an
  * entry for an id a shader does not declare is ignored). Flags are constants so that each pipeline
@@ -28,18 +30,19 @@
 sdpa_status sdpa__vk_layouts_create(sdpa_context *ctx, sdpa__vk_state *s)
 {
     VkDescriptorSetLayoutBinding b[SDPA__VK_B_COUNT];
-    for (uint32_t i = 0; i < SDPA__VK_B_COUNT; i++) {
+    uint32_t n = sdpa__vk_binding_count(s);
+    for (uint32_t i = 0; i < n; i++) {
         b[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
-            .descriptorType = i == SDPA__VK_B_PARAMS ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorType = i == sdpa__vk_params_binding(s) ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                             : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .descriptorCount = 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
     }
     VkDescriptorSetLayoutCreateInfo dl = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = SDPA__VK_B_COUNT,
+        .bindingCount = n,
         .pBindings = b,
     };
     VkResult r = vkCreateDescriptorSetLayout(s->device, &dl, NULL, &s->set_layout);
@@ -95,13 +98,19 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
                                       uint32_t nspec, const char *name, VkPipeline *out)
 {
     *out = VK_NULL_HANDLE;
+    size_t patched_size = 0;
+    uint32_t *patched = NULL;
+    if (s->caps.float_controls &&
+        sdpa__vk_spirv_preserve_inf_nan(code, size, &patched, &patched_size) < 0)
+        return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory (%s)", name);
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = size,
-        .pCode = code,
+        .codeSize = patched ? patched_size : size,
+        .pCode = patched ? patched : code,
     };
     VkShaderModule mod;
     VkResult r = vkCreateShaderModule(s->device, &mci, NULL, &mod);
+    free(patched);
     if (r != VK_SUCCESS)
         return SDPA__FAIL_NATIVE(ctx, sdpa__vk_status(r, SDPA_ERR_BUILD), r,
                                  "vulkan: vkCreateShaderModule(%s) failed (%s)", name,
@@ -142,7 +151,7 @@ const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
     /* several rows per invocation is a shader of its own (fwd_rows.comp) */
     if (strcmp(name, "fwd") == 0 && plan->rows > 1) name = "fwd_rows";
     const char *tag = single_variant(name) ? "f32" : sdpa_dtype_name(dtype);
-    snprintf(file, file_size, "%s_%s.spv", name, tag);
+    snprintf(file, file_size, "%s_%s%s.spv", name, tag, plan->packed ? "_pk" : "");
     for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
         if (strcmp(e->name, file) == 0) {
             *size = e->size;

@@ -45,12 +45,12 @@ sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p, unsigne
     SDPA__CHECK(ctx, p->dtype == SDPA_DTYPE_F32 || p->dtype == SDPA_DTYPE_F16 ||
                 p->dtype == SDPA_DTYPE_BF16, SDPA_ERR_UNSUPPORTED,
                 "vulkan: storage dtype %s is not supported", sdpa_dtype_name(p->dtype));
-    SDPA__CHECK(ctx, p->D <= SDPA__VK_MAX_HEAD_DIM && p->Dv <= SDPA__VK_MAX_HEAD_DIM,
+    SDPA__CHECK(ctx, p->D <= SDPA_MAX_HEAD_DIM && p->Dv <= SDPA_MAX_HEAD_DIM,
                 SDPA_ERR_UNSUPPORTED, "vulkan: head dimension D=%lld Dv=%lld exceeds %d",
-                (long long)p->D, (long long)p->Dv, SDPA__VK_MAX_HEAD_DIM);
+                (long long)p->D, (long long)p->Dv, SDPA_MAX_HEAD_DIM);
     SDPA__CHECK(ctx, p->Sq < ((int64_t)1 << 28) && p->Skv < ((int64_t)1 << 28) &&
-                fits_u32(p->B, p->Hq, p->Sq, p->D + SDPA__VK_RS_SIZE + 1) &&
-                fits_u32(p->B, p->Hq, p->Sq, p->Dv + SDPA__VK_PT_SIZE) &&
+                fits_u32(p->B, p->Hq, p->Sq, p->D + SDPA_RS_SIZE + 1) &&
+                fits_u32(p->B, p->Hq, p->Sq, p->Dv + SDPA_PT_SIZE) &&
                 fits_u32(p->B, p->Hkv, p->Skv, p->D > p->Dv ? p->D : p->Dv) &&
                 (!(p->has_mask || p->has_bias) || fits_u32(p->B, p->Hq, p->Sq, p->Skv)),
                 SDPA_ERR_UNSUPPORTED,
@@ -184,8 +184,8 @@ static size_t layout_workspace(sdpa__vk_plan *pl)
     } while (0)
     TAKE(pl->ws0[0], normed ? rows * (uint64_t)p->D : 0);
     TAKE(pl->ws0[1], normed ? kvrows * (uint64_t)p->D : 0);
-    TAKE(pl->ws0[2], p->has_stats ? rows * SDPA__VK_RS_SIZE : 0);
-    TAKE(pl->ws0[3], pl->nsplit > 1 ? rows * pl->nsplit * (uint64_t)(SDPA__VK_PT_SIZE + p->Dv) : 0);
+    TAKE(pl->ws0[2], p->has_stats ? rows * SDPA_RS_SIZE : 0);
+    TAKE(pl->ws0[3], pl->nsplit > 1 ? rows * pl->nsplit * (uint64_t)(SDPA_PT_SIZE + p->Dv) : 0);
     TAKE(pl->ws1[0], bwd ? rows : 0);
     TAKE(pl->ws1[1], bwd && p->has_q_gain ? rows * (uint64_t)p->D : 0);
     TAKE(pl->ws1[2], bwd && p->has_k_gain ? kvrows * (uint64_t)p->D : 0);
@@ -249,7 +249,7 @@ static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pla
     sdpa__vk_pcache_save(ctx, s);
 
     VkDescriptorPoolSize sizes[2] = {
-        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SDPA__VK_B_COUNT - 1},
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sdpa__vk_binding_count(s) - 1},
         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
     };
     VkDescriptorPoolCreateInfo dpi = {
@@ -287,6 +287,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
 {
     pl->p = *p;
     pl->flags = options ? options->flags : 0;
+    pl->packed = caps->packed;
     const sdpa_tile_config *t = options ? options->tile : NULL;
     int max_wg = (int)(caps->max_wg < 1024 ? caps->max_wg : 1024);
     pl->wg_size = pick(t, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
@@ -373,6 +374,9 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     if (p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain)
         f |= SDPA__VK_F_NORMED;
     pl->spec_flags = f;
+    const float fpar[4] = {(float)p->scale, (float)p->softcap, (float)p->qk_norm_eps,
+                           (float)p->stats_saturation};
+    memcpy(pl->fpar, fpar, sizeof fpar);
 
     const char *which = "";
     int64_t iters = loop_iterations(pl, &which);
@@ -392,7 +396,7 @@ sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     *plan_state = NULL;
     sdpa__vk_state *s = sdpa__vk_get_state(ctx);
     SDPA__TRY(sdpa__vk_supports(ctx, p, options ? options->flags : 0));
-    sdpa__vk_plan *pl = calloc(1, sizeof *pl);
+    sdpa__vk_plan *pl = sdpa__calloc(1, sizeof *pl);
     SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     sdpa_status st = sdpa__vk_plan_config(ctx, &s->caps, p, options, pl);
     if (st == SDPA_OK) st = plan_build(ctx, s, pl);
@@ -417,6 +421,7 @@ void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state)
         if (pl->pipes[i]) vkDestroyPipeline(s->device, pl->pipes[i], NULL);
     sdpa__vk_buffer_destroy(s, pl->ws);
     sdpa__vk_buffer_destroy(s, pl->params);
+    sdpa__vk_buffer_destroy(s, pl->pack);
     free(pl);
 }
 
