@@ -1304,7 +1304,7 @@ START_TEST(test_persona_sb4_paths)
     check_kernel(&c, "decode", NULL);
     tparity_forward(vk, ref, &c, NULL);
     sdpa_tile_config_init(&tc);
-    tc.split_kv = 7;
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 7);
     sdpa_plan_options_init(&po);
     po.tile = &tc;
     c = mk("sb4_forced_split", 1, 2, 2, 7, 257, 64, 64);
