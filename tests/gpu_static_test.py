@@ -54,9 +54,10 @@ def main():
             check(nv.get("files") == ["pack.cl", "stats.cl", "fwd.cl", "combine.cl"],
                   "forward program files")
             src = open(nv["source"]).read() if nv.get("source") else ""
-            check(src.lstrip().startswith("/* ---- prelude.cl ----") and
-                  "---- fwd.cl ----" in src and "QUIRK" not in src,
-                  "assembled source: prelude.cl, then fwd.cl; no quirk defines")
+            order = [src.find("/* ---- %s ----" % f) for f in ("sdpa_shared.h", "prelude.cl", "fwd.cl")]
+            check(src.lstrip().startswith("/* ---- sdpa_shared.h ----") and
+                  -1 not in order and order == sorted(order) and "QUIRK" not in src,
+                  "assembled source: sdpa_shared.h, prelude.cl, then fwd.cl; no quirk defines")
             mali = by.get("cl-mali-forward-d128-f32", {})
             check("-DSTAGE_KV=0" in mali.get("options", ""),
                   "Mali-like (emulated local memory): unstaged")
