@@ -603,6 +603,8 @@ START_TEST(tuning_slots)
 {
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_OPENCL);
     ck_assert_ptr_nonnull(be);
+    void *be_state = sdpa__context_primary_state(g_cl, be);
+    ck_assert_ptr_nonnull(be_state);
     ck_assert_ptr_nonnull(be->default_tile);
     ck_assert_ptr_nonnull(be->tile_candidates);
     ck_assert_ptr_nonnull(be->source_hash);
@@ -619,7 +621,7 @@ START_TEST(tuning_slots)
         sdpa__problem p = problem_of(f);
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
-        be->default_tile(g_cl, &p, 0, NULL, &def);
+        be->default_tile(g_cl, be_state, &p, 0, NULL, &def);
         ck_assert_int_ge(TGET(&def, Q_TILE), 1);
         ck_assert_int_ge(TGET(&def, K_TILE), 1);
         ck_assert_int_ge(TGET(&def, WG_SIZE), 1);
@@ -643,7 +645,7 @@ START_TEST(tuning_slots)
 
         sdpa_tile_config cand[64];
         for (int i = 0; i < 64; i++) sdpa_tile_config_init(&cand[i]);
-        int n = be->tile_candidates(g_cl, &p, 0, cand, 64);
+        int n = be->tile_candidates(g_cl, be_state, &p, 0, cand, 64);
         ck_assert_int_ge(n, 4);
         ck_assert_int_le(n, 26);
         ck_assert_int_eq(TGET(&cand[0], Q_TILE), TGET(&def, Q_TILE));
@@ -666,18 +668,18 @@ START_TEST(tuning_slots)
             if (k == 1 && TGET(t, SPLIT_KV) == 1 && !TGET(t, UNFUSED)) ck_assert_int_gt(i, 0);
         }
         /* fewer candidates than max: max bounds what is written */
-        ck_assert_int_eq(be->tile_candidates(g_cl, &p, 0, cand, 2), n);
+        ck_assert_int_eq(be->tile_candidates(g_cl, be_state, &p, 0, cand, 2), n);
         /* with statistics no candidate splits */
         sdpa__problem ps = p;
         ps.has_stats = true;
         sdpa_tile_config cs[64];
-        int ns = be->tile_candidates(g_cl, &ps, 0, cs, 64);
+        int ns = be->tile_candidates(g_cl, be_state, &ps, 0, cs, 64);
         for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], SPLIT_KV), 1);
         /* backward plans are never offered the unfused path */
-        int nb = be->tile_candidates(g_cl, &p, SDPA_PLAN_BACKWARD, cs, 64);
+        int nb = be->tile_candidates(g_cl, be_state, &p, SDPA_PLAN_BACKWARD, cs, 64);
         for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], UNFUSED), 0);
 
-        be->tile_candidates(g_cl, &p, 0, cand, 64);
+        be->tile_candidates(g_cl, be_state, &p, 0, cand, 64);
         /* fused ones only: the unfused candidates (one per CLBlast
          * parameter set, listed last) would change the set in force */
         int nf = last_fused + 1;
