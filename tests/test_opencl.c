@@ -1338,6 +1338,65 @@ START_TEST(interop_app_context_and_wrapped_buffers)
 }
 END_TEST
 
+/* The interop accessors answer for the context's OpenCL state whichever slot
+ * the last backend call went to: after an AUTO context ran a plan on its CPU
+ * fallback (stage_kv = 2 forced, which OpenCL refuses), sdpa_opencl_queue and
+ * sdpa_opencl_cl_context still give the OpenCL objects and a cl_mem of that
+ * cl_context can still be wrapped. They used to read the state of the slot
+ * called last (the CPU one here) as OpenCL state. */
+START_TEST(interop_after_auto_fallback)
+{
+    sdpa_device_info di;
+    memset(&di, 0, sizeof di);
+    di.struct_size = sizeof di;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_AUTO;
+    o.device = di.name;
+    o.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    cl_command_queue queue = sdpa_opencl_queue(ctx);
+    cl_context clctx = sdpa_opencl_cl_context(ctx);
+    ck_assert_ptr_nonnull(queue);
+    ck_assert_ptr_nonnull(clctx);
+
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    sdpa_tile_config tile;
+    sdpa_tile_config_init(&tile);
+    sdpa_tile_config_set(&tile, SDPA_TILE_STAGE_KV, 2);
+    po.tile = &tile;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, &po, &plan), SDPA_OK);
+    sdpa_plan_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.struct_size = sizeof pi;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &pi), SDPA_OK);
+    ck_assert_int_eq(pi.backend, SDPA_BACKEND_CPU);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p.desc.tensors), SDPA_OK);
+
+    ck_assert_ptr_eq(sdpa_opencl_queue(ctx), queue);
+    ck_assert_ptr_eq(sdpa_opencl_cl_context(ctx), clctx);
+    cl_int err;
+    cl_mem mem = clCreateBuffer(clctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, mem, &buf), SDPA_OK);
+    ck_assert_ptr_eq(sdpa_opencl_buffer_mem(buf), mem);
+    sdpa_buffer_destroy(buf);
+    clReleaseMemObject(mem);
+    sdpa_plan_destroy(plan);
+    sdpa_context_destroy(ctx);
+    tproblem_free(&p);
+}
+END_TEST
+
 /* ---- cache entry parser (src/backend/opencl/cl_cache_entry.c) -------------
  * Pure byte-level tests, no device: a valid entry is accepted with spans
  * inside the file, and every corruption is refused with its own reason. The
@@ -1921,6 +1980,7 @@ int main(void)
     tcase_add_test(tc, disk_cache_written_and_corrupt_entries_rebuilt);
     tcase_add_test(tc, disk_cache_untrusted_entries_refused);
     tcase_add_test(tc, interop_app_context_and_wrapped_buffers);
+    tcase_add_test(tc, interop_after_auto_fallback);
     suite_add_tcase(s, tc);
 
     /* No fixture: pure parser tests, no device. */
