@@ -918,6 +918,25 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* An AUTO context steered to the OpenCL device by name: OpenCL is its
+ * primary backend, the CPU its fallback. */
+static sdpa_context *auto_cl_context(void)
+{
+    sdpa_device_info di;
+    memset(&di, 0, sizeof di);
+    di.struct_size = sizeof di;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_AUTO;
+    o.device = di.name;
+    o.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    return ctx;
+}
+
 START_TEST(build_failure_reports_log_and_auto_falls_back)
 {
     char dir[] = "/tmp/sdpa-cl-broken-XXXXXX";
@@ -943,17 +962,7 @@ START_TEST(build_failure_reports_log_and_auto_falls_back)
     sdpa_context_destroy(ctx);
 
     /* AUTO, steered to the OpenCL device by name, falls back to the CPU. */
-    sdpa_device_info di;
-    memset(&di, 0, sizeof di);
-    di.struct_size = sizeof di;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_AUTO;
-    o.device = di.name;
-    o.log_level = SDPA_LOG_ERROR;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    ctx = auto_cl_context();
     ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
     sdpa_plan_info pi;
     memset(&pi, 0, sizeof pi);
@@ -1346,18 +1355,7 @@ END_TEST
  * called last (the CPU one here) as OpenCL state. */
 START_TEST(interop_after_auto_fallback)
 {
-    sdpa_device_info di;
-    memset(&di, 0, sizeof di);
-    di.struct_size = sizeof di;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_AUTO;
-    o.device = di.name;
-    o.log_level = SDPA_LOG_ERROR;
-    sdpa_context *ctx = NULL;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    sdpa_context *ctx = auto_cl_context();
     cl_command_queue queue = sdpa_opencl_queue(ctx);
     cl_context clctx = sdpa_opencl_cl_context(ctx);
     ck_assert_ptr_nonnull(queue);
