@@ -218,7 +218,7 @@ START_TEST(parameter_sets)
     prob.D = c.D, prob.Dv = c.Dv, prob.dtype = SDPA_DTYPE_F32, prob.scale = 0.125;
     prob.window_left = prob.window_right = -1;
     sdpa_tile_config cand[64];
-    int n = be->tile_candidates(cl, &prob, 0, cand, 64);
+    int n = be->tile_candidates(cl, sdpa__context_primary_state(cl, be), &prob, 0, cand, 64);
     int n_unf = 0, saw_k = 0;
     for (int i = 0; i < n && i < 64; i++) {
         if (TGET(&cand[i], UNFUSED) != 1) {

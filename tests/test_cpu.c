@@ -357,10 +357,10 @@ START_TEST(tile_candidates_are_valid)
         p.D = c.D; p.Dv = c.Dv; p.dtype = c.dtype; p.has_lse = true;
         p.window_left = p.window_right = -1;
         sdpa_tile_config tiles[64], def;
-        int n = be->tile_candidates(NULL, &p, 0, tiles, 64);
+        int n = be->tile_candidates(NULL, NULL, &p, 0, tiles, 64);
         ck_assert_int_ge(n, 2);
         ck_assert_int_le(n, 64);
-        be->default_tile(NULL, &p, 0, NULL, &def);
+        be->default_tile(NULL, NULL, &p, 0, NULL, &def);
         bool has_default = false;
         for (int i = 0; i < n; i++) {
             if (TGET(&tiles[i], Q_TILE) == TGET(&def, Q_TILE) &&

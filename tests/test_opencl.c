@@ -603,6 +603,8 @@ START_TEST(tuning_slots)
 {
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_OPENCL);
     ck_assert_ptr_nonnull(be);
+    void *be_state = sdpa__context_primary_state(g_cl, be);
+    ck_assert_ptr_nonnull(be_state);
     ck_assert_ptr_nonnull(be->default_tile);
     ck_assert_ptr_nonnull(be->tile_candidates);
     ck_assert_ptr_nonnull(be->source_hash);
@@ -619,7 +621,7 @@ START_TEST(tuning_slots)
         sdpa__problem p = problem_of(f);
         sdpa_tile_config def;
         sdpa_tile_config_init(&def);
-        be->default_tile(g_cl, &p, 0, NULL, &def);
+        be->default_tile(g_cl, be_state, &p, 0, NULL, &def);
         ck_assert_int_ge(TGET(&def, Q_TILE), 1);
         ck_assert_int_ge(TGET(&def, K_TILE), 1);
         ck_assert_int_ge(TGET(&def, WG_SIZE), 1);
@@ -643,7 +645,7 @@ START_TEST(tuning_slots)
 
         sdpa_tile_config cand[64];
         for (int i = 0; i < 64; i++) sdpa_tile_config_init(&cand[i]);
-        int n = be->tile_candidates(g_cl, &p, 0, cand, 64);
+        int n = be->tile_candidates(g_cl, be_state, &p, 0, cand, 64);
         ck_assert_int_ge(n, 4);
         ck_assert_int_le(n, 26);
         ck_assert_int_eq(TGET(&cand[0], Q_TILE), TGET(&def, Q_TILE));
@@ -666,18 +668,18 @@ START_TEST(tuning_slots)
             if (k == 1 && TGET(t, SPLIT_KV) == 1 && !TGET(t, UNFUSED)) ck_assert_int_gt(i, 0);
         }
         /* fewer candidates than max: max bounds what is written */
-        ck_assert_int_eq(be->tile_candidates(g_cl, &p, 0, cand, 2), n);
+        ck_assert_int_eq(be->tile_candidates(g_cl, be_state, &p, 0, cand, 2), n);
         /* with statistics no candidate splits */
         sdpa__problem ps = p;
         ps.has_stats = true;
         sdpa_tile_config cs[64];
-        int ns = be->tile_candidates(g_cl, &ps, 0, cs, 64);
+        int ns = be->tile_candidates(g_cl, be_state, &ps, 0, cs, 64);
         for (int i = 0; i < ns && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], SPLIT_KV), 1);
         /* backward plans are never offered the unfused path */
-        int nb = be->tile_candidates(g_cl, &p, SDPA_PLAN_BACKWARD, cs, 64);
+        int nb = be->tile_candidates(g_cl, be_state, &p, SDPA_PLAN_BACKWARD, cs, 64);
         for (int i = 0; i < nb && i < 64; i++) ck_assert_int_eq(TGET(&cs[i], UNFUSED), 0);
 
-        be->tile_candidates(g_cl, &p, 0, cand, 64);
+        be->tile_candidates(g_cl, be_state, &p, 0, cand, 64);
         /* fused ones only: the unfused candidates (one per CLBlast
          * parameter set, listed last) would change the set in force */
         int nf = last_fused + 1;
@@ -916,6 +918,25 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* An AUTO context steered to the OpenCL device by name: OpenCL is its
+ * primary backend, the CPU its fallback. */
+static sdpa_context *auto_cl_context(void)
+{
+    sdpa_device_info di;
+    memset(&di, 0, sizeof di);
+    di.struct_size = sizeof di;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_AUTO;
+    o.device = di.name;
+    o.log_level = SDPA_LOG_ERROR;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    return ctx;
+}
+
 START_TEST(build_failure_reports_log_and_auto_falls_back)
 {
     char dir[] = "/tmp/sdpa-cl-broken-XXXXXX";
@@ -941,17 +962,7 @@ START_TEST(build_failure_reports_log_and_auto_falls_back)
     sdpa_context_destroy(ctx);
 
     /* AUTO, steered to the OpenCL device by name, falls back to the CPU. */
-    sdpa_device_info di;
-    memset(&di, 0, sizeof di);
-    di.struct_size = sizeof di;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_OPENCL, 0, &di), SDPA_OK);
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_AUTO;
-    o.device = di.name;
-    o.log_level = SDPA_LOG_ERROR;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    ck_assert_int_eq(sdpa_context_backend(ctx), SDPA_BACKEND_OPENCL);
+    ctx = auto_cl_context();
     ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
     sdpa_plan_info pi;
     memset(&pi, 0, sizeof pi);
@@ -1333,6 +1344,54 @@ START_TEST(interop_app_context_and_wrapped_buffers)
     clReleaseContext(clctx);
     tproblem_free(&got);
     tproblem_free(&want);
+}
+END_TEST
+
+/* The interop accessors answer for the context's OpenCL state whichever slot
+ * the last backend call went to: after an AUTO context ran a plan on its CPU
+ * fallback (stage_kv = 2 forced, which OpenCL refuses), sdpa_opencl_queue and
+ * sdpa_opencl_cl_context still give the OpenCL objects and a cl_mem of that
+ * cl_context can still be wrapped. They used to read the state of the slot
+ * called last (the CPU one here) as OpenCL state. */
+START_TEST(interop_after_auto_fallback)
+{
+    sdpa_context *ctx = auto_cl_context();
+    cl_command_queue queue = sdpa_opencl_queue(ctx);
+    cl_context clctx = sdpa_opencl_cl_context(ctx);
+    ck_assert_ptr_nonnull(queue);
+    ck_assert_ptr_nonnull(clctx);
+
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
+    tproblem p;
+    tproblem_make(&p, &c);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    sdpa_tile_config tile;
+    sdpa_tile_config_init(&tile);
+    sdpa_tile_config_set(&tile, SDPA_TILE_STAGE_KV, 2);
+    po.tile = &tile;
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, &po, &plan), SDPA_OK);
+    sdpa_plan_info pi;
+    memset(&pi, 0, sizeof pi);
+    pi.struct_size = sizeof pi;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &pi), SDPA_OK);
+    ck_assert_int_eq(pi.backend, SDPA_BACKEND_CPU);
+    ck_assert_int_eq(sdpa_plan_forward(plan, &p.desc.tensors), SDPA_OK);
+
+    ck_assert_ptr_eq(sdpa_opencl_queue(ctx), queue);
+    ck_assert_ptr_eq(sdpa_opencl_cl_context(ctx), clctx);
+    cl_int err;
+    cl_mem mem = clCreateBuffer(clctx, CL_MEM_READ_WRITE, 256, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_opencl_buffer_wrap(ctx, mem, &buf), SDPA_OK);
+    ck_assert_ptr_eq(sdpa_opencl_buffer_mem(buf), mem);
+    sdpa_buffer_destroy(buf);
+    clReleaseMemObject(mem);
+    sdpa_plan_destroy(plan);
+    sdpa_context_destroy(ctx);
+    tproblem_free(&p);
 }
 END_TEST
 
@@ -1919,6 +1978,7 @@ int main(void)
     tcase_add_test(tc, disk_cache_written_and_corrupt_entries_rebuilt);
     tcase_add_test(tc, disk_cache_untrusted_entries_refused);
     tcase_add_test(tc, interop_app_context_and_wrapped_buffers);
+    tcase_add_test(tc, interop_after_auto_fallback);
     suite_add_tcase(s, tc);
 
     /* No fixture: pure parser tests, no device. */

@@ -155,10 +155,10 @@ static sdpa_plan_info plan_info(sdpa_context *ctx)
  * tuner's search, rejection and re-measurement run over many candidates
  * whatever the cpu backend itself offers. */
 static int fake_nq = 4, fake_nk = 4;
-static int fake_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                           sdpa_tile_config *out, int max)
+static int fake_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                           unsigned flags, sdpa_tile_config *out, int max)
 {
-    (void)ctx; (void)p; (void)flags;
+    (void)ctx; (void)state; (void)p; (void)flags;
     static const int qs[] = {16, 32, 64, 128, 256, 48}, ks[] = {32, 64, 128, 256, 16, 96};
     int n = 0;
     for (int i = 0; i < fake_nq; i++)
@@ -174,12 +174,13 @@ static void noop_free(sdpa_context *ctx, void *state) { (void)ctx; (void)state; 
 static sdpa__backend fake_be;
 /* Refuses q_tile 112, as a device would refuse a configuration above its
  * limits (e.g. a profile made before a driver lowered them). */
-static sdpa_status fake_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+static sdpa_status fake_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                     const sdpa_plan_options *options, void **plan_state)
 {
     if (options && options->tile && TGET(options->tile, Q_TILE) == 112)
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "fake: q_tile 112 exceeds the device");
-    return sdpa__backend_get(SDPA_BACKEND_CPU)->plan_create(ctx, p, options, plan_state);
+    return sdpa__backend_get(SDPA_BACKEND_CPU)->plan_create(ctx, state, p, options,
+                                                            plan_state);
 }
 
 /* A context over fake_be; *owner keeps the real state alive. */
@@ -198,8 +199,9 @@ static sdpa_context *fake_ctx(const char *profile_dir, tlogcap *cap, sdpa_contex
     o.log_user = cap;
     o.threads = 2;
     sdpa_context *ctx = NULL;
-    ck_assert_int_eq(sdpa__context_create_with_state(&o, &fake_be,
-                                                     sdpa__context_backend_state(*owner),
+    void *state = sdpa__context_primary_state(*owner, sdpa__backend_get(SDPA_BACKEND_CPU));
+    ck_assert_ptr_nonnull(state);
+    ck_assert_int_eq(sdpa__context_create_with_state(&o, &fake_be, state,
                                                      sdpa_context_device_name(*owner), &ctx),
                      SDPA_OK);
     return ctx;

@@ -195,10 +195,10 @@ START_TEST(test_tuning_slots)
     p.dtype = SDPA_DTYPE_F32;
     p.window_left = p.window_right = -1;
     sdpa_tile_config tiles[32], def;
-    int n = be->tile_candidates(NULL, &p, 0, tiles, 32);
+    int n = be->tile_candidates(NULL, NULL, &p, 0, tiles, 32);
     ck_assert_int_ge(n, 4);
     ck_assert_int_le(n, 32);
-    be->default_tile(NULL, &p, 0, NULL, &def);
+    be->default_tile(NULL, NULL, &p, 0, NULL, &def);
     ck_assert_int_eq(TGET(&tiles[0], WG_SIZE), TGET(&def, WG_SIZE));
     ck_assert_int_eq(TGET(&tiles[0], K_TILE), TGET(&def, K_TILE));
 
@@ -426,7 +426,7 @@ START_TEST(test_staged_candidates)
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
     sdpa__problem p = candidate_problem();
     sdpa_tile_config tiles[64];
-    int n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    int n = be->tile_candidates(vk, sdpa__context_primary_state(vk, be), &p, 0, tiles, 64);
     ck_assert_int_le(n, 64);
     ck_assert_int_le(n, 24); /* small enough to be measured whole */
     int staged = 0;
@@ -454,7 +454,7 @@ START_TEST(test_staged_candidates)
 
     /* Without a context: Vulkan's minimum (16 KiB) bounds the staged tiles. */
     p.D = p.Dv = 256;
-    n = be->tile_candidates(NULL, &p, 0, tiles, 64);
+    n = be->tile_candidates(NULL, NULL, &p, 0, tiles, 64);
     for (int i = 0; i < n; i++)
         if (TGET(&tiles[i], STAGE_KV) == 1)
             ck_assert_int_le(TGET(&tiles[i], K_TILE) * (256 + 256) * 4, 16384);
@@ -465,7 +465,7 @@ START_TEST(test_staged_candidates)
     ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
     if (strstr(dev.name, "llvmpipe")) {
         p.D = p.Dv = 32; p.Sq = 1; p.Skv = 20000;
-        n = be->tile_candidates(vk, &p, 0, tiles, 64);
+        n = be->tile_candidates(vk, sdpa__context_primary_state(vk, be), &p, 0, tiles, 64);
         ck_assert_int_ge(n, 2);
         for (int i = 0; i < n; i++) ck_assert_int_ne(TGET(&tiles[i], STAGE_KV), 1);
     }
@@ -587,7 +587,7 @@ START_TEST(test_rows_candidates)
     const sdpa__backend *be = sdpa__backend_get(SDPA_BACKEND_VULKAN);
     sdpa__problem p = candidate_problem();
     sdpa_tile_config tiles[64];
-    int n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    int n = be->tile_candidates(vk, sdpa__context_primary_state(vk, be), &p, 0, tiles, 64);
     ck_assert_int_le(n, 24);
     ck_assert_int_le(TGET(&tiles[0], Q_TILE), 1);
     int multi = 0, most = 0;
@@ -612,7 +612,7 @@ START_TEST(test_rows_candidates)
     ck_assert_int_eq(most, 8);
     /* D = 256: at most 2 rows (512 registers) */
     p.D = p.Dv = 256;
-    n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    n = be->tile_candidates(vk, sdpa__context_primary_state(vk, be), &p, 0, tiles, 64);
     multi = 0;
     for (int i = 0; i < n; i++) {
         ck_assert_int_le(TGET(&tiles[i], Q_TILE), 2);
@@ -621,7 +621,7 @@ START_TEST(test_rows_candidates)
     ck_assert_int_ge(multi, 1);
     /* decode without GQA: a KV slab has one row, nothing to share */
     p.D = p.Dv = 64; p.Sq = 1;
-    n = be->tile_candidates(vk, &p, 0, tiles, 64);
+    n = be->tile_candidates(vk, sdpa__context_primary_state(vk, be), &p, 0, tiles, 64);
     for (int i = 0; i < n; i++) ck_assert_int_le(TGET(&tiles[i], Q_TILE), 1);
 }
 END_TEST

@@ -107,18 +107,24 @@ typedef struct sdpa__backend {
     sdpa_status (*context_init)(sdpa_context *ctx, int device_index, void **state);
     void (*context_free)(sdpa_context *ctx, void *state);
 
+    /* Every slot below that takes the context also takes `state`, the
+     * backend's context state (what context_init stored for this context's
+     * slot, primary or CPU fallback; NULL only where a slot documents calls
+     * without a context). Backends read their state only from this
+     * parameter; ctx is for sdpa__fail, logging and the context accessors. */
+
     /* Buffers: handles are opaque to the front end (host pointers when
      * host_memory). */
-    sdpa_status (*buffer_alloc)(sdpa_context *ctx, size_t bytes, void **handle);
-    void (*buffer_free)(sdpa_context *ctx, void *handle);
-    sdpa_status (*buffer_write)(sdpa_context *ctx, void *handle, size_t offset,
+    sdpa_status (*buffer_alloc)(sdpa_context *ctx, void *state, size_t bytes, void **handle);
+    void (*buffer_free)(sdpa_context *ctx, void *state, void *handle);
+    sdpa_status (*buffer_write)(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                 const void *src, size_t bytes);
-    sdpa_status (*buffer_read)(sdpa_context *ctx, void *handle, size_t offset,
+    sdpa_status (*buffer_read)(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                void *dst, size_t bytes);
 
     /* SDPA_OK if the backend can run the problem; otherwise
      * SDPA_ERR_UNSUPPORTED recorded with sdpa__fail naming what is missing. */
-    sdpa_status (*supports)(sdpa_context *ctx, const sdpa__problem *p,
+    sdpa_status (*supports)(sdpa_context *ctx, void *state, const sdpa__problem *p,
                             unsigned plan_flags);
 
     /* Compile kernels and allocate workspace for a problem; *plan_state owned
@@ -126,20 +132,20 @@ typedef struct sdpa__backend {
      * end resolved (forced, else profile, else default_tile; src/core/plan.c),
      * already checked against tile_params: the backend checks it against the
      * device and builds it. NULL only for a backend without default_tile. */
-    sdpa_status (*plan_create)(sdpa_context *ctx, const sdpa__problem *p,
+    sdpa_status (*plan_create)(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                const sdpa_plan_options *options,
                                void **plan_state);
-    void (*plan_free)(sdpa_context *ctx, void *plan_state);
+    void (*plan_free)(sdpa_context *ctx, void *state, void *plan_state);
     size_t (*plan_workspace)(const void *plan_state);
     /* optional: fills kernel/config/source of info */
     void (*plan_describe)(const void *plan_state, sdpa_plan_info *info);
 
-    sdpa_status (*forward)(sdpa_context *ctx, void *plan_state,
+    sdpa_status (*forward)(sdpa_context *ctx, void *state, void *plan_state,
                            const sdpa__problem *p, const sdpa__fwd_args *a);
-    sdpa_status (*backward)(sdpa_context *ctx, void *plan_state,
+    sdpa_status (*backward)(sdpa_context *ctx, void *state, void *plan_state,
                             const sdpa__problem *p, const sdpa__fwd_args *a,
                             const sdpa__bwd_args *g);
-    sdpa_status (*finish)(sdpa_context *ctx);
+    sdpa_status (*finish)(sdpa_context *ctx, void *state);
 
     /* The tile parameters the backend has (n_tile_params entries; NULL/0 =
      * none). */
@@ -151,13 +157,16 @@ typedef struct sdpa__backend {
      * forced; its values are within tile_params) completed with the
      * backend's choices for the SDPA_AUTO values. Fails with the backend's
      * message when the device cannot take the forced values. Called through
-     * src/core/dispatch.c by plan creation and the tuner. */
-    sdpa_status (*default_tile)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                                const sdpa_tile_config *forced, sdpa_tile_config *tile);
+     * src/core/dispatch.c by plan creation and the tuner. The cpu and
+     * Vulkan backends also answer this and tile_candidates with ctx and
+     * state NULL (no device: their defaults; tests call them so). */
+    sdpa_status (*default_tile)(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                unsigned plan_flags, const sdpa_tile_config *forced,
+                                sdpa_tile_config *tile);
     /* Writes up to max candidates (pruned by the device's limits) and returns
      * how many exist in total (may exceed max). */
-    int (*tile_candidates)(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                           sdpa_tile_config *out, int max);
+    int (*tile_candidates)(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                           unsigned plan_flags, sdpa_tile_config *out, int max);
     /* Hash of the kernel sources this backend builds from (hex string), so
      * profiles made with other kernels are recognised as stale. */
     const char *(*source_hash)(void);
@@ -166,17 +175,17 @@ typedef struct sdpa__backend {
     /* Measures the fp32 FMA throughput of the context's device for about
      * `seconds` (best of a few runs): *gflops (2 flops per FMA lane) and a
      * short description of the method in `method`. Called by src/core/peak.c. */
-    sdpa_status (*measure_peak)(sdpa_context *ctx, double seconds, double *gflops,
+    sdpa_status (*measure_peak)(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                 char *method, size_t method_len);
     /* The kernel set the FMA peak is measured for, part of its cache key
      * (the CPU backends' vector width: "avx512", "avx2", "generic"); NULL
      * slot = one peak per device. */
-    const char *(*peak_kernels)(sdpa_context *ctx);
+    const char *(*peak_kernels)(sdpa_context *ctx, void *state);
     /* Measures the read bandwidth of the memory the kernels stream K/V from
      * for about `seconds`: *gbps (1e9 bytes/s), method as above. NULL =
      * SDPA_ERR_UNSUPPORTED. Called by src/core/peak.c. */
-    sdpa_status (*measure_bandwidth)(sdpa_context *ctx, double seconds, double *gbps,
-                                     char *method, size_t method_len);
+    sdpa_status (*measure_bandwidth)(sdpa_context *ctx, void *state, double seconds,
+                                     double *gbps, char *method, size_t method_len);
 } sdpa__backend;
 
 /* The peak micro-benchmarks' one loop (peak_rounds.c). A backend's run does
@@ -212,8 +221,11 @@ const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind);
  * not (be->load's message). */
 const char *sdpa__backend_unavailable(const sdpa__backend *be);
 
-/* The backend's private context state (what context_init stored). */
-void *sdpa__context_backend_state(const sdpa_context *ctx);
+/* The state context_init stored for `be` when `be` is the context's primary
+ * backend, else NULL. Only for entry points an application or a test calls
+ * with nothing but the context (interop in sdpa_opencl.h, the Vulkan test
+ * hooks): the table's slots receive their state as a parameter. */
+void *sdpa__context_primary_state(const sdpa_context *ctx, const sdpa__backend *be);
 /* Thread count from the context options (>= 1). */
 int sdpa__context_threads(const sdpa_context *ctx);
 /* Resolved profile and cache directories (never NULL, may be ""). */

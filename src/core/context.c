@@ -30,9 +30,9 @@ void sdpa_context_options_init(sdpa_context_options *o)
     o->log_level = SDPA_AUTO;
 }
 
-void *sdpa__context_backend_state(const sdpa_context *ctx)
+void *sdpa__context_primary_state(const sdpa_context *ctx, const sdpa__backend *be)
 {
-    return ctx && ctx->current ? ctx->current->state : NULL;
+    return ctx && ctx->primary.backend == be ? ctx->primary.state : NULL;
 }
 int sdpa__context_threads(const sdpa_context *ctx) { return ctx->threads; }
 int sdpa__context_device_index(const sdpa_context *ctx) { return ctx->device_index; }
@@ -335,7 +335,6 @@ sdpa_status sdpa__context_create_with_state(const sdpa_context_options *options,
     ctx->primary.backend = backend;
     ctx->primary.state = state;
     ctx->primary.started = true;
-    ctx->current = &ctx->primary;
     sdpa__strlcpy(ctx->device_name, device_name ? device_name : backend->name,
                   sizeof ctx->device_name);
     *out = ctx;

@@ -5,9 +5,8 @@
  *
  * A context has a primary backend slot and, in AUTO mode, a lazily started
  * CPU slot that plans fall back to when the device cannot build or run them.
- * Every call into a backend goes through the wrappers in dispatch.c, which set
- * `current` so that sdpa__context_backend_state() answers for the backend
- * being called.
+ * Every call into a backend goes through the wrappers in dispatch.c, which
+ * pass the called slot's state to the backend.
  */
 #ifndef SDPA_CORE_CONTEXT_IMPL_H
 #define SDPA_CORE_CONTEXT_IMPL_H
@@ -51,7 +50,6 @@ struct sdpa_buffer {
 struct sdpa_context {
     sdpa__slot primary;
     sdpa__slot fallback;    /* CPU, AUTO mode only, started on first need */
-    sdpa__slot *current;    /* slot being called (dispatch.c) */
     bool auto_mode;
     char device_name[256];
     int device_index;
@@ -86,11 +84,4 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
 sdpa_status sdpa__context_fallback(sdpa_context *ctx, sdpa__slot **slot);
 /* oneshot.c: destroys the plans sdpa_attention_forward cached. */
 void sdpa__plan_cache_clear(sdpa_context *ctx);
-
-/* Makes `slot` the one backends see through sdpa__context_backend_state(). */
-static inline const sdpa__backend *sdpa__use(sdpa_context *ctx, sdpa__slot *slot)
-{
-    ctx->current = slot;
-    return slot->backend;
-}
 #endif /* SDPA_CORE_CONTEXT_IMPL_H */

@@ -1,8 +1,8 @@
 /*
  * dispatch.h — the thin wrappers through which the front end (src/core) and
- * the tuner (src/tune) call a backend. Each selects the slot (so backends
- * find their state), passes the fault-injection site for tests where a
- * failure is possible, and forwards the backend's status. No other file
+ * the tuner (src/tune) call a backend. Each passes the slot's state to the
+ * backend, the fault-injection site for tests where a failure is possible,
+ * and forwards the backend's status. No other file
  * calls a backend table slot: scripts/check-layers.sh greps for it.
  */
 #ifndef SDPA_CORE_DISPATCH_H

@@ -175,7 +175,7 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
                              head_dims[di], sdpa_dtype_name(dtypes[ti]));
                     sdpa__cl_plan pl;
                     memset(&pl, 0, sizeof pl);
-                    if (sdpa__cl_supports(NULL, &p, k->flags) != SDPA_OK ||
+                    if (sdpa__cl_supports(NULL, NULL, &p, k->flags) != SDPA_OK ||
                         sdpa__cl_plan_config(&props, &p, NULL, k->flags, &pl) != SDPA_OK) {
                         job_head(f, first, "opencl", &devices[gi], k, head_dims[di],
                                  dtypes[ti], id);

@@ -64,8 +64,10 @@ static void cpu_context_free(sdpa_context *ctx, void *state)
     free(s);
 }
 
-static sdpa_status cpu_supports(sdpa_context *ctx, const sdpa__problem *p, unsigned flags)
+static sdpa_status cpu_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                unsigned flags)
 {
+    (void)state;
     (void)flags;
     SDPA__CHECK(ctx, p->D <= 4096 && p->Dv <= 4096, SDPA_ERR_UNSUPPORTED,
                 "cpu: head size %lld/%lld above 4096", (long long)p->D, (long long)p->Dv);
@@ -90,20 +92,21 @@ static const sdpa__tile_param_info cpu_tile_params[] = {
 #define CPU_DEFAULT(i) (cpu_tile_params[i].def) /* 0: q_tile, 1: k_tile */
 #define CPU_TILE_PARAMS ((int)(sizeof cpu_tile_params / sizeof cpu_tile_params[0]))
 
-static void cpu_plan_free(sdpa_context *ctx, void *plan_state)
+static void cpu_plan_free(sdpa_context *ctx, void *state, void *plan_state)
 {
     (void)ctx;
+    (void)state;
     sdpa__cpu_plan *pl = plan_state;
     if (!pl) return;
     free(pl->mem);
     free(pl);
 }
 
-static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+static sdpa_status cpu_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                    const sdpa_plan_options *options, void **plan_state)
 {
     *plan_state = NULL;
-    sdpa__cpu_state *s = sdpa__context_backend_state(ctx);
+    sdpa__cpu_state *s = state;
     SDPA__CHECK(ctx, s, SDPA_ERR_INTERNAL, "cpu: context has no backend state");
     sdpa__cpu_plan *pl = sdpa__calloc(1, sizeof *pl);
     SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan");
@@ -171,7 +174,7 @@ static sdpa_status cpu_plan_create(sdpa_context *ctx, const sdpa__problem *p,
     pl->mem_bytes = c.used;
     pl->mem = sdpa__aligned_alloc(64, pl->mem_bytes);
     if (!pl->mem) {
-        cpu_plan_free(ctx, pl);
+        cpu_plan_free(ctx, state, pl);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: plan workspace of %zu bytes",
                           c.used);
     }
@@ -205,29 +208,33 @@ static void cpu_plan_describe(const void *plan_state, sdpa_plan_info *info)
 }
 
 /* The FMA peak at the width of the kernels this context runs (cpu_peak.c). */
-static const char *cpu_peak_kernels(sdpa_context *ctx)
+static const char *cpu_peak_kernels(sdpa_context *ctx, void *state)
 {
-    const sdpa__cpu_state *s = sdpa__context_backend_state(ctx);
+    (void)ctx;
+    const sdpa__cpu_state *s = state;
     return s && s->k ? s->k->name : "generic";
 }
 
-static sdpa_status cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+static sdpa_status cpu_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                     char *method, size_t method_len)
 {
-    return sdpa__cpu_measure_peak_for(ctx, cpu_peak_kernels(ctx), seconds, gflops, method,
+    return sdpa__cpu_measure_peak_for(ctx, cpu_peak_kernels(ctx, state), seconds, gflops, method,
                                       method_len);
 }
 
-static sdpa_status cpu_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                               const sdpa__fwd_args *a)
+static sdpa_status cpu_forward(sdpa_context *ctx, void *state, void *plan_state,
+                               const sdpa__problem *p, const sdpa__fwd_args *a)
 {
     (void)ctx;
+    (void)state;
     return sdpa__cpu_forward_run(plan_state, p, a);
 }
 
-static sdpa_status cpu_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                                const sdpa__fwd_args *a, const sdpa__bwd_args *g)
+static sdpa_status cpu_backward(sdpa_context *ctx, void *state, void *plan_state,
+                                const sdpa__problem *p, const sdpa__fwd_args *a,
+                                const sdpa__bwd_args *g)
 {
+    (void)state;
     sdpa__cpu_plan *pl = plan_state;
     SDPA__CHECK(ctx, pl->backward, SDPA_ERR_INVALID_ARG,
                 "cpu: plan was created without SDPA_PLAN_BACKWARD");
@@ -247,10 +254,12 @@ static bool cpu_decode_like(const sdpa__problem *p)
 
 /* The forced values, and the table's defaults for the rest (split_kv stays
  * SDPA_AUTO: cpu_plan_create chooses it from the problem and threads). */
-static sdpa_status cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                                    const sdpa_tile_config *forced, sdpa_tile_config *tile)
+static sdpa_status cpu_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                    unsigned flags, const sdpa_tile_config *forced,
+                                    sdpa_tile_config *tile)
 {
     (void)ctx;
+    (void)state;
     (void)p;
     (void)flags;
     if (forced) *tile = *forced;
@@ -259,10 +268,11 @@ static sdpa_status cpu_default_tile(sdpa_context *ctx, const sdpa__problem *p, u
     return SDPA_OK;
 }
 
-static int cpu_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                               sdpa_tile_config *out, int max)
+static int cpu_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                               unsigned flags, sdpa_tile_config *out, int max)
 {
     (void)ctx;
+    (void)state;
     (void)flags;
     static const int qt[] = {32, 64, 128}, kt[] = {32, 64, 128, 256}, splits[] = {1, 2, 4, 8, 16};
     int n = 0;

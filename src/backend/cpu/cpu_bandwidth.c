@@ -101,9 +101,10 @@ static void *bw_main(void *arg)
     return NULL;
 }
 
-sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, double seconds, double *gbps,
-                                        char *method, size_t method_len)
+sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double seconds,
+                                        double *gbps, char *method, size_t method_len)
 {
+    (void)state;
     (void)seconds; /* the buffer size sets the time: a few passes of ~30 ms */
     int threads = sdpa__context_threads(ctx);
     if (threads < 1) threads = 1;

@@ -153,17 +153,18 @@ static const char *isa_name(int isa)
     return isa == ISA_AVX512 ? "avx512" : isa == ISA_AVX2 ? "avx2" : "generic";
 }
 
-const char *sdpa__cpu_peak_widest(sdpa_context *ctx)
+const char *sdpa__cpu_peak_widest(sdpa_context *ctx, void *state)
 {
     (void)ctx;
+    (void)state;
     return isa_name(detect_isa());
 }
 
-sdpa_status sdpa__cpu_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+sdpa_status sdpa__cpu_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                    char *method, size_t method_len)
 {
-    return sdpa__cpu_measure_peak_for(ctx, sdpa__cpu_peak_widest(ctx), seconds, gflops, method,
-                                      method_len);
+    return sdpa__cpu_measure_peak_for(ctx, sdpa__cpu_peak_widest(ctx, state), seconds, gflops,
+                                      method, method_len);
 }
 
 sdpa_status sdpa__cpu_measure_peak_for(sdpa_context *ctx, const char *kernels, double seconds,

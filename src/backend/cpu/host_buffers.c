@@ -8,39 +8,44 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle)
+sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle)
 {
+    (void)state;
     void *p = sdpa__aligned_alloc(64, bytes);
     SDPA__CHECK(ctx, p, SDPA_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
     *handle = p;
     return SDPA_OK;
 }
 
-void sdpa__host_buffer_free(sdpa_context *ctx, void *handle)
+void sdpa__host_buffer_free(sdpa_context *ctx, void *state, void *handle)
 {
     (void)ctx;
+    (void)state;
     free(handle);
 }
 
-sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                     const void *src, size_t bytes)
 {
     (void)ctx;
+    (void)state;
     memcpy((char *)handle + offset, src, bytes);
     return SDPA_OK;
 }
 
-sdpa_status sdpa__host_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__host_buffer_read(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                    void *dst, size_t bytes)
 {
     (void)ctx;
+    (void)state;
     memcpy(dst, (const char *)handle + offset, bytes);
     return SDPA_OK;
 }
 
-sdpa_status sdpa__host_finish(sdpa_context *ctx)
+sdpa_status sdpa__host_finish(sdpa_context *ctx, void *state)
 {
     (void)ctx;
+    (void)state;
     return SDPA_OK;
 }
 

@@ -43,9 +43,9 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
  * [0, Skv]). */
 int64_t sdpa__ref_batch_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b);
 
-sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *state, void *plan, const sdpa__problem *p,
                               const sdpa__fwd_args *a);
-sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const sdpa__problem *p,
                                const sdpa__fwd_args *a, const sdpa__bwd_args *g);
 
 #endif

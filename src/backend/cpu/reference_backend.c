@@ -20,9 +20,11 @@ static void ref_context_free(sdpa_context *ctx, void *state)
     (void)state;
 }
 
-static sdpa_status ref_supports(sdpa_context *ctx, const sdpa__problem *p, unsigned flags)
+static sdpa_status ref_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                unsigned flags)
 {
     (void)ctx;
+    (void)state;
     (void)p;
     (void)flags;
     return SDPA_OK;
@@ -30,19 +32,21 @@ static sdpa_status ref_supports(sdpa_context *ctx, const sdpa__problem *p, unsig
 
 static int ref_plan_token; /* plans need a non-NULL state; they hold nothing */
 
-static sdpa_status ref_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+static sdpa_status ref_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                    const sdpa_plan_options *options, void **plan_state)
 {
     (void)ctx;
+    (void)state;
     (void)p;
     (void)options;
     *plan_state = &ref_plan_token;
     return SDPA_OK;
 }
 
-static void ref_plan_free(sdpa_context *ctx, void *plan_state)
+static void ref_plan_free(sdpa_context *ctx, void *state, void *plan_state)
 {
     (void)ctx;
+    (void)state;
     (void)plan_state;
 }
 

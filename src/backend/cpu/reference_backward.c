@@ -38,9 +38,10 @@ static double gain(const sdpa__ref *g, bool has, int64_t d)
     return has ? ((const float *)g->mem)[sdpa__at(g, 0, 0, 0, d)] : 1.0;
 }
 
-sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const sdpa__problem *p,
                                const sdpa__fwd_args *a, const sdpa__bwd_args *g)
 {
+    (void)state;
     (void)plan;
     const int64_t D = p->D, Dv = p->Dv, Skv = p->Skv, group = p->Hq / p->Hkv;
     size_t nkd = (size_t)(Skv * D), nkv = (size_t)(Skv * Dv);

@@ -202,9 +202,10 @@ static void stats_store(const head_stats *st, const sdpa__fwd_args *a, int64_t b
         ((float *)a->stats.mem)[sdpa__at(&a->stats, b, h, 0, c)] = (float)v[c];
 }
 
-sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *plan, const sdpa__problem *p,
+sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *state, void *plan, const sdpa__problem *p,
                               const sdpa__fwd_args *a)
 {
+    (void)state;
     (void)plan;
     const int64_t D = p->D, Dv = p->Dv, Skv = p->Skv, group = p->Hq / p->Hkv;
     double *kn = sdpa__malloc((size_t)(Skv * D) * sizeof *kn);

@@ -142,10 +142,11 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
     return SDPA_OK;
 }
 
-sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                              const sdpa__fwd_args *f, const sdpa__bwd_args *g)
+sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *state, void *plan_state,
+                              const sdpa__problem *p, const sdpa__fwd_args *f,
+                              const sdpa__bwd_args *g)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     sdpa__cl_plan *pl = plan_state;
     if (!pl->backward)
         return SDPA__FAIL(ctx, SDPA_ERR_INVALID_ARG,

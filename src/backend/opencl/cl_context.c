@@ -97,9 +97,9 @@ void sdpa__cl_context_free(sdpa_context *ctx, void *state)
     sdpa__cl_state_release(state);
 }
 
-sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle)
+sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     cl_int err;
     cl_mem m = clCreateBuffer(st->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
     SDPA__CL_CHECK(ctx, err, "clCreateBuffer");
@@ -107,16 +107,17 @@ sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle
     return SDPA_OK;
 }
 
-void sdpa__cl_buffer_free(sdpa_context *ctx, void *handle)
+void sdpa__cl_buffer_free(sdpa_context *ctx, void *state, void *handle)
 {
     (void)ctx;
+    (void)state;
     if (handle) clReleaseMemObject((cl_mem)handle);
 }
 
-sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                   const void *src, size_t bytes)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     if (bytes == 0) return SDPA_OK;
     SDPA__CL_CHECK(ctx, clEnqueueWriteBuffer(st->queue, (cl_mem)handle, CL_TRUE, offset,
                                              bytes, src, 0, NULL, NULL),
@@ -124,10 +125,10 @@ sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *handle, size_t offset
     return SDPA_OK;
 }
 
-sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                  void *dst, size_t bytes)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     if (bytes == 0) return SDPA_OK;
     SDPA__CL_CHECK(ctx, clEnqueueReadBuffer(st->queue, (cl_mem)handle, CL_TRUE, offset,
                                             bytes, dst, 0, NULL, NULL),
@@ -135,9 +136,9 @@ sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
     return SDPA_OK;
 }
 
-sdpa_status sdpa__cl_finish(sdpa_context *ctx)
+sdpa_status sdpa__cl_finish(sdpa_context *ctx, void *state)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     SDPA__CL_CHECK(ctx, clFinish(st->queue), "clFinish");
     return SDPA_OK;
 }

@@ -178,10 +178,10 @@ static sdpa_status forward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_
     return SDPA_OK;
 }
 
-sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                             const sdpa__fwd_args *f)
+sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *state, void *plan_state,
+                             const sdpa__problem *p, const sdpa__fwd_args *f)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     sdpa__cl_plan *pl = plan_state;
     st->launch_err = CL_SUCCESS;
     sdpa_status s = forward_once(ctx, st, pl, p, f);

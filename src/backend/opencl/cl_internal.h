@@ -96,13 +96,13 @@ void sdpa__cl_context_free(sdpa_context *ctx, void *state);
 /* Finishes state setup (probe, dummy buffer) around a context/queue. */
 sdpa_status sdpa__cl_state_setup(sdpa_context *ctx, sdpa__cl_state *st);
 void sdpa__cl_state_release(sdpa__cl_state *st);
-sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
-void sdpa__cl_buffer_free(sdpa_context *ctx, void *handle);
-sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__cl_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle);
+void sdpa__cl_buffer_free(sdpa_context *ctx, void *state, void *handle);
+sdpa_status sdpa__cl_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                   const void *src, size_t bytes);
-sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__cl_buffer_read(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                  void *dst, size_t bytes);
-sdpa_status sdpa__cl_finish(sdpa_context *ctx);
+sdpa_status sdpa__cl_finish(sdpa_context *ctx, void *state);
 /* Records a failed OpenCL call (SDPA_ERR_DEVICE or OUT_OF_MEMORY by code). */
 sdpa_status sdpa__cl_fail(sdpa_context *ctx, cl_int err, const char *what,
                           const char *file, int line);
@@ -175,7 +175,7 @@ typedef struct sdpa__cl_plan {
     size_t ws_bytes;
 } sdpa__cl_plan;
 
-sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
                               unsigned plan_flags);
 /* Tile parameters of the backend table (cl_plan.c). */
 #define SDPA__CL_TILE_PARAMS 8
@@ -192,10 +192,11 @@ void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char
 /* The kernel files of pl's program, in assembly order (*out is static). */
 int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out);
 /* Tuning slots of the backend table (cl_plan.c, cl_program.c). */
-sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                                  const sdpa_tile_config *forced, sdpa_tile_config *tile);
-int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                             sdpa_tile_config *out, int max);
+sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                  unsigned plan_flags, const sdpa_tile_config *forced,
+                                  sdpa_tile_config *tile);
+int sdpa__cl_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                             unsigned plan_flags, sdpa_tile_config *out, int max);
 const char *sdpa__cl_source_hash(void);
 /* Allocates one workspace buffer of `floats` floats into *m (counted in
  * pl->ws_bytes); nothing for floats <= 0. */
@@ -219,9 +220,9 @@ sdpa_status sdpa__cl_unfused_setup(sdpa_context *ctx, sdpa__cl_state *st,
 sdpa_status sdpa__cl_unfused_forward(sdpa_context *ctx, sdpa__cl_state *st,
                                      sdpa__cl_plan *pl, const sdpa__problem *p,
                                      const sdpa__fwd_args *f);
-sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state);
-void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state);
+void sdpa__cl_plan_free(sdpa_context *ctx, void *state, void *plan_state);
 /* After an enqueue failed for resources: rebuilds pl with the next smaller
  * default configuration (half the work-group, then no staging, then half
  * the rows per work-item) within its workspace. SDPA_ERR_UNSUPPORTED (no
@@ -232,9 +233,9 @@ size_t sdpa__cl_plan_workspace(const void *plan_state);
 void sdpa__cl_plan_describe(const void *plan_state, sdpa_plan_info *info);
 
 /* ---- cl_forward.c / cl_backward.c ---- */
-sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *plan_state,
+sdpa_status sdpa__cl_forward(sdpa_context *ctx, void *state, void *plan_state,
                              const sdpa__problem *p, const sdpa__fwd_args *a);
-sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *plan_state,
+sdpa_status sdpa__cl_backward(sdpa_context *ctx, void *state, void *plan_state,
                               const sdpa__problem *p, const sdpa__fwd_args *a,
                               const sdpa__bwd_args *g);
 
@@ -266,7 +267,7 @@ bool sdpa__cl_retry(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *
 
 /* ---- cl_peak.c ---- */
 /* measure_peak slot: times the FMA kernel shaders/opencl/peak.cl. */
-sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                   char *method, size_t method_len);
 
 #endif /* SDPA_CL_INTERNAL_H */

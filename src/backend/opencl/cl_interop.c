@@ -61,7 +61,7 @@ sdpa_status sdpa_opencl_buffer_wrap(sdpa_context *ctx, cl_mem mem, sdpa_buffer *
     if (sdpa_context_backend(ctx) != SDPA_BACKEND_OPENCL)
         return SDPA__FAIL(ctx, SDPA_ERR_MISMATCHED_CONTEXT,
                           "sdpa_opencl_buffer_wrap: context is not an OpenCL context");
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = sdpa__context_primary_state(ctx, &sdpa__backend_opencl);
     cl_context mctx = NULL;
     size_t size = 0;
     cl_int err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
@@ -89,11 +89,11 @@ cl_mem sdpa_opencl_buffer_mem(const sdpa_buffer *buf)
 cl_command_queue sdpa_opencl_queue(const sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_OPENCL) return NULL;
-    return ((sdpa__cl_state *)sdpa__context_backend_state(ctx))->queue;
+    return ((sdpa__cl_state *)sdpa__context_primary_state(ctx, &sdpa__backend_opencl))->queue;
 }
 
 cl_context sdpa_opencl_cl_context(const sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_OPENCL) return NULL;
-    return ((sdpa__cl_state *)sdpa__context_backend_state(ctx))->context;
+    return ((sdpa__cl_state *)sdpa__context_primary_state(ctx, &sdpa__backend_opencl))->context;
 }

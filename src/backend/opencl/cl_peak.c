@@ -84,10 +84,10 @@ static sdpa_status build(sdpa_context *ctx, sdpa__cl_state *st, int vec, cl_prog
     return SDPA_OK;
 }
 
-sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+sdpa_status sdpa__cl_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                   char *method, size_t method_len)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     const sdpa__cl_props *pp = &st->props;
     int vec = pp->pref_vec_float >= 16 ? 16 : pp->pref_vec_float >= 8 ? 8 : 4;
     if (!(seconds > 0)) seconds = 0.25;

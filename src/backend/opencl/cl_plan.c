@@ -43,9 +43,10 @@
 
 #define MAX_HEAD 256
 
-sdpa_status sdpa__cl_supports(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
                               unsigned plan_flags)
 {
+    (void)state;
     (void)plan_flags;
     if (p->dtype != SDPA_DTYPE_F32 && p->dtype != SDPA_DTYPE_F16 &&
         p->dtype != SDPA_DTYPE_BF16)
@@ -320,10 +321,11 @@ static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
 
 /* The configuration choose_config makes of `forced` (NULL = nothing forced),
  * every value set; a refusal is recorded with its message. */
-sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                                  const sdpa_tile_config *forced, sdpa_tile_config *tile)
+sdpa_status sdpa__cl_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                  unsigned plan_flags, const sdpa_tile_config *forced,
+                                  sdpa_tile_config *tile)
 {
-    const sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    const sdpa__cl_state *st = state;
     sdpa__cl_plan pl;
     bool was_forced;
     memset(&pl, 0, sizeof pl);
@@ -359,14 +361,14 @@ static void add_candidate(sdpa_context *ctx, const sdpa__cl_state *st, const sdp
  * (cl_gemm.c; a new set rebuilds CLBlast's kernel, ~15 s on a cold PoCL
  * cache). Kept to about 24 per problem because each variant costs a
  * program build (~1 s on PoCL). */
-int sdpa__cl_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags,
-                             sdpa_tile_config *out, int max)
+int sdpa__cl_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                             unsigned plan_flags, sdpa_tile_config *out, int max)
 {
-    const sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    const sdpa__cl_state *st = state;
     bool gpu = gpu_style(&st->props);
     int n = 0;
     sdpa_tile_config def, t;
-    bool have_def = sdpa__cl_default_tile(ctx, p, plan_flags, NULL, &def) == SDPA_OK;
+    bool have_def = sdpa__cl_default_tile(ctx, state, p, plan_flags, NULL, &def) == SDPA_OK;
     if (have_def) add_candidate(ctx, st, p, plan_flags, &def, out, max, &n);
     static const int rpws[] = {1, 2, 4};
     static const int cpu_kts[] = {16, 32, 64}, gpu_kts[] = {8, 16};
@@ -660,29 +662,30 @@ sdpa_status sdpa__cl_plan_shrink(sdpa_context *ctx, sdpa__cl_state *st, const sd
  * default to the device and to its kernels' limits (and a launch refused for
  * resources may shrink it); any other configuration, forced or a profile's,
  * is returned as given and only checked. */
-static const sdpa_tile_config *given_config(sdpa_context *ctx, const sdpa__problem *p,
-                                            unsigned flags, const sdpa_tile_config *t)
+static const sdpa_tile_config *given_config(sdpa_context *ctx, sdpa__cl_state *st,
+                                            const sdpa__problem *p, unsigned flags,
+                                            const sdpa_tile_config *t)
 {
     if (!t) return NULL;
     sdpa_tile_config def;
     sdpa_tile_config_init(&def);
-    if (sdpa__cl_default_tile(ctx, p, flags, NULL, &def) != SDPA_OK) return t;
+    if (sdpa__cl_default_tile(ctx, st, p, flags, NULL, &def) != SDPA_OK) return t;
     sdpa__tile_fill_defaults(sdpa__cl_tile_params, SDPA__CL_TILE_PARAMS, &def);
     return sdpa__tile_equal(&def, t) ? NULL : t;
 }
 
-sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state)
 {
-    sdpa__cl_state *st = sdpa__context_backend_state(ctx);
+    sdpa__cl_state *st = state;
     *plan_state = NULL;
-    SDPA__TRY(sdpa__cl_supports(ctx, p, options ? options->flags : 0));
+    SDPA__TRY(sdpa__cl_supports(ctx, state, p, options ? options->flags : 0));
     sdpa__cl_plan *pl = sdpa__calloc(1, sizeof *pl);
     if (!pl) return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "opencl: plan");
     pl->eff = st->props;
     const unsigned flags = options ? options->flags : 0;
     sdpa_status s = fit_plan(ctx, st, p,
-                             given_config(ctx, p, flags, options ? options->tile : NULL),
+                             given_config(ctx, st, p, flags, options ? options->tile : NULL),
                              flags, &pl->eff, pl, false);
     if (s != SDPA_OK) goto fail;
     /* Padded lengths: a multiple of 64 so no tile reads past the end, plus 16
@@ -738,13 +741,14 @@ done:
     *plan_state = pl;
     return SDPA_OK;
 fail:
-    sdpa__cl_plan_free(ctx, pl);
+    sdpa__cl_plan_free(ctx, state, pl);
     return s;
 }
 
-void sdpa__cl_plan_free(sdpa_context *ctx, void *plan_state)
+void sdpa__cl_plan_free(sdpa_context *ctx, void *state, void *plan_state)
 {
     (void)ctx;
+    (void)state;
     sdpa__cl_plan *pl = plan_state;
     if (!pl) return;
     release_kernels(pl);

@@ -246,6 +246,6 @@ void sdpa__vk_alloc_destroy_all(sdpa__vk_state *s)
 int sdpa__vk_memory_block_count(sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN) return -1;
-    sdpa__vk_state *s = sdpa__context_backend_state(ctx);
+    sdpa__vk_state *s = sdpa__context_primary_state(ctx, &sdpa__backend_vulkan);
     return s ? s->block_count : -1;
 }

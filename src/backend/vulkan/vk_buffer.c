@@ -99,9 +99,9 @@ void sdpa__vk_buffer_destroy(sdpa__vk_state *s, sdpa__vk_buffer *b)
     free(b);
 }
 
-sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle)
+sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     sdpa__vk_buffer *b;
     SDPA__TRY(sdpa__vk_buffer_create(ctx, s, bytes,
                                      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
@@ -111,9 +111,10 @@ sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle
     return SDPA_OK;
 }
 
-void sdpa__vk_buffer_free(sdpa_context *ctx, void *handle)
+void sdpa__vk_buffer_free(sdpa_context *ctx, void *state, void *handle)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    (void)ctx;
+    sdpa__vk_state *s = state;
     if (!s || !handle) return;
     vkQueueWaitIdle(s->queue); /* "after pending work that uses it" */
     sdpa__vk_buffer_destroy(s, handle);
@@ -206,10 +207,10 @@ done:
     return st;
 }
 
-sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                   const void *src, size_t bytes)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     sdpa__vk_buffer *b = handle;
     SDPA__TRY(wait_idle(ctx, s));
     if (bytes == 0) return SDPA_OK;
@@ -220,10 +221,10 @@ sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *handle, size_t offset
     return staged_copy(ctx, s, b, offset, (void *)src, bytes, true);
 }
 
-sdpa_status sdpa__vk_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__vk_buffer_read(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                  void *dst, size_t bytes)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     sdpa__vk_buffer *b = handle;
     SDPA__TRY(wait_idle(ctx, s));
     if (bytes == 0) return SDPA_OK;

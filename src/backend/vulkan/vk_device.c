@@ -21,11 +21,6 @@
 
 #define MAX_DEVICES 16
 
-sdpa__vk_state *sdpa__vk_get_state(sdpa_context *ctx)
-{
-    return (sdpa__vk_state *)sdpa__context_backend_state(ctx);
-}
-
 const char *sdpa__vk_result_name(VkResult r)
 {
     switch (r) {
@@ -513,13 +508,13 @@ void sdpa__vk_context_free(sdpa_context *ctx, void *state)
 int sdpa__vk_validation_error_count(sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN) return -1;
-    sdpa__vk_state *s = sdpa__context_backend_state(ctx);
+    sdpa__vk_state *s = sdpa__context_primary_state(ctx, &sdpa__backend_vulkan);
     return s ? s->validation_errors : -1;
 }
 
 int sdpa__vk_validation_active(sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN) return -1;
-    sdpa__vk_state *s = sdpa__context_backend_state(ctx);
+    sdpa__vk_state *s = sdpa__context_primary_state(ctx, &sdpa__backend_vulkan);
     return s && s->messenger != VK_NULL_HANDLE;
 }

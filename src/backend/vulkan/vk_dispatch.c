@@ -42,9 +42,10 @@ static bool tensor_extent(sdpa__vk_params *pr, int t, const sdpa__ref *r, const 
     return true;
 }
 
-static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem *p,
-                               const sdpa__fwd_args *a, const sdpa__bwd_args *g,
-                               const sdpa__ref **refs, sdpa__vk_pack_job *job)
+static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
+                               const sdpa__problem *p, const sdpa__fwd_args *a,
+                               const sdpa__bwd_args *g, const sdpa__ref **refs,
+                               sdpa__vk_pack_job *job)
 {
     sdpa__vk_params pr;
     memset(&pr, 0, sizeof pr);
@@ -96,7 +97,6 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa_
     static const char *names[] = {"q", "k", "v", "out", "mask", "bias", "kv_len", "q_gain",
                                   "k_gain", "temperature", "lse", "stats", "dout", "dq",
                                   "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
     uint64_t max_range = s->caps.max_storage_range;
     size_t esize[SDPA_VK_T_COUNT];
     uint64_t last[SDPA_VK_T_COUNT], base[SDPA_VK_T_COUNT];
@@ -194,14 +194,14 @@ static sdpa_status dispatch(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan 
 
 typedef enum { RUN_FORWARD, RUN_BACKWARD } run_kind;
 
-static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem *p,
-                       const sdpa__fwd_args *a, const sdpa__bwd_args *g, run_kind kind)
+static sdpa_status run(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
+                       const sdpa__problem *p, const sdpa__fwd_args *a,
+                       const sdpa__bwd_args *g, run_kind kind)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
     SDPA__TRY(sdpa__vk_plan_wait(ctx, s, pl));
     const sdpa__ref *refs[SDPA__VK_T_COUNT] = {0};
     sdpa__vk_pack_job job = {0};
-    SDPA__TRY(fill_params(ctx, pl, p, a, g, refs, &job));
+    SDPA__TRY(fill_params(ctx, s, pl, p, a, g, refs, &job));
     write_descriptors(s, pl, refs);
 
     VkCommandBuffer cb = pl->cmd;
@@ -265,26 +265,27 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_plan *pl, const sdpa__problem
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                             const sdpa__fwd_args *a)
+sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *state, void *plan_state,
+                             const sdpa__problem *p, const sdpa__fwd_args *a)
 {
-    return run(ctx, plan_state, p, a, NULL, RUN_FORWARD);
+    return run(ctx, state, plan_state, p, a, NULL, RUN_FORWARD);
 }
 
-sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *plan_state, const sdpa__problem *p,
-                              const sdpa__fwd_args *a, const sdpa__bwd_args *g)
+sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *state, void *plan_state,
+                              const sdpa__problem *p, const sdpa__fwd_args *a,
+                              const sdpa__bwd_args *g)
 {
     sdpa__vk_plan *pl = plan_state;
     SDPA__CHECK(ctx, pl->pipes[SDPA__VK_P_BWD_DQ], SDPA_ERR_INVALID_ARG,
                 "vulkan: plan was created without SDPA_PLAN_BACKWARD");
     SDPA__CHECK(ctx, a->lse.mem && a->out.mem, SDPA_ERR_INVALID_ARG,
                 "vulkan: backward needs the forward's out and lse");
-    return run(ctx, pl, p, a, g, RUN_BACKWARD);
+    return run(ctx, state, pl, p, a, g, RUN_BACKWARD);
 }
 
-sdpa_status sdpa__vk_finish(sdpa_context *ctx)
+sdpa_status sdpa__vk_finish(sdpa_context *ctx, void *state)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     if (!s) return SDPA_OK;
     VkResult r = vkQueueWaitIdle(s->queue);
     if (r != VK_SUCCESS)

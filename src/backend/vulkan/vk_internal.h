@@ -127,6 +127,8 @@ typedef struct sdpa__vk_state {
                                            * statistics (tools/internal) */
 } sdpa__vk_state;
 
+extern const sdpa__backend sdpa__backend_vulkan;
+
 typedef struct sdpa__vk_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;      /* the block's memory; VK_NULL_HANDLE for wrapped buffers */
@@ -182,7 +184,6 @@ void sdpa__vk_context_free(sdpa_context *ctx, void *state);
 sdpa_status sdpa__vk_state_setup(sdpa_context *ctx, sdpa__vk_state *s);
 void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
                     VkPhysicalDeviceProperties *props);
-sdpa__vk_state *sdpa__vk_get_state(sdpa_context *ctx);
 /* Maps a VkResult to a status (OOM, device lost, else `otherwise`). */
 sdpa_status sdpa__vk_status(VkResult r, sdpa_status otherwise);
 const char *sdpa__vk_result_name(VkResult r);
@@ -197,11 +198,11 @@ void sdpa__vk_alloc_release(sdpa__vk_state *s, sdpa__vk_buffer *b);
 void sdpa__vk_alloc_destroy_all(sdpa__vk_state *s);
 
 /* vk_buffer.c */
-sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, size_t bytes, void **handle);
-void sdpa__vk_buffer_free(sdpa_context *ctx, void *handle);
-sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__vk_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle);
+void sdpa__vk_buffer_free(sdpa_context *ctx, void *state, void *handle);
+sdpa_status sdpa__vk_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                   const void *src, size_t bytes);
-sdpa_status sdpa__vk_buffer_read(sdpa_context *ctx, void *handle, size_t offset,
+sdpa_status sdpa__vk_buffer_read(sdpa_context *ctx, void *state, void *handle, size_t offset,
                                  void *dst, size_t bytes);
 /* Allocation with an explicit usage (the uniform block needs UNIFORM). */
 sdpa_status sdpa__vk_buffer_create(sdpa_context *ctx, sdpa__vk_state *s, size_t bytes,
@@ -289,7 +290,7 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
                                      const sdpa__vk_plan *plan, VkPipeline *out);
 
 /* vk_plan.c */
-sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__vk_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
                               unsigned plan_flags);
 /* The configuration plan_create chooses on a device with capabilities caps
  * (no device needed; tools/internal/sdpa-gpu-config.c): pl's p, flags, tile
@@ -297,33 +298,34 @@ sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p,
 sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                                  const sdpa__problem *p, const sdpa_plan_options *options,
                                  sdpa__vk_plan *pl);
-sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state);
-void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state);
+void sdpa__vk_plan_free(sdpa_context *ctx, void *state, void *plan_state);
 size_t sdpa__vk_plan_workspace(const void *plan_state);
 void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info);
 /* Forced tile ranges of the backend table (vk_plan.c). */
 #define SDPA__VK_TILE_PARAMS 6 /* entries of sdpa__vk_tile_params (vk_plan.c) */
 extern const sdpa__tile_param_info sdpa__vk_tile_params[SDPA__VK_TILE_PARAMS];
 /* Tuning slots: default configuration, candidate space, shader hash. */
-sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                                  const sdpa_tile_config *forced, sdpa_tile_config *tile);
-int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                  unsigned flags, const sdpa_tile_config *forced,
+                                  sdpa_tile_config *tile);
+int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p, unsigned flags,
                              sdpa_tile_config *out, int max);
 const char *sdpa__vk_source_hash(void);
 /* Waits for the plan's previous submission. */
 sdpa_status sdpa__vk_plan_wait(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl);
 
 /* vk_dispatch.c */
-sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *plan_state,
+sdpa_status sdpa__vk_forward(sdpa_context *ctx, void *state, void *plan_state,
                              const sdpa__problem *p, const sdpa__fwd_args *a);
-sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *plan_state,
+sdpa_status sdpa__vk_backward(sdpa_context *ctx, void *state, void *plan_state,
                               const sdpa__problem *p, const sdpa__fwd_args *a,
                               const sdpa__bwd_args *g);
-sdpa_status sdpa__vk_finish(sdpa_context *ctx);
+sdpa_status sdpa__vk_finish(sdpa_context *ctx, void *state);
 
 /* vk_peak.c: measure_peak slot, times shaders/vulkan/peak.comp. */
-sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                   char *method, size_t method_len);
 
 /* Test hooks (tests/test_vulkan.c): validation messages counted on the

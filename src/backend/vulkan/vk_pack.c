@@ -105,6 +105,6 @@ void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
 int sdpa__vk_packed_layout(sdpa_context *ctx)
 {
     if (!ctx || sdpa_context_backend(ctx) != SDPA_BACKEND_VULKAN) return -1;
-    sdpa__vk_state *s = sdpa__context_backend_state(ctx);
+    sdpa__vk_state *s = sdpa__context_primary_state(ctx, &sdpa__backend_vulkan);
     return s ? s->caps.packed : -1;
 }

@@ -265,12 +265,12 @@ static sdpa_status measure(peak_vk *p, double seconds, uint32_t wg, uint32_t bas
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, double seconds, double *gflops,
+sdpa_status sdpa__vk_measure_peak(sdpa_context *ctx, void *state, double seconds, double *gflops,
                                   char *method, size_t method_len)
 {
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     SDPA__CHECK(ctx, s, SDPA_ERR_INTERNAL, "vulkan: no context state");
-    SDPA__TRY(sdpa__vk_finish(ctx));
+    SDPA__TRY(sdpa__vk_finish(ctx, state));
     if (!(seconds > 0)) seconds = 0.25;
     bool cpu = s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     uint32_t wg = cpu ? 64 : 256;

@@ -35,10 +35,11 @@ static bool fits_u32(int64_t a, int64_t b, int64_t c, int64_t d)
            n < U32_LIMIT;
 }
 
-sdpa_status sdpa__vk_supports(sdpa_context *ctx, const sdpa__problem *p, unsigned plan_flags)
+sdpa_status sdpa__vk_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                              unsigned plan_flags)
 {
     (void)plan_flags;
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     SDPA__CHECK(ctx, p->dtype != SDPA_DTYPE_F16 || s->caps.storage16, SDPA_ERR_UNSUPPORTED,
                 "vulkan: device '%s' lacks storageBuffer16BitAccess (16-bit storage), "
                 "needed for f16 storage", s->props.deviceName);
@@ -390,28 +391,29 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__vk_plan_create(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                  const sdpa_plan_options *options, void **plan_state)
 {
     *plan_state = NULL;
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
-    SDPA__TRY(sdpa__vk_supports(ctx, p, options ? options->flags : 0));
+    sdpa__vk_state *s = state;
+    SDPA__TRY(sdpa__vk_supports(ctx, state, p, options ? options->flags : 0));
     sdpa__vk_plan *pl = sdpa__calloc(1, sizeof *pl);
     SDPA__CHECK(ctx, pl, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory");
     sdpa_status st = sdpa__vk_plan_config(ctx, &s->caps, p, options, pl);
     if (st == SDPA_OK) st = plan_build(ctx, s, pl);
     if (st != SDPA_OK) {
-        sdpa__vk_plan_free(ctx, pl);
+        sdpa__vk_plan_free(ctx, state, pl);
         return st;
     }
     *plan_state = pl;
     return SDPA_OK;
 }
 
-void sdpa__vk_plan_free(sdpa_context *ctx, void *plan_state)
+void sdpa__vk_plan_free(sdpa_context *ctx, void *state, void *plan_state)
 {
+    (void)ctx;
     sdpa__vk_plan *pl = plan_state;
-    sdpa__vk_state *s = sdpa__vk_get_state(ctx);
+    sdpa__vk_state *s = state;
     if (!pl || !s) return;
     if (pl->pending) vkWaitForFences(s->device, 1, &pl->fence, VK_TRUE, UINT64_MAX);
     if (pl->fence) vkDestroyFence(s->device, pl->fence, NULL);
@@ -447,9 +449,8 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
  * Work-group size, key tile and K/V staging are specialization constants, so
  * every candidate reuses the same SPIR-V; split_kv stays automatic (it also
  * keeps llvmpipe under its loop limit) and is 1 in staged candidates. */
-static int vk_max_wg(sdpa_context *ctx)
+static int vk_max_wg(const sdpa__vk_state *s)
 {
-    sdpa__vk_state *s = ctx ? sdpa__vk_get_state(ctx) : NULL;
     int m = s ? (int)(s->caps.max_wg < 1024 ? s->caps.max_wg : 1024) : 256;
     return m > 0 ? m : 1;
 }
@@ -457,9 +458,8 @@ static int vk_max_wg(sdpa_context *ctx)
 /* Whether plan creation would accept stage_kv = 1 with (wg, k_tile) for p:
  * the tile fits shared memory and, on llvmpipe, the loop budget. Without a
  * context: Vulkan's minimum shared memory, and the budget applies. */
-static bool staged_ok(sdpa_context *ctx, const sdpa__problem *p, int wg, int k_tile)
+static bool staged_ok(const sdpa__vk_state *s, const sdpa__problem *p, int wg, int k_tile)
 {
-    sdpa__vk_state *s = ctx ? sdpa__vk_get_state(ctx) : NULL;
     int64_t max_shared = s ? (int64_t)s->caps.max_shared : SHARED_MIN;
     bool limited = s ? s->caps.loop_limited : true;
     if (staged_shared_bytes(k_tile, p->D, p->Dv) > max_shared) return false;
@@ -469,12 +469,14 @@ static bool staged_ok(sdpa_context *ctx, const sdpa__problem *p, int wg, int k_t
 /* The forced values; the work-group size (the device's limit may be below
  * 64) and the table's static defaults (q_tile 1, k_tile, stage_kv 0) when
  * not forced; split_kv stays SDPA_AUTO (chosen by sdpa__vk_plan_config). */
-sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
-                                  const sdpa_tile_config *forced, sdpa_tile_config *tile)
+sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
+                                  unsigned flags, const sdpa_tile_config *forced,
+                                  sdpa_tile_config *tile)
 {
     (void)p;
     (void)flags;
-    int max_wg = vk_max_wg(ctx);
+    (void)ctx;
+    int max_wg = vk_max_wg(state);
     if (forced) *tile = *forced;
     else sdpa_tile_config_init(tile);
     if (sdpa_tile_config_get(tile, SDPA_TILE_WG_SIZE) == SDPA_AUTO)
@@ -483,7 +485,7 @@ sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, const sdpa__problem *p, uns
     return SDPA_OK;
 }
 
-int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned flags,
+int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p, unsigned flags,
                              sdpa_tile_config *out, int max)
 {
     /* fwd.comp's work-group x key tile grid (on lavapipe every pair is
@@ -496,9 +498,9 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
     /* staged variants: a few work-group / tile pairs (each candidate is a
      * pipeline compile, ~1 s on lavapipe) */
     static const int staged[][2] = {{64, 8}, {128, 16}, {256, 8}};
-    int max_wg = vk_max_wg(ctx), n = 0;
+    int max_wg = vk_max_wg(state), n = 0;
     sdpa_tile_config def;
-    sdpa__vk_default_tile(ctx, p, flags, NULL, &def);
+    sdpa__vk_default_tile(ctx, state, p, flags, NULL, &def);
     if (n < max) out[n] = def;
     n++;
     for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
@@ -531,7 +533,7 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, const sdpa__problem *p, unsigned
         n++;
     }
     for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
-        if (staged[a][0] > max_wg || !staged_ok(ctx, p, staged[a][0], staged[a][1])) continue;
+        if (staged[a][0] > max_wg || !staged_ok(state, p, staged[a][0], staged[a][1])) continue;
         if (n < max) {
             sdpa_tile_config_init(&out[n]);
             sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, staged[a][0]);
