@@ -18,6 +18,7 @@
 #include "../tune/profile_query.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,46 +106,45 @@ static sdpa_status measure_cached(sdpa_context *ctx, const measure_kind *k, int 
     return SDPA_OK;
 }
 
-/* Fills *info (a whole struct) for sdpa_context_peak. */
-static sdpa_status peak_fill(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
-{
-    memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
-    const measure_kind k = {"fma", "GFLOP/s", SDPA__MEASURE_PEAK};
-    return measure_cached(ctx, &k, refresh, &info->gflops, info->method, sizeof info->method,
-                          &info->cached);
-}
+/* sdpa_peak_info and sdpa_bandwidth_info are one layout (struct_size, value,
+ * method, cached), so one entry point serves both. */
+#define SAME_FIELD(a, b) (offsetof(sdpa_peak_info, a) == offsetof(sdpa_bandwidth_info, b))
+_Static_assert(SAME_FIELD(gflops, gbps) && SAME_FIELD(method, method) &&
+                   SAME_FIELD(cached, cached) &&
+                   sizeof(sdpa_peak_info) == sizeof(sdpa_bandwidth_info),
+               "peak and bandwidth infos share one layout");
+#undef SAME_FIELD
 
-/* Fills *info (a whole struct) for sdpa_context_bandwidth. */
-static sdpa_status bandwidth_fill(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
+/* The public call for kind k: checks, fills a whole struct, writes up to the
+ * caller's struct_size. `fn` and `what` name the call and its struct; `hint`
+ * ends the message for a struct_size below v1. */
+static sdpa_status measure_entry(sdpa_context *ctx, const measure_kind *k, int refresh,
+                                 void *info, size_t v1, const char *fn, const char *what,
+                                 const char *hint)
 {
-    memset(info, 0, sizeof *info);
-    info->struct_size = sizeof *info;
-    const measure_kind k = {"read", "GB/s", SDPA__MEASURE_BANDWIDTH};
-    return measure_cached(ctx, &k, refresh, &info->gbps, info->method, sizeof info->method,
-                          &info->cached);
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, fn, "info");
+    SDPA__CHECK_STRUCT(ctx, info, v1, what, hint);
+    sdpa_peak_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    sdpa_status st = measure_cached(ctx, k, refresh, &full.gflops, full.method,
+                                    sizeof full.method, &full.cached);
+    sdpa__struct_out(info, &full, sizeof full);
+    return st;
 }
 
 sdpa_status sdpa_context_peak(sdpa_context *ctx, int refresh, sdpa_peak_info *info)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_peak", "info");
-    SDPA__CHECK_STRUCT(ctx, info, SDPA_PEAK_INFO_SIZE_V1, "peak info",
-                       "set it to sizeof(sdpa_peak_info) before the call");
-    sdpa_peak_info full;
-    sdpa_status st = peak_fill(ctx, refresh, &full);
-    sdpa__struct_out(info, &full, sizeof full);
-    return st;
+    static const measure_kind k = {"fma", "GFLOP/s", SDPA__MEASURE_PEAK};
+    return measure_entry(ctx, &k, refresh, info, SDPA_PEAK_INFO_SIZE_V1, "sdpa_context_peak",
+                         "peak info", "set it to sizeof(sdpa_peak_info) before the call");
 }
 
 sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh, sdpa_bandwidth_info *info)
 {
-    if (!ctx) return SDPA_ERR_NULL;
-    SDPA__CHECK_ARG(ctx, info, "sdpa_context_bandwidth", "info");
-    SDPA__CHECK_STRUCT(ctx, info, SDPA_BANDWIDTH_INFO_SIZE_V1, "bandwidth info",
-                       "set it to sizeof(sdpa_bandwidth_info) before the call");
-    sdpa_bandwidth_info full;
-    sdpa_status st = bandwidth_fill(ctx, refresh, &full);
-    sdpa__struct_out(info, &full, sizeof full);
-    return st;
+    static const measure_kind k = {"read", "GB/s", SDPA__MEASURE_BANDWIDTH};
+    return measure_entry(ctx, &k, refresh, info, SDPA_BANDWIDTH_INFO_SIZE_V1,
+                         "sdpa_context_bandwidth", "bandwidth info",
+                         "set it to sizeof(sdpa_bandwidth_info) before the call");
 }
