@@ -60,7 +60,7 @@ extern "C" {
 #endif
 
 #define SDPA_VERSION_MAJOR 0
-#define SDPA_VERSION_MINOR 1
+#define SDPA_VERSION_MINOR 2
 #define SDPA_VERSION_PATCH 0
 #define SDPA_VERSION_NUMBER \
     (SDPA_VERSION_MAJOR * 10000 + SDPA_VERSION_MINOR * 100 + SDPA_VERSION_PATCH)
@@ -121,12 +121,30 @@ typedef enum sdpa_dtype {
     SDPA_DTYPE_F16 = 2,  /* IEEE binary16 storage, f32 arithmetic */
     SDPA_DTYPE_BF16 = 3, /* upper half of binary32, f32 arithmetic */
     SDPA_DTYPE_U8 = 4,   /* bool masks: 0 = drop, nonzero = keep */
-    SDPA_DTYPE_I32 = 5,  /* kv_len */
+    SDPA_DTYPE_I32 = 5,  /* kv_len, block_table */
+    SDPA_DTYPE_Q8_0 = 6, /* K/V only, forward only: ggml's block_q8_0, 32
+                            elements in 34 bytes (f16 scale d, 32 int8 q;
+                            element t = d * q_t) */
+    SDPA_DTYPE_Q4_0 = 7, /* K/V only, forward only: ggml's block_q4_0, 32
+                            elements in 18 bytes (f16 scale d, 16 bytes: byte t
+                            holds element t in its low nibble and t + 16 in its
+                            high nibble; element = d * (nibble - 8)) */
 } sdpa_dtype;
 
-/* Bytes per element; 0 for SDPA_DTYPE_NONE or unknown values. */
+/* Bytes per storage unit: an element, or for the block types (q8_0, q4_0) a
+ * block of sdpa_dtype_block_elems() elements; 0 for SDPA_DTYPE_NONE or
+ * unknown values.
+ * Block types are cut into blocks along the last axis (D or Dv, which must be
+ * a multiple of 32): shape counts elements, but offset and strides count
+ * blocks, and the last axis must hold consecutive blocks (stride[3] = 1). So a
+ * contiguous (B, H, S, D) q8_0 tensor has strides (H*S*D/32, S*D/32, D/32, 1)
+ * and occupies B*H*S*D/32 * 34 bytes. */
 SDPA_API size_t sdpa_dtype_size(sdpa_dtype dtype);
-/* "f32", "f16", "bf16", "u8", "i32", "none"; "?" for unknown. */
+/* Elements per storage unit: 32 for q8_0 and q4_0, 1 for the other dtypes, 0
+ * for SDPA_DTYPE_NONE or unknown values. */
+SDPA_API int64_t sdpa_dtype_block_elems(sdpa_dtype dtype);
+/* "f32", "f16", "bf16", "u8", "i32", "q8_0", "q4_0", "none"; "?" for
+ * unknown. */
 SDPA_API const char *sdpa_dtype_name(sdpa_dtype dtype);
 
 typedef enum sdpa_backend_kind {
@@ -258,6 +276,15 @@ SDPA_API void sdpa_buffer_destroy(sdpa_buffer *buf);
  *   q_gain/k_gain (1, 1, 1, D)    f32
  *   temperature  (1, Hq, 1, 1)    f32, per-head scale (replaces `scale`)
  *   mask         (B|1, Hq|1, Sq, Skv) u8;  bias (B|1, Hq|1, Sq, Skv) f32
+ *   alibi_slopes (1, Hq, 1, 1)    f32, ALiBi slope per query head
+ *   sinks        (1, Hq, 1, 1)    f32, sink logit per query head (-inf: none)
+ *   k_pages      (P, Hkv, page, D) and v_pages (P, Hkv, page, Dv): paged K/V,
+ *                a pool of P pages of `page` key slots, in K/V's dtype
+ *   block_table  (B, 1, 1, max_pages) i32, page index per (batch, logical
+ *                page); entries lie in [0, P)
+ * A contiguous tensor over host memory for a block type (q8_0, q4_0) has
+ * strides in blocks (see sdpa_dtype_size); sdpa_tensor_host and
+ * sdpa_tensor_buffer set them so.
  */
 typedef struct sdpa_tensor {
     sdpa_buffer *buf;
@@ -317,26 +344,42 @@ SDPA_API const char *sdpa_stat_name(int stat);
 #define SDPA_SCALE_MUP (-2.0)
 
 /* The tensors of one attention call. Inputs: q, k, v and the optional mask,
- * bias, kv_len, q_gain, k_gain, temperature. Outputs: out and the optional
- * lse and stats. The experimental slot API (sdpa_slot_get_info) lists these
- * fields, and those of sdpa_backward_tensors, in declaration order with their
- * roles, dtypes and shapes. */
+ * bias, kv_len, q_gain, k_gain, temperature, alibi_slopes, sinks, and for
+ * paged K/V k_pages, v_pages and block_table in place of k and v. Outputs:
+ * out and the optional lse and stats. The experimental slot API
+ * (sdpa_slot_get_info) lists these fields, and those of
+ * sdpa_backward_tensors, in declaration order with their roles, dtypes and
+ * shapes.
+ * K/V dtype: k and v (or k_pages and v_pages) share one storage dtype, which
+ * may differ from q's: f32, f16, bf16, q8_0 or q4_0 (the block types forward
+ * only, with D and Dv multiples of 32). q, out, dout and dq have q's dtype;
+ * dk and dv have K/V's.
+ * Paged K/V (forward only): with block_table present, k and v are absent and
+ * logical key j of batch b is slot j % page of page block_table[b][j / page];
+ * kv_len is required, the logical Skv is max_pages * page, and mask/bias use
+ * it. Pages may be shared between batches and appear in any order.
+ * Since 0.2 the struct ends with alibi_slopes .. block_table (callers built
+ * against 0.1 must be rebuilt; sdpa_attention_desc keeps its v1 size). */
 typedef struct sdpa_forward_tensors {
     sdpa_tensor q, k, v;        /* (B,Hq,Sq,D) (B,Hkv,Skv,D) (B,Hkv,Skv,Dv) */
     sdpa_tensor out;            /* (B,Hq,Sq,Dv), same dtype as q */
     sdpa_tensor mask, bias, kv_len;
     sdpa_tensor q_gain, k_gain, temperature;
     sdpa_tensor lse, stats;
+    sdpa_tensor alibi_slopes, sinks;
+    sdpa_tensor k_pages, v_pages, block_table;
 } sdpa_forward_tensors;
 
 /* The extra tensors of a backward call. dout is an input; dq, dk, dv are
- * outputs (dk and dv summed over the query heads sharing a KV head) with the
- * dtype of q; the optional gradients of the gains (1,1,1,D) and of the
- * temperature (1,Hq,1,1) are f32 and present only when the forward had them. */
+ * outputs (dk and dv summed over the query heads sharing a KV head), dq with
+ * the dtype of q and dk, dv with K/V's; the optional gradients of the gains
+ * (1,1,1,D), of the temperature (1,Hq,1,1) and of the sinks (1,Hq,1,1) are
+ * f32 and present only when the forward had them. */
 typedef struct sdpa_backward_tensors {
     sdpa_tensor dout;           /* (B,Hq,Sq,Dv) */
     sdpa_tensor dq, dk, dv;
     sdpa_tensor dq_gain, dk_gain, dtemperature;
+    sdpa_tensor dsinks;
 } sdpa_backward_tensors;
 
 /* Everything a plan is made for. The tensors' dtypes, shapes and presence
@@ -592,18 +635,25 @@ typedef struct sdpa_slot_info {
     int output;          /* 1: the call writes it (forward: out, lse, stats;
                             backward: dq, dk, dv and the optional gradients) */
     int saved;           /* forward outputs the backward reads (out, lse) */
-    int required;        /* 1: must be present; 0: may be absent (dtype NONE) */
-    sdpa_dtype dtype;    /* its dtype; SDPA_DTYPE_NONE = the dtype of q */
+    int required;        /* 1: must be present (k and v: unless the call is
+                            paged); 0: may be absent (dtype NONE) */
+    sdpa_dtype dtype;    /* its dtype; SDPA_DTYPE_NONE = the dtype of q, or
+                            with kv = 1 the K/V storage dtype */
     char axes[5];        /* the extent of each axis, one letter per axis:
                             B batch, Q query heads, K key/value heads,
                             s queries (Sq), k keys (Skv), D head dim,
-                            V value dim (Dv), C SDPA_STAT_COUNT, 1 one */
+                            V value dim (Dv), C SDPA_STAT_COUNT, 1 one,
+                            P pages in the pool, G key slots per page,
+                            T block-table entries per batch (max_pages) */
     int broadcast;       /* bit a set: axis a may also have extent 1 */
     int pair;            /* forward slot: index of its gradient in the
                             backward group, -1 when none; backward slot: the
                             forward slot it is the gradient of (and whose
                             dtype and axes it has) */
     size_t offset;       /* offsetof the field in its struct */
+    int kv;              /* 1: dtype NONE means the K/V storage dtype (k, v,
+                            k_pages, v_pages; dk, dv), which may differ from
+                            q's */
 } sdpa_slot_info;
 
 /* Number of slots in the group (0 for an unknown group). */

@@ -50,6 +50,11 @@ static const want_slot k_fwd[] = {
     {F(temperature), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dtemperature"},
     {F(lse), 1, 1, 0, SDPA_DTYPE_F32, "BQs1", 0, NULL},
     {F(stats), 1, 0, 0, SDPA_DTYPE_F32, "BQ1C", 0, NULL},
+    {F(alibi_slopes), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, NULL},
+    {F(sinks), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dsinks"},
+    {F(k_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGD", 0, NULL},
+    {F(v_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGV", 0, NULL},
+    {F(block_table), 0, 0, 0, SDPA_DTYPE_I32, "B11T", 0, NULL},
 };
 #undef F
 #define G(f) #f, offsetof(sdpa_backward_tensors, f)
@@ -61,6 +66,7 @@ static const want_slot k_bwd[] = {
     {G(dq_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "q_gain"},
     {G(dk_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "k_gain"},
     {G(dtemperature), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "temperature"},
+    {G(dsinks), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "sinks"},
 };
 #undef G
 #define NF ((int)(sizeof k_fwd / sizeof k_fwd[0]))
@@ -189,6 +195,7 @@ static void full(sdpa_attention_desc *d)
     for (int i = 0; i < sdpa_slot_count(SDPA_SLOT_FORWARD); i++) {
         sdpa_slot_info info;
         ck_assert_int_eq(sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, &info), SDPA_OK);
+        if (strchr(info.axes, 'P') || strchr(info.axes, 'T')) continue; /* paged: not with k, v */
         *sdpa_forward_tensors_get_slot(&d->tensors, i) = make(&info, i);
     }
 }

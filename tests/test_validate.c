@@ -423,7 +423,9 @@ START_TEST(wrong_dtypes)
     EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.q_gain");
     full(&d); d.tensors.temperature.dtype = SDPA_DTYPE_I32;
     EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.temperature");
-    base(&d); d.tensors.k.dtype = SDPA_DTYPE_F16;            /* f32 q with f16 k */
+    base(&d); d.tensors.k.dtype = SDPA_DTYPE_F16; /* k and v share one dtype (k's) */
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.v");
+    base(&d); d.tensors.k.dtype = d.tensors.v.dtype = SDPA_DTYPE_U8; /* K/V dtype set */
     EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.k");
     base(&d); d.tensors.v.dtype = SDPA_DTYPE_BF16;
     EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.v");

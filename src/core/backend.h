@@ -31,7 +31,12 @@
  * come from the tables in slots.h. */
 typedef struct sdpa__problem {
     int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-    sdpa_dtype dtype;        /* storage dtype of q, k, v, out (and dout, dq..) */
+    /* Paged K/V (has_block_table): pool pages, key slots per page and
+     * block-table entries per batch; Skv = max_pages * page. 0 otherwise. */
+    int64_t pages, page, max_pages;
+    sdpa_dtype dtype;        /* storage dtype of q, out (and dout, dq) */
+    sdpa_dtype kv_dtype;     /* storage dtype of k, v or k_pages, v_pages (and
+                                dk, dv): f32, f16, bf16, q8_0 or q4_0 */
     /* One field per attribute of sdpa_attention_desc (SDPA__ATTRS): the
      * scale resolved (ignored when has_temperature); a zero cap = none; the
      * band canonicalised by validation: |diagonal_offset| and the windows
@@ -92,6 +97,9 @@ typedef struct sdpa__backend {
     sdpa_backend_kind kind;
     const char *name;
     bool host_memory; /* buffers are host memory: refs carry host pointers */
+    /* The optional capabilities it implements (SDPA__FEAT_* bits of
+     * capabilities.h); the front end refuses a problem needing any other. */
+    unsigned features;
 
     /* optional (NULL = nothing to load): loads the backend's run-time
      * library (dlopen, once per process, thread safe; src/core/dynlib.h).

@@ -4,6 +4,7 @@
  * device error otherwise) with a message naming the site.
  */
 #include "dispatch.h"
+#include "capabilities.h"
 #include "tile.h"
 
 #define INJECT(ctx, site, status)                                                    \
@@ -55,6 +56,11 @@ sdpa_status sdpa__call_plan_create(sdpa_context *ctx, sdpa__slot *slot,
 {
     const sdpa__backend *be = slot->backend;
     SDPA__TRY(sdpa__check_tile(ctx, be, options ? options->tile : NULL));
+    unsigned missing = sdpa__features_needed(p, flags) & ~be->features;
+    for (int b = 0; missing && b < SDPA__FEAT_COUNT; b++)
+        SDPA__CHECK(ctx, !(missing >> b & 1u), SDPA_ERR_UNSUPPORTED,
+                    "%s: %s is not implemented by this backend", be->name,
+                    sdpa__feature_name(b));
     SDPA__TRY(be->supports(ctx, slot->state, p, flags));
     INJECT(ctx, "plan_create", SDPA_ERR_BUILD);
     return be->plan_create(ctx, slot->state, p, options, state);

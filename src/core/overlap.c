@@ -152,6 +152,9 @@ static int64_t add_axes(lattice *l, const sdpa_tensor *t)
 sdpa__overlap sdpa__tensors_overlap(const sdpa_tensor *a, const sdpa_tensor *b)
 {
     if (a->dtype == SDPA_DTYPE_NONE || b->dtype == SDPA_DTYPE_NONE) return SDPA__DISJOINT;
+    sdpa_tensor ua = sdpa__tensor_units(a), ub = sdpa__tensor_units(b); /* block types */
+    a = &ua;
+    b = &ub;
     const void *sa, *sb;
     uint64_t pa, pb;
     locate(a, &sa, &pa);
@@ -174,6 +177,8 @@ sdpa__overlap sdpa__tensors_overlap(const sdpa_tensor *a, const sdpa_tensor *b)
 
 sdpa__overlap sdpa__tensor_self_overlap(const sdpa_tensor *t)
 {
+    sdpa_tensor units = sdpa__tensor_units(t); /* block types */
+    t = &units;
     int64_t es = (int64_t)sdpa_dtype_size(t->dtype);
     term ax[4];
     int n = 0;

@@ -110,6 +110,7 @@ sdpa_status sdpa_plan_create(sdpa_context *ctx, const sdpa_attention_desc *desc,
     plan->ctx = ctx;
     plan->flags = options->flags;
     sdpa_status st = sdpa__validate_desc(ctx, desc, &plan->key);
+    if (st == SDPA_OK) st = sdpa__validate_flags(ctx, &plan->key.problem, plan->flags);
     if (st == SDPA_OK && (plan->flags & SDPA_PLAN_BACKWARD) && !plan->key.problem.has_lse)
         st = SDPA__FAIL(ctx, SDPA_ERR_INVALID_ARG,
                         "SDPA_PLAN_BACKWARD needs tensors.lse: the backward reads the forward's LSE");

@@ -41,13 +41,11 @@ _Static_assert(0 SDPA__FWD_SLOTS(SDPA__X) == SDPA__G_COUNT,
                "each backward slot must be the grad of exactly one forward slot");
 #undef SDPA__X
 
-#define SDPA__PRES_REQ false
-#define SDPA__PRES_OPT true
 const sdpa__slot_info sdpa__fwd_info[SDPA__T_COUNT] = {
 #define SDPA__X(id, f, role, dt, axes, bc, pres, grad)                                  \
     [SDPA__T_##id] = {#f, "tensors." #f, SDPA__ROLE_##role, SDPA__DT_##dt, axes,          \
-                      SDPA__BCAST_##bc, SDPA__PRES_##pres, SDPA__G_##grad,                \
-                      offsetof(sdpa_forward_tensors, f)},
+                      SDPA__BCAST_##bc, SDPA__PRES_##pres != SDPA__PRES_REQ,              \
+                      SDPA__PRES_##pres, SDPA__G_##grad, offsetof(sdpa_forward_tensors, f)},
     SDPA__FWD_SLOTS(SDPA__X)
 #undef SDPA__X
 };
@@ -63,18 +61,39 @@ const int sdpa__bwd_of[SDPA__G_COUNT + SDPA__T_COUNT] = {
 const sdpa__slot_info sdpa__bwd_info[SDPA__G_COUNT] = {
 #define SDPA__X(id, f, role, pres)                                                   \
     [SDPA__G_##id] = {#f, "bwd." #f, SDPA__ROLE_##role, SDPA__DT_Q, "", SDPA__BCAST_NONE, \
-                      SDPA__PRES_##pres, SDPA__G_NONE, offsetof(sdpa_backward_tensors, f)},
+                      SDPA__PRES_##pres != SDPA__PRES_REQ, SDPA__PRES_##pres, SDPA__G_NONE,  \
+                      offsetof(sdpa_backward_tensors, f)},
     SDPA__BWD_SLOTS(SDPA__X)
 #undef SDPA__X
 };
 
-sdpa_dtype sdpa__slot_dtype(int i, sdpa_dtype qd)
+sdpa_dtype sdpa__slot_dtype(int i, sdpa_dtype qd, sdpa_dtype kvd)
 {
     switch (sdpa__fwd_info[i].dtype) {
     case SDPA__DT_Q: return qd;
+    case SDPA__DT_KV: return kvd;
     case SDPA__DT_U8: return SDPA_DTYPE_U8;
     case SDPA__DT_I32: return SDPA_DTYPE_I32;
     default: return SDPA_DTYPE_F32;
+    }
+}
+
+bool sdpa__slot_required(int i, bool paged)
+{
+    switch (sdpa__fwd_info[i].presence) {
+    case SDPA__PRES_REQ: return true;
+    case SDPA__PRES_KV: return !paged;
+    case SDPA__PRES_PAGED: return paged;
+    default: return false;
+    }
+}
+
+bool sdpa__slot_forbidden(int i, bool paged)
+{
+    switch (sdpa__fwd_info[i].presence) {
+    case SDPA__PRES_KV: return paged;
+    case SDPA__PRES_PAGED: return !paged;
+    default: return false;
     }
 }
 
@@ -89,6 +108,9 @@ int64_t sdpa__axis_extent(char c, const sdpa__problem *p)
     case 'D': return p->D;
     case 'V': return p->Dv;
     case 'C': return SDPA_STAT_COUNT;
+    case 'P': return p->pages;
+    case 'G': return p->page;
+    case 'T': return p->max_pages;
     default: return 1;
     }
 }
@@ -104,6 +126,9 @@ const char *sdpa__axis_meaning(char c)
     case 'D': return "head dim D";
     case 'V': return "value dim Dv";
     case 'C': return "statistics";
+    case 'P': return "pool pages";
+    case 'G': return "key slots per page";
+    case 'T': return "block-table entries";
     default: return "unit axis";
     }
 }
@@ -142,8 +167,11 @@ sdpa_status sdpa_slot_get_info(sdpa_slot_group group, int index, sdpa_slot_info 
     info->output = group == SDPA_SLOT_BACKWARD ? s->role == SDPA__ROLE_OUT
                                                : s->role != SDPA__ROLE_IN;
     info->saved = group == SDPA_SLOT_FORWARD && s->role == SDPA__ROLE_SAVED;
-    info->required = !s->optional;
-    info->dtype = sdpa__slot_dtype(fwd, SDPA_DTYPE_NONE); /* NONE: q's dtype */
+    /* k and v count as required: only a paged call leaves them out */
+    info->required = s->presence == SDPA__PRES_REQ || s->presence == SDPA__PRES_KV;
+    /* NONE: q's dtype, or (kv) the K/V storage dtype */
+    info->dtype = sdpa__slot_dtype(fwd, SDPA_DTYPE_NONE, SDPA_DTYPE_NONE);
+    info->kv = rule->dtype == SDPA__DT_KV;
     memcpy(info->axes, rule->axes, 4);
     info->broadcast = group == SDPA_SLOT_BACKWARD ? 0 : (int)s->broadcast;
     info->pair = group == SDPA_SLOT_BACKWARD ? fwd : s->pair;

@@ -29,19 +29,26 @@
  * role      IN: read by the forward and the backward;
  *           SAVED: written by the forward, read by the backward;
  *           OUT: written by the forward, unused by the backward.
- * dtype     Q: the storage dtype of q; F32, U8, I32: that dtype. U8 slots
- *           are keep masks (0 drops); I32 slots hold valid-key counts, whose
- *           values in host memory must lie in [0, Skv] (validate.c).
+ * dtype     Q: the storage dtype of q; KV: the K/V storage dtype (that of
+ *           k or k_pages: f32, f16, bf16, q8_0 or q4_0, may differ from
+ *           q's); F32, U8, I32: that dtype. U8 slots are keep masks (0
+ *           drops); I32 slots hold indices whose values in host memory must
+ *           lie in [0, bound] (sdpa__slot_value_bound: Skv for kv_len, P - 1
+ *           for block_table; validate.c).
  * axes      the problem extent each axis takes: B batch, Q query heads,
  *           K key/value heads, s queries Sq, k keys Skv, D head dim,
- *           V value dim Dv, C SDPA_STAT_COUNT, 1 unit axis.
+ *           V value dim Dv, C SDPA_STAT_COUNT, P pool pages, G key slots
+ *           per page, T block-table entries per batch, 1 unit axis.
  * broadcast NONE, or BH: the batch and head axes may also be 1.
- * presence  REQ (always present) or OPT (dtype SDPA_DTYPE_NONE = absent).
+ * presence  REQ (always present), OPT (dtype SDPA_DTYPE_NONE = absent),
+ *           KV (present unless the call is paged, i.e. has block_table) or
+ *           PAGED (present exactly when the call is paged). The REQ, KV and
+ *           PAGED slots present in a call define the problem's extents.
  * grad      the backward slot holding this slot's gradient, or NONE. */
 #define SDPA__FWD_SLOTS(X)                                               \
     X(Q, q, IN, Q, "BQsD", NONE, REQ, DQ)                                \
-    X(K, k, IN, Q, "BKkD", NONE, REQ, DK)                                \
-    X(V, v, IN, Q, "BKkV", NONE, REQ, DV)                                \
+    X(K, k, IN, KV, "BKkD", NONE, KV, DK)                                \
+    X(V, v, IN, KV, "BKkV", NONE, KV, DV)                                \
     X(OUT, out, SAVED, Q, "BQsV", NONE, REQ, DOUT)                       \
     X(MASK, mask, IN, U8, "BQsk", BH, OPT, NONE)                         \
     X(BIAS, bias, IN, F32, "BQsk", BH, OPT, NONE)                        \
@@ -50,7 +57,12 @@
     X(K_GAIN, k_gain, IN, F32, "111D", NONE, OPT, DK_GAIN)               \
     X(TEMPERATURE, temperature, IN, F32, "1Q11", NONE, OPT, DTEMPERATURE) \
     X(LSE, lse, SAVED, F32, "BQs1", NONE, OPT, NONE)                     \
-    X(STATS, stats, OUT, F32, "BQ1C", NONE, OPT, NONE)
+    X(STATS, stats, OUT, F32, "BQ1C", NONE, OPT, NONE)                   \
+    X(ALIBI_SLOPES, alibi_slopes, IN, F32, "1Q11", NONE, OPT, NONE)      \
+    X(SINKS, sinks, IN, F32, "1Q11", NONE, OPT, DSINKS)                  \
+    X(K_PAGES, k_pages, IN, KV, "PKGD", NONE, PAGED, NONE)               \
+    X(V_PAGES, v_pages, IN, KV, "PKGV", NONE, PAGED, NONE)               \
+    X(BLOCK_TABLE, block_table, IN, I32, "B11T", NONE, OPT, NONE)
 
 /* Backward slots, in the declaration order of sdpa_backward_tensors:
  *   X(ID, field, role, presence)
@@ -64,7 +76,8 @@
     X(DV, dv, OUT, REQ)                  \
     X(DQ_GAIN, dq_gain, OUT, OPT)        \
     X(DK_GAIN, dk_gain, OUT, OPT)        \
-    X(DTEMPERATURE, dtemperature, OUT, OPT)
+    X(DTEMPERATURE, dtemperature, OUT, OPT) \
+    X(DSINKS, dsinks, OUT, OPT)
 
 enum {
 #define SDPA__X(id, f, role, dt, axes, bc, pres, grad) SDPA__T_##id,
@@ -82,8 +95,11 @@ enum {
 
 typedef enum sdpa__role { SDPA__ROLE_IN, SDPA__ROLE_SAVED, SDPA__ROLE_OUT } sdpa__role;
 typedef enum sdpa__dtype_rule {
-    SDPA__DT_Q, SDPA__DT_F32, SDPA__DT_U8, SDPA__DT_I32
+    SDPA__DT_Q, SDPA__DT_KV, SDPA__DT_F32, SDPA__DT_U8, SDPA__DT_I32
 } sdpa__dtype_rule;
+typedef enum sdpa__presence {
+    SDPA__PRES_REQ, SDPA__PRES_OPT, SDPA__PRES_KV, SDPA__PRES_PAGED
+} sdpa__presence;
 #define SDPA__BCAST_NONE 0u
 #define SDPA__BCAST_BH 3u /* axes 0 and 1 */
 
@@ -95,7 +111,8 @@ typedef struct sdpa__slot_info {
     sdpa__dtype_rule dtype;
     const char *axes;      /* 4 extent letters (see above) */
     unsigned broadcast;    /* SDPA__BCAST_* */
-    bool optional;
+    bool optional;         /* may be absent in some call (presence != REQ) */
+    sdpa__presence presence;
     int pair;              /* forward row: its gradient's SDPA__G_* (or
                               SDPA__G_NONE); backward row: SDPA__G_NONE (see
                               sdpa__bwd_of) */
@@ -122,8 +139,13 @@ static inline bool sdpa__fwd_read_by_backward(int i)
     return sdpa__fwd_info[i].role != SDPA__ROLE_OUT;
 }
 
-/* Expected dtype of forward slot i for storage dtype qd. */
-sdpa_dtype sdpa__slot_dtype(int i, sdpa_dtype qd);
+/* Expected dtype of forward slot i for q's storage dtype qd and the K/V
+ * storage dtype kvd. */
+sdpa_dtype sdpa__slot_dtype(int i, sdpa_dtype qd, sdpa_dtype kvd);
+/* Whether forward slot i must be present (required = true) or absent in a
+ * call that is (paged) or is not paged; OPT slots return false (either). */
+bool sdpa__slot_required(int i, bool paged);
+bool sdpa__slot_forbidden(int i, bool paged);
 /* The problem extent that axis letter c stands for. */
 struct sdpa__problem;
 int64_t sdpa__axis_extent(char c, const struct sdpa__problem *p);
@@ -145,6 +167,8 @@ static inline const sdpa_tensor *sdpa__bwd_slot(const sdpa_backward_tensors *t, 
 #define SDPA__X_REF(id, f, ...) sdpa__ref f;
 #define SDPA__X_BREF(id, f, role, pres) sdpa__ref f;
 #define SDPA__HAS_OPT(f) bool has_##f;
+#define SDPA__HAS_PAGED(f) bool has_##f;
+#define SDPA__HAS_KV(f)
 #define SDPA__HAS_REQ(f)
 #define SDPA__X_HAS(id, f, role, dt, axes, bc, pres, grad) SDPA__HAS_##pres(f)
 

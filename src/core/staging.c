@@ -7,10 +7,11 @@
 
 #include <stdlib.h>
 
-/* Number of elements of t. */
+/* Number of storage units (elements, or blocks of a block type) of t. */
 static int64_t element_count(const sdpa_tensor *t)
 {
-    return t->shape[0] * t->shape[1] * t->shape[2] * t->shape[3];
+    sdpa_tensor u = sdpa__tensor_units(t);
+    return u.shape[0] * u.shape[1] * u.shape[2] * u.shape[3];
 }
 
 /* Copies t's own elements, and nothing between them, from src to dst; both

@@ -45,7 +45,18 @@ size_t sdpa_dtype_size(sdpa_dtype dtype)
     case SDPA_DTYPE_BF16: return 2;
     case SDPA_DTYPE_U8: return 1;
     case SDPA_DTYPE_I32: return 4;
+    case SDPA_DTYPE_Q8_0: return 34;
+    case SDPA_DTYPE_Q4_0: return 18;
     default: return 0;
+    }
+}
+
+int64_t sdpa_dtype_block_elems(sdpa_dtype dtype)
+{
+    switch (dtype) {
+    case SDPA_DTYPE_Q8_0:
+    case SDPA_DTYPE_Q4_0: return 32;
+    default: return sdpa_dtype_size(dtype) ? 1 : 0;
     }
 }
 
@@ -58,6 +69,8 @@ const char *sdpa_dtype_name(sdpa_dtype dtype)
     case SDPA_DTYPE_BF16: return "bf16";
     case SDPA_DTYPE_U8: return "u8";
     case SDPA_DTYPE_I32: return "i32";
+    case SDPA_DTYPE_Q8_0: return "q8_0";
+    case SDPA_DTYPE_Q4_0: return "q4_0";
     }
     return "?";
 }

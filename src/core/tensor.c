@@ -20,8 +20,10 @@ static sdpa_tensor contiguous(sdpa_dtype dtype, int64_t n0, int64_t n1, int64_t 
      * that overflows saturates to INT64_MAX; validation then rejects the
      * tensor (its element count overflows too) with SDPA_ERR_SHAPE. */
     t.stride[3] = 1;
-    t.stride[2] = n3;
-    if (__builtin_mul_overflow(n2, n3, &t.stride[1])) t.stride[1] = INT64_MAX;
+    /* block types (q8_0, q4_0): strides count blocks of the last axis */
+    int64_t blk = sdpa_dtype_block_elems(dtype), u3 = blk > 1 && n3 % blk == 0 ? n3 / blk : n3;
+    t.stride[2] = u3;
+    if (__builtin_mul_overflow(n2, u3, &t.stride[1])) t.stride[1] = INT64_MAX;
     if (__builtin_mul_overflow(n1, t.stride[1], &t.stride[0])) t.stride[0] = INT64_MAX;
     return t;
 }

@@ -6,14 +6,25 @@
  * whose element count or byte span does not fit int64/size_t is SDPA_ERR_SHAPE.
  */
 #include "validate.h"
+#include "capabilities.h"
 #include "overlap.h"
 
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
 
+sdpa_tensor sdpa__tensor_units(const sdpa_tensor *t)
+{
+    sdpa_tensor u = *t;
+    int64_t blk = sdpa_dtype_block_elems(t->dtype);
+    if (blk > 1 && t->shape[3] > 0) u.shape[3] = t->shape[3] / blk;
+    return u;
+}
+
 int64_t sdpa__tensor_span(const sdpa_tensor *t)
 {
+    sdpa_tensor units = sdpa__tensor_units(t);
+    t = &units;
     int64_t span = 1;
     for (int a = 0; a < 4; a++)
         if (t->shape[a] > 1) span += (t->shape[a] - 1) * t->stride[a];
@@ -26,6 +37,18 @@ sdpa_status sdpa__check_layout(sdpa_context *ctx, const char *name,
     size_t esize = sdpa_dtype_size(t->dtype);
     SDPA__CHECK(ctx, esize > 0, SDPA_ERR_DTYPE, "%s.dtype %d is not a valid sdpa_dtype",
                 name, (int)t->dtype);
+    int64_t blk = sdpa_dtype_block_elems(t->dtype);
+    if (blk > 1) { /* block types: the last axis holds whole, consecutive blocks */
+        SDPA__CHECK(ctx, t->shape[3] % blk == 0, SDPA_ERR_SHAPE,
+                    "%s.shape[3] is %lld: a %s tensor's last axis must be a multiple of %lld",
+                    name, (long long)t->shape[3], sdpa_dtype_name(t->dtype), (long long)blk);
+        SDPA__CHECK(ctx, t->shape[3] <= blk || t->stride[3] == 1, SDPA_ERR_STRIDE,
+                    "%s.stride[3] is %lld: a %s tensor's last axis must hold consecutive "
+                    "blocks (stride 1; strides count blocks)",
+                    name, (long long)t->stride[3], sdpa_dtype_name(t->dtype));
+    }
+    sdpa_tensor units = sdpa__tensor_units(t);
+    t = &units; /* from here on, shapes in storage units */
     int64_t count = 1;
     for (int a = 0; a < 4; a++) {
         SDPA__CHECK(ctx, t->shape[a] >= 0, SDPA_ERR_SHAPE, "%s.shape[%d] is negative (%lld)",
@@ -259,6 +282,9 @@ static int64_t *extent_ref(sdpa__problem *p, char c)
     case 'k': return &p->Skv;
     case 'D': return &p->D;
     case 'V': return &p->Dv;
+    case 'P': return &p->pages;
+    case 'G': return &p->page;
+    case 'T': return &p->max_pages;
     default: return NULL;
     }
 }
@@ -280,20 +306,53 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
      * each axis letter takes its extent from the first one that has it (q:
      * B, Hq, Sq, D; k: Hkv, Skv; v: Dv); the shape checks below hold every
      * tensor to them. */
+    const bool paged = t->block_table.dtype != SDPA_DTYPE_NONE;
     for (int i = 0; i < SDPA__T_COUNT; i++) {
-        if (sdpa__fwd_info[i].optional) continue;
         const sdpa_tensor *x = sdpa__fwd_slot(t, i);
+        const char *name = sdpa__fwd_info[i].name;
+        SDPA__CHECK(ctx, !sdpa__slot_forbidden(i, paged) || x->dtype == SDPA_DTYPE_NONE,
+                    SDPA_ERR_INVALID_ARG,
+                    paged ? "%s is given in a paged call (tensors.block_table is given): paged "
+                            "K/V come in tensors.k_pages and tensors.v_pages"
+                          : "%s is given without tensors.block_table (paged K/V need it)",
+                    name);
+        if (!sdpa__slot_required(i, paged)) continue;
         SDPA__CHECK(ctx, x->dtype != SDPA_DTYPE_NONE, SDPA_ERR_INVALID_ARG,
-                    "%s is required but absent (dtype SDPA_DTYPE_NONE)", sdpa__fwd_info[i].name);
-        SDPA__TRY(sdpa__check_layout(ctx, sdpa__fwd_info[i].name, x, false));
+                    "%s is required but absent (dtype SDPA_DTYPE_NONE)", name);
+        SDPA__TRY(sdpa__check_layout(ctx, name, x, false));
         for (int a = 0; a < 4; a++) {
             int64_t *e = extent_ref(p, sdpa__fwd_info[i].axes[a]);
             if (e && *e == 0) *e = x->shape[a];
         }
     }
+    if (paged) { /* the block table gives the batch and the logical key count */
+        const sdpa_tensor *bt = &t->block_table;
+        SDPA__TRY(sdpa__check_layout(ctx, "tensors.block_table", bt, false));
+        p->max_pages = bt->shape[3];
+        SDPA__CHECK(ctx, sdpa__mul_i64(p->max_pages, p->page, &p->Skv) && p->Skv < INT32_MAX,
+                    SDPA_ERR_SHAPE,
+                    "paged K/V: max_pages (%lld) x page (%lld) keys must stay below 2^31",
+                    (long long)p->max_pages, (long long)p->page);
+        SDPA__CHECK(ctx, t->kv_len.dtype != SDPA_DTYPE_NONE, SDPA_ERR_INVALID_ARG,
+                    "paged K/V (tensors.block_table) need tensors.kv_len: the valid keys "
+                    "per batch");
+        SDPA__CHECK(ctx, t->v_pages.dtype == t->k_pages.dtype, SDPA_ERR_DTYPE,
+                    "tensors.v_pages.dtype is %s but tensors.k_pages.dtype is %s: K and V "
+                    "share one storage dtype", sdpa_dtype_name(t->v_pages.dtype),
+                    sdpa_dtype_name(t->k_pages.dtype));
+    }
     SDPA__CHECK(ctx, is_float(t->q.dtype), SDPA_ERR_DTYPE,
                 "tensors.q.dtype is %s: must be f32, f16 or bf16", sdpa_dtype_name(t->q.dtype));
     p->dtype = t->q.dtype;
+    const sdpa_tensor *kt = paged ? &t->k_pages : &t->k;
+    const char *kname = paged ? "tensors.k_pages" : "tensors.k";
+    p->kv_dtype = kt->dtype;
+    SDPA__CHECK(ctx, is_float(kt->dtype) || sdpa__dtype_is_block(kt->dtype), SDPA_ERR_DTYPE,
+                "%s.dtype is %s: K/V must be f32, f16, bf16, q8_0 or q4_0", kname,
+                sdpa_dtype_name(kt->dtype));
+    SDPA__CHECK(ctx, !sdpa__dtype_is_block(kt->dtype) || (p->D % 32 == 0 && p->Dv % 32 == 0),
+                SDPA_ERR_SHAPE, "%s.dtype is %s: D (%lld) and Dv (%lld) must be multiples of 32",
+                kname, sdpa_dtype_name(kt->dtype), (long long)p->D, (long long)p->Dv);
     SDPA__CHECK(ctx, p->Hq % p->Hkv == 0, SDPA_ERR_SHAPE,
                 "query heads (%lld) must be a multiple of key/value heads (%lld)",
                 (long long)p->Hq, (long long)p->Hkv);
@@ -305,7 +364,7 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
         if (x->dtype == SDPA_DTYPE_NONE) continue;
         const char *name = sdpa__fwd_info[i].name;
         if (sdpa__fwd_info[i].optional) SDPA__TRY(sdpa__check_layout(ctx, name, x, false));
-        sdpa_dtype want = sdpa__slot_dtype(i, p->dtype);
+        sdpa_dtype want = sdpa__slot_dtype(i, p->dtype, p->kv_dtype);
         SDPA__CHECK(ctx, x->dtype == want, SDPA_ERR_DTYPE, "%s.dtype is %s, expected %s", name,
                     sdpa_dtype_name(x->dtype), sdpa_dtype_name(want));
         int64_t shape[4];
@@ -313,11 +372,15 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
         SDPA__TRY(check_shape(ctx, name, i, x->shape, shape, sdpa__fwd_info[i].broadcast));
     }
 #define SDPA__SET_OPT(f) p->has_##f = t->f.dtype != SDPA_DTYPE_NONE;
+#define SDPA__SET_PAGED(f) SDPA__SET_OPT(f)
+#define SDPA__SET_KV(f)
 #define SDPA__SET_REQ(f)
 #define SDPA__X(id, f, role, dt, axes, bc, pres, grad) SDPA__SET_##pres(f)
     SDPA__FWD_SLOTS(SDPA__X)
 #undef SDPA__X
 #undef SDPA__SET_OPT
+#undef SDPA__SET_PAGED
+#undef SDPA__SET_KV
 #undef SDPA__SET_REQ
     SDPA__TRY(validate_scalars(ctx, desc, p));
     SDPA__CHECK(ctx, !(p->has_q_gain || p->has_k_gain) || p->qk_norm != SDPA_QK_NORM_NONE,
@@ -325,11 +388,31 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
     return SDPA_OK;
 }
 
-/* The values of a host tensor of an i32 slot (key counts per batch, slots.h)
- * lie in [0, Skv]; device values are clamped by the kernels. */
-static sdpa_status check_count_values(sdpa_context *ctx, const sdpa__problem *p,
+sdpa_status sdpa__validate_flags(sdpa_context *ctx, const sdpa__problem *p, unsigned flags)
+{
+    if (!(flags & SDPA_PLAN_BACKWARD)) return SDPA_OK;
+    SDPA__CHECK(ctx, !sdpa__dtype_is_block(p->kv_dtype), SDPA_ERR_INVALID_ARG,
+                "K/V dtype %s is forward only: SDPA_PLAN_BACKWARD needs f32, f16 or bf16 K/V",
+                sdpa_dtype_name(p->kv_dtype));
+    SDPA__CHECK(ctx, !p->has_block_table, SDPA_ERR_INVALID_ARG,
+                "paged K/V (tensors.block_table) are forward only: SDPA_PLAN_BACKWARD cannot "
+                "be set");
+    return SDPA_OK;
+}
+
+/* The largest value an i32 slot may hold (slots.h): kv_len counts keys,
+ * block_table indexes pool pages. */
+static int64_t value_bound(int slot, const sdpa__problem *p)
+{
+    return slot == SDPA__T_BLOCK_TABLE ? p->pages - 1 : p->Skv;
+}
+
+/* The values of a host tensor of an i32 slot lie in [0, value_bound];
+ * device values are clamped by the kernels. */
+static sdpa_status check_count_values(sdpa_context *ctx, const sdpa__problem *p, int slot,
                                       const char *name, const sdpa_tensor *t)
 {
+    const int64_t bound = value_bound(slot, p);
     if (!t->host) return SDPA_OK;
     const int32_t *v = t->host;
     int64_t flat = 0;
@@ -341,9 +424,11 @@ static sdpa_status check_count_values(sdpa_context *ctx, const sdpa__problem *p,
                     int64_t e = (int64_t)t->offset;
                     for (int a = 0; a < 4; a++)
                         if (t->shape[a] > 1) e += idx[a] * t->stride[a];
-                    SDPA__CHECK(ctx, v[e] >= 0 && v[e] <= p->Skv, SDPA_ERR_INVALID_ARG,
-                                "%s[%lld] is %d: must lie in [0, Skv=%lld]", name,
-                                (long long)flat, (int)v[e], (long long)p->Skv);
+                    SDPA__CHECK(ctx, v[e] >= 0 && v[e] <= bound, SDPA_ERR_INVALID_ARG,
+                                "%s[%lld] is %d: must lie in [0, %s=%lld]", name,
+                                (long long)flat, (int)v[e],
+                                slot == SDPA__T_BLOCK_TABLE ? "pages-1" : "Skv",
+                                (long long)bound);
                 }
     return SDPA_OK;
 }
@@ -375,7 +460,7 @@ sdpa_status sdpa__validate_forward_call(sdpa_context *ctx, const sdpa__shape_key
                                     sdpa__fwd_is_output(i, backward)));
     for (int i = 0; i < SDPA__T_COUNT; i++)
         if (sdpa__fwd_info[i].dtype == SDPA__DT_I32 && key->dtypes[i] != SDPA_DTYPE_NONE)
-            SDPA__TRY(check_count_values(ctx, &key->problem, sdpa__fwd_info[i].name,
+            SDPA__TRY(check_count_values(ctx, &key->problem, i, sdpa__fwd_info[i].name,
                                          sdpa__fwd_slot(t, i)));
     return SDPA_OK;
 }

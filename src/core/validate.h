@@ -36,7 +36,15 @@ sdpa_status sdpa__validate_aliasing(sdpa_context *ctx, const sdpa_forward_tensor
  * buf/host, the buffer belongs to ctx and the span lies inside it. */
 sdpa_status sdpa__check_layout(sdpa_context *ctx, const char *name,
                                const sdpa_tensor *t, bool need_data);
-/* Highest element index the tensor reaches, plus one (its span). */
+/* Highest storage unit index the tensor reaches, plus one (its span). */
 int64_t sdpa__tensor_span(const sdpa_tensor *t);
+/* The tensor with its last axis counted in storage units (blocks of
+ * sdpa_dtype_block_elems elements for q8_0 / q4_0; the tensor itself for
+ * the other dtypes), so that offset, strides and shape agree: what layout,
+ * overlap and staging arithmetic works on. */
+sdpa_tensor sdpa__tensor_units(const sdpa_tensor *t);
+/* Plan flags against the problem: the forward-only inputs (block-quantized
+ * or paged K/V) refuse SDPA_PLAN_BACKWARD (SDPA_ERR_INVALID_ARG). */
+sdpa_status sdpa__validate_flags(sdpa_context *ctx, const sdpa__problem *p, unsigned flags);
 
 #endif /* SDPA_CORE_VALIDATE_H */

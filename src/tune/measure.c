@@ -127,11 +127,11 @@ sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
             dt = src->dtype;
             if (row(i)->role == SDPA__ROLE_SAVED && backward && !present) {
                 present = true; /* the backward needs lse */
-                dt = sdpa__slot_dtype(i, p->dtype);
+                dt = sdpa__slot_dtype(i, p->dtype, p->kv_dtype);
             }
         } else { /* the gradients the backward must have */
             present = backward && !row(i)->optional;
-            dt = p->dtype;
+            dt = sdpa__slot_dtype(rule_of(i), p->dtype, p->kv_dtype); /* dk, dv: K/V's */
         }
         const char *axes = sdpa__fwd_info[rule_of(i)].axes;
         int64_t shape[4];
