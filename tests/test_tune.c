@@ -691,9 +691,10 @@ START_TEST(lookup_by_key_and_folders)
     ck_assert_int_eq(sdpa__profile_store(NULL, path, &r), SDPA_OK);
     const char *dirs[3] = {a, "", b};
     sdpa_tile_config t;
-    int found = -1;
+    sdpa__profile_origin found = {.dir = -1};
     ck_assert(sdpa__profile_lookup(NULL, &r.dev, &r.bucket, dirs, 3, &t, &found));
-    ck_assert_int_eq(found, 2);
+    ck_assert_int_eq(found.dir, 2);
+    ck_assert(!found.family);
     ck_assert_int_eq(TGET(&t, Q_TILE), 48);
     sdpa__bucket other = r.bucket;
     other.d = 256;
