@@ -466,7 +466,9 @@ typedef struct sdpa_device_info {
     int subgroup_size;       /* 0 if unknown */
     int fp16;                /* half arithmetic available */
     int storage16;           /* 16-bit storage available */
-    char details[1024];      /* backend-specific capability summary */
+    char details[1024];      /* backend-specific capability summary; ends with
+                                "profile family <key>" when the device has an
+                                architecture family (docs/tuning.md) */
 } sdpa_device_info;
 #define SDPA_DEVICE_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_device_info, details)
 
@@ -566,7 +568,10 @@ typedef struct sdpa_plan_info {
     sdpa_backend_kind backend;
     char kernel[64];         /* "fused", "decode", "unfused", "reference" */
     char config[256];        /* the chosen parameters, human-readable */
-    char source[64];         /* "profile", "shipped profile", "default", "forced" */
+    char source[64];         /* "profile", "shipped profile", "default", "forced";
+                                a profile record of another device of the same
+                                architecture family adds " (family <key>)"
+                                (docs/tuning.md, "Profiles that travel") */
     sdpa_dtype compute_dtype;/* always f32 accumulation today */
     size_t workspace_bytes;
 } sdpa_plan_info;
