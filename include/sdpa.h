@@ -648,6 +648,11 @@ typedef struct sdpa_tune_options {
     uint64_t seed;            /* sampling seed; default 1 */
     sdpa_tune_progress_fn progress; /* optional, called after each candidate */
     void *progress_user;
+    int verify_exhaustive;    /* 1 = after the budgeted search, measure every candidate it
+                                 left out (beyond the budget), then time its winner, the
+                                 sweep's fastest and the default interleaved: the
+                                 result's verify_* fields (sdpa-tune --verify-exhaustive).
+                                 Default 0 */
 } sdpa_tune_options;
 #define SDPA_TUNE_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_options, progress_user)
 SDPA_API void sdpa_tune_options_init(sdpa_tune_options *options);
@@ -661,6 +666,12 @@ typedef struct sdpa_tune_result {
     double best_ms, default_ms;
     int candidates, measured, rejected; /* rejected: wrong results or failed */
     int budget_exhausted;
+    /* with options.verify_exhaustive (0 otherwise): */
+    int verified;             /* 1 when the sweep and the interleaved timing ran */
+    sdpa_tile_config sweep_best; /* the fastest candidate of the exhaustive sweep */
+    double verify_tuned_ms, verify_sweep_ms, verify_default_ms; /* medians of the
+                                 interleaved timing of best, sweep_best, fallback */
+    double verify_noise;      /* the largest (q3 - q1) / median of those three */
 } sdpa_tune_result;
 #define SDPA_TUNE_RESULT_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_result, budget_exhausted)
 

@@ -1481,6 +1481,92 @@ START_TEST(profile_writable_check)
 }
 END_TEST
 
+/* options.verify_exhaustive (issue 17's tuning target): the budgeted search
+ * leaves candidates out, the sweep measures every one of them, and the tuned
+ * winner, the sweep's best and the default are timed again side by side;
+ * nothing is written with write_profile = 0. Without the option, no sweep. */
+START_TEST(tune_verify_exhaustive)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *owner;
+    fake_nq = 6;
+    fake_nk = 6; /* 36 candidates: the budget below measures only some */
+    sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 0.001; /* the default, and maybe one more */
+    o.repeats = 2;
+    o.write_profile = 0;
+    prog_count pc = {0};
+    o.progress = count_progress;
+    o.progress_user = &pc;
+    sdpa_tune_result res = {.struct_size = sizeof res};
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_int_eq(res.verified, 0);
+    ck_assert_int_lt(res.measured, 36); /* the budget cut the search */
+    int partial = res.measured;
+
+    o.verify_exhaustive = 1;
+    pc.calls = 0;
+    memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_int_eq(res.verified, 1);
+    ck_assert_int_eq(res.candidates, 36);
+    ck_assert_int_eq(res.measured + res.rejected, 36); /* every candidate, once */
+    ck_assert_int_eq(res.rejected, 0);
+    ck_assert_int_eq(pc.calls, 36);
+    ck_assert_int_gt(36, partial);
+    ck_assert(isfinite(res.verify_tuned_ms) && res.verify_tuned_ms > 0);
+    ck_assert(isfinite(res.verify_sweep_ms) && res.verify_sweep_ms > 0);
+    ck_assert(isfinite(res.verify_default_ms) && res.verify_default_ms > 0);
+    ck_assert(res.verify_noise >= 0 && isfinite(res.verify_noise));
+    /* the sweep's best is one of the candidates (fake_candidates' grid) */
+    int q = TGET(&res.sweep_best, Q_TILE), k = TGET(&res.sweep_best, K_TILE);
+    bool in_grid = (q == 16 || q == 32 || q == 64 || q == 128 || q == 256 || q == 48) &&
+                   (k == 32 || k == 64 || k == 128 || k == 256 || k == 16 || k == 96);
+    ck_assert_msg(in_grid || sdpa__tile_equal(&res.sweep_best, &res.fallback),
+                  "sweep best q_tile %d k_tile %d", q, k);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    ck_assert_int_ne(access(path, F_OK), 0); /* write_profile = 0 */
+    ck_assert_int_eq(cap.warns, 0);
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    sdpa_context_destroy(owner);
+
+    /* the tool: a verdict per bucket; exit 1 exactly when one is missed */
+    char args[4400], *out = NULL;
+    snprintf(args, sizeof args, "--backend cpu --shape 1,2,1,33,70,32 --budget 1 --json "
+             "--verify-exhaustive --profile-dir '%s/p'", dir);
+    int rc = run_tool(dir, args, &out);
+    if (rc >= 0) {
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j != NULL, "not JSON (exit %d): %s", rc, out);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "verify_exhaustive")));
+        cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "buckets"), 0);
+        cJSON *v = cJSON_GetObjectItem(b, "verify");
+        ck_assert_ptr_nonnull(v);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(v, "verified")));
+        const char *target = cJSON_GetObjectItem(v, "target")->valuestring;
+        ck_assert_msg(strcmp(target, "met") == 0 || strcmp(target, "within noise") == 0 ||
+                      strcmp(target, "missed") == 0, "target %s", target);
+        ck_assert_int_eq(rc, strcmp(target, "missed") == 0 ? 1 : 0);
+        ck_assert(cJSON_GetObjectItem(v, "sweep_best_ms")->valuedouble > 0);
+        snprintf(path, sizeof path, "%s", cJSON_GetObjectItem(j, "profile")->valuestring);
+        ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
+        cJSON_Delete(j);
+    } else {
+        fprintf(stderr, "tune_verify_exhaustive: sdpa-tune not built; tool part skipped\n");
+    }
+    free(out);
+    free(dir);
+}
+END_TEST
+
 /* ---- profiles that travel (issue 17) ----------------------------------------------
  * A record made on one device is used on another device of the same
  * architecture family (src/core/device_table.h) when that device has no
@@ -1736,6 +1822,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tune, tune_unwritable_profile);
     tcase_add_test(tune, refused_profile_config_falls_back);
     tcase_add_test(tune, tool_runs_and_writes_profile);
+    tcase_add_test(tune, tune_verify_exhaustive);
     tcase_set_timeout(tune, 60);
     suite_add_tcase(s, tune);
     TCase *files = tcase_create("files");
