@@ -40,19 +40,26 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static sdpa_context *cpu_ctx(const char *profile_dir, tlogcap *cap)
+/* A cpu context (2 threads) logging at `level` and up to fn(user). */
+static sdpa_context *cpu_ctx_logging(const char *profile_dir, sdpa_log_level level,
+                                     sdpa_log_fn fn, void *user)
 {
     sdpa_context_options o;
     sdpa_context_options_init(&o);
     o.backend = SDPA_BACKEND_CPU;
     o.profile_dir = profile_dir;
-    o.log_level = SDPA_LOG_WARN;
-    o.log_fn = tlog_capture;
-    o.log_user = cap;
+    o.log_level = level;
+    o.log_fn = fn;
+    o.log_user = user;
     o.threads = 2;
     sdpa_context *ctx = NULL;
     ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
     return ctx;
+}
+
+static sdpa_context *cpu_ctx(const char *profile_dir, tlogcap *cap)
+{
+    return cpu_ctx_logging(profile_dir, SDPA_LOG_WARN, tlog_capture, cap);
 }
 
 /* The problem the lookup tests plan: B1 Hq4 Hkv2 Sq100 Skv130 D32 causal. */
@@ -1594,17 +1601,7 @@ static void line_capture(void *user, sdpa_log_level level, const char *msg)
 
 static sdpa_context *info_ctx(const char *profile_dir, linecap *lc)
 {
-    sdpa_context_options o;
-    sdpa_context_options_init(&o);
-    o.backend = SDPA_BACKEND_CPU;
-    o.profile_dir = profile_dir;
-    o.log_level = SDPA_LOG_INFO;
-    o.log_fn = line_capture;
-    o.log_user = lc;
-    o.threads = 1;
-    sdpa_context *ctx = NULL;
-    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
-    return ctx;
+    return cpu_ctx_logging(profile_dir, SDPA_LOG_INFO, line_capture, lc);
 }
 
 /* An OpenCL record of PoCL on the named CPU (family derived as the tuner
