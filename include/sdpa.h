@@ -669,6 +669,7 @@ typedef struct sdpa_tune_result {
     /* with options.verify_exhaustive (0 otherwise): */
     int verified;             /* 1 when the sweep and the interleaved timing ran */
     sdpa_tile_config sweep_best; /* the fastest candidate of the exhaustive sweep */
+    char sweep_desc[256];     /* sweep_best, human-readable */
     double verify_tuned_ms, verify_sweep_ms, verify_default_ms; /* medians of the
                                  interleaved timing of best, sweep_best, fallback */
     double verify_noise;      /* the largest (q3 - q1) / median of those three */

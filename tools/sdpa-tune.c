@@ -261,6 +261,7 @@ typedef struct row {
     /* --verify-exhaustive */
     int verified, missed, noisy;
     double v_tuned, v_sweep, v_default, v_noise;
+    char sweep[256];
     sdpa_status status;
     cJSON *dry_list;
 } row;
@@ -320,6 +321,7 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
     r->v_sweep = res.verify_sweep_ms;
     r->v_default = res.verify_default_ms;
     r->v_noise = res.verify_noise;
+    snprintf(r->sweep, sizeof r->sweep, "%s", res.sweep_desc);
     if (o->verify && r->status == SDPA_OK) {
         /* met: within 5 % of the sweep's best and not slower than the default
          * beyond the noise; missed: beyond both allowances plus the noise;
@@ -377,10 +379,11 @@ static void print_table(const row *rows, int n)
 static void print_verify(const row *rows, int n)
 {
     static const char *const head[] = {"bucket", "tuned ms", "sweep best ms", "default ms",
-                                       "tuned/best", "tuned/default", "noise", "target"};
-    static const int right[] = {0, 1, 1, 1, 1, 1, 1, 0};
+                                       "tuned/best", "tuned/default", "noise", "target",
+                                       "sweep best parameters"};
+    static const int right[] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
     tu_table t;
-    tu_table_init(&t, 8, head, right);
+    tu_table_init(&t, 9, head, right);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         char tm[32], sm[32], dm[32], tb[32], td[32], no[32];
@@ -395,7 +398,7 @@ static void print_verify(const row *rows, int n)
                               : r->missed          ? "MISSED"
                               : r->noisy           ? "within noise"
                                                    : "met";
-        const char *cells[] = {r->bucket, tm, sm, dm, tb, td, no, verdict};
+        const char *cells[] = {r->bucket, tm, sm, dm, tb, td, no, verdict, r->sweep};
         tu_table_add(&t, cells);
     }
     tu_table_print(&t, stdout);
@@ -439,6 +442,7 @@ static void print_json(sdpa_context *ctx, const options *o, row *rows, int n)
             cJSON_AddBoolToObject(v, "verified", r->verified);
             cJSON_AddItemToObject(v, "tuned_ms", num_or_null(r->v_tuned));
             cJSON_AddItemToObject(v, "sweep_best_ms", num_or_null(r->v_sweep));
+            cJSON_AddStringToObject(v, "sweep_best", r->sweep);
             cJSON_AddItemToObject(v, "default_ms", num_or_null(r->v_default));
             cJSON_AddItemToObject(v, "noise", num_or_null(r->v_noise));
             cJSON_AddStringToObject(v, "target", r->status != SDPA_OK ? "failed"

@@ -302,6 +302,7 @@ static void verify(tuner *t, int tuned, sdpa_tune_result *res)
     double ms[3] = {med[slot[0]], med[slot[1]], med[slot[2]]};
     res->verified = 1;
     res->sweep_best = t->cand[sweep];
+    sdpa__tile_describe(&res->sweep_best, res->sweep_desc, sizeof res->sweep_desc);
     res->verify_tuned_ms = ms[0];
     res->verify_sweep_ms = ms[1];
     res->verify_default_ms = ms[2];
