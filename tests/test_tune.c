@@ -1531,6 +1531,7 @@ START_TEST(tune_verify_exhaustive)
     ck_assert(isfinite(res.verify_sweep_ms) && res.verify_sweep_ms > 0);
     ck_assert(isfinite(res.verify_default_ms) && res.verify_default_ms > 0);
     ck_assert(res.verify_noise >= 0 && isfinite(res.verify_noise));
+    ck_assert(res.sweep_desc[0] != '\0');
     /* the sweep's best is one of the candidates (fake_candidates' grid) */
     int q = TGET(&res.sweep_best, Q_TILE), k = TGET(&res.sweep_best, K_TILE);
     bool in_grid = (q == 16 || q == 32 || q == 64 || q == 128 || q == 256 || q == 48) &&
@@ -1563,6 +1564,7 @@ START_TEST(tune_verify_exhaustive)
                       strcmp(target, "missed") == 0, "target %s", target);
         ck_assert_int_eq(rc, strcmp(target, "missed") == 0 ? 1 : 0);
         ck_assert(cJSON_GetObjectItem(v, "sweep_best_ms")->valuedouble > 0);
+        ck_assert(cJSON_IsString(cJSON_GetObjectItem(v, "sweep_best")));
         snprintf(path, sizeof path, "%s", cJSON_GetObjectItem(j, "profile")->valuestring);
         ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
         cJSON_Delete(j);
