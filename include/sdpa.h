@@ -509,7 +509,9 @@ typedef struct sdpa_device_info {
     int subgroup_size;       /* 0 if unknown */
     int fp16;                /* half arithmetic available */
     int storage16;           /* 16-bit storage available */
-    char details[1024];      /* backend-specific capability summary */
+    char details[1024];      /* backend-specific capability summary; ends with
+                                "profile family <key>" when the device has an
+                                architecture family (docs/tuning.md) */
 } sdpa_device_info;
 #define SDPA_DEVICE_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_device_info, details)
 
@@ -609,7 +611,10 @@ typedef struct sdpa_plan_info {
     sdpa_backend_kind backend;
     char kernel[64];         /* "fused", "decode", "unfused", "reference" */
     char config[256];        /* the chosen parameters, human-readable */
-    char source[64];         /* "profile", "shipped profile", "default", "forced" */
+    char source[64];         /* "profile", "shipped profile", "default", "forced";
+                                a profile record of another device of the same
+                                architecture family adds " (family <key>)"
+                                (docs/tuning.md, "Profiles that travel") */
     sdpa_dtype compute_dtype;/* always f32 accumulation today */
     size_t workspace_bytes;
 } sdpa_plan_info;
@@ -693,6 +698,11 @@ typedef struct sdpa_tune_options {
     uint64_t seed;            /* sampling seed; default 1 */
     sdpa_tune_progress_fn progress; /* optional, called after each candidate */
     void *progress_user;
+    int verify_exhaustive;    /* 1 = after the budgeted search, measure every candidate it
+                                 left out (beyond the budget), then time its winner, the
+                                 sweep's fastest and the default interleaved: the
+                                 result's verify_* fields (sdpa-tune --verify-exhaustive).
+                                 Default 0 */
 } sdpa_tune_options;
 #define SDPA_TUNE_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_options, progress_user)
 SDPA_API void sdpa_tune_options_init(sdpa_tune_options *options);
@@ -706,6 +716,13 @@ typedef struct sdpa_tune_result {
     double best_ms, default_ms;
     int candidates, measured, rejected; /* rejected: wrong results or failed */
     int budget_exhausted;
+    /* with options.verify_exhaustive (0 otherwise): */
+    int verified;             /* 1 when the sweep and the interleaved timing ran */
+    sdpa_tile_config sweep_best; /* the fastest candidate of the exhaustive sweep */
+    char sweep_desc[256];     /* sweep_best, human-readable */
+    double verify_tuned_ms, verify_sweep_ms, verify_default_ms; /* medians of the
+                                 interleaved timing of best, sweep_best, fallback */
+    double verify_noise;      /* the largest (q3 - q1) / median of those three */
 } sdpa_tune_result;
 #define SDPA_TUNE_RESULT_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_tune_result, budget_exhausted)
 

@@ -6,8 +6,8 @@ compiler (meson suite `tools`; docs/gpu.md).
 
 1. sdpa-gpu-config list: the configurations the library's own code chooses
    for the described devices (GPU-style staged tiles on devices with
-   dedicated local memory, CPU-style rows on the Mali-like device whose
-   local memory is emulated; decode.cl with DRB/DWG for decode; bwd.cl with
+   dedicated local memory; GPU-style unstaged rows on the Mali-like device,
+   whose local memory is system memory (mobile-gpu in the vendor table); decode.cl with DRB/DWG for decode; bwd.cl with
    NORM for backward; the assembled source starts with prelude.cl; Vulkan specialization constants carry D, Dv and the
    work-group size).
 2. gpu_static.py: its parsers on compiler output captured from ptxas, clang
@@ -59,8 +59,13 @@ def main():
                   -1 not in order and order == sorted(order) and "QUIRK" not in src,
                   "assembled source: sdpa_shared.h, prelude.cl, then fwd.cl; no quirk defines")
             mali = by.get("cl-mali-forward-d128-f32", {})
-            check("-DSTAGE_KV=0" in mali.get("options", ""),
-                  "Mali-like (emulated local memory): unstaged")
+            mopts = mali.get("options", "").split()
+            check(mali.get("kernel_class") == "mobile-gpu" and "-DRPW=1" in mopts and
+                  "-DWG=64" in mopts and "-DSTAGE_KV=0" in mopts,
+                  "Mali-like (local memory in system memory): mobile-gpu through the vendor "
+                  "table, GPU-style rows, unstaged: %s %s" % (mali.get("kernel_class"), mopts))
+            check(nv.get("kernel_class") == "gpu-style" and nv.get("arch_key") == "sm_89",
+                  "nv-sm89 resolves to gpu-style sm_89 in the vendor table")
             dec = by.get("cl-amd-gfx1030-decode-d64-f16", {})
             check("decode.cl" in dec.get("files", []) and "-DDRB=" in dec.get("options", "") and
                   "-DSTORE_DT=2" in dec.get("options", ""), "decode: decode.cl, DRB, f16 storage")

@@ -1647,8 +1647,9 @@ END_TEST
  * process): the child checks that the device reports the persona's limits,
  * that every problem below plans the default configuration a GPU with those
  * limits gets (the `want` strings: work-group clamped to the limit, staged
- * tiles fitted to local memory; Mali's emulated local memory keeps the
- * unstaged configuration), and that it matches the reference. Before the
+ * tiles fitted to local memory; Mali, mobile-gpu in the vendor table, gets
+ * GPU-style rows with nothing staged in its system-memory "local" memory),
+ * and that it matches the reference. Before the
  * limits were adapted, cl-wg32 refused prefill, decode and backward (work-group
  * 64 above 32), and no test executed the GPU defaults at all. */
 typedef struct persona_case {
@@ -1674,12 +1675,14 @@ static const fcase pcases[] = {
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* Mali: mobile-gpu in the vendor table (src/core/device_table.c), GPU-style
+ * rows; its local memory is system memory, so nothing is staged */
 #define PERSONA_WANT_MALI \
-    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
-    "fused wg_size=8 q_tile=8 k_tile=64 vec_width=16 stage_kv=0 split_kv=1", \
-    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1", \
-    "decode direct_kv=1 rows=4 wg_size=8 vec_width=16 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
-    "fused wg_size=8 q_tile=32 k_tile=32 vec_width=16 stage_kv=0 split_kv=1"
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1"
 #define PERSONA_WANT_WG32 \
     "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
     "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \

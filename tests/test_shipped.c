@@ -11,7 +11,9 @@
  * that file's first record ("shipped profile"); with the variable set, the
  * counts of records, matching and stale records follow a folder made here
  * (one record tuned on the cpu backend, a copy for another device, a copy
- * from another driver). The installed, moved case is scripts/install-check.sh.
+ * from another driver); a shipped record made on another device of this
+ * machine's OpenCL device's architecture family is used, and says so
+ * (issue 17). The installed, moved case is scripts/install-check.sh.
  * Runs in well under a minute (a tiny cpu tune; one plan per device backend).
  */
 #include "testutil.h"
@@ -109,27 +111,12 @@ static bool record_is_for(const cJSON *r, sdpa_backend_kind kind)
            cJSON_GetObjectItem(r, "compute_units")->valueint == d.compute_units;
 }
 
-/* A plan for the shape of the first record of the shipped file of ctx's
- * device (device 0 of kind); returns its sdpa_plan_info.source, or NULL when
- * the source tree ships no record for this device. */
-static const char *plan_source_for_shipped_record(sdpa_context *ctx, sdpa_backend_kind backend,
-                                                  char *source, size_t size)
+/* A plan on ctx for the bucket of record r; returns its sdpa_plan_info.source
+ * in source (and its config in config when not NULL). */
+static const char *plan_source_for_record(sdpa_context *ctx, const cJSON *r, const char *what,
+                                          char *source, size_t size, char *config,
+                                          size_t config_size)
 {
-    const char *prof = sdpa_context_profile_path(ctx);
-    const char *base = strrchr(prof, '/');
-    char path[PATH_MAX + 300];
-    snprintf(path, sizeof path, "%s/%s", TEST_SOURCE_PROFILES, base ? base + 1 : prof);
-    char *text = slurp(path);
-    if (!text) return NULL;
-    char *nl = strchr(text, '\n');
-    if (nl) *nl = '\0';
-    cJSON *r = cJSON_Parse(text);
-    free(text);
-    ck_assert_ptr_nonnull(r);
-    if (!record_is_for(r, backend)) {
-        cJSON_Delete(r);
-        return NULL;
-    }
     const char *kind = cJSON_GetObjectItem(r, "kind")->valuestring;
     const char *mask = cJSON_GetObjectItem(r, "mask")->valuestring;
     const char *dtname = cJSON_GetObjectItem(r, "dtype")->valuestring;
@@ -158,18 +145,52 @@ static const char *plan_source_for_shipped_record(sdpa_context *ctx, sdpa_backen
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.flags = strcmp(kind, "backward") == 0 ? SDPA_PLAN_BACKWARD : 0;
-    cJSON_Delete(r);
     sdpa_plan *plan = NULL;
     sdpa_status st = sdpa_plan_create(ctx, &desc, &po, &plan);
-    ck_assert_msg(st == SDPA_OK, "plan for the shipped record (%s): %s", path,
-                  sdpa_status_name(st));
+    ck_assert_msg(st == SDPA_OK, "plan for the record (%s): %s", what, sdpa_status_name(st));
     sdpa_plan_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
     sdpa_plan_destroy(plan);
     snprintf(source, size, "%s", info.source);
+    if (config) snprintf(config, config_size, "%s", info.config);
     return source;
+}
+
+/* The first record of the shipped file of ctx's device (device 0 of kind)
+ * as JSON (the caller deletes it), or NULL when the source tree ships no
+ * such file; *mine says whether the record is this device's own. */
+static cJSON *first_shipped_record(sdpa_context *ctx, sdpa_backend_kind backend, bool *mine,
+                                   char *path, size_t size)
+{
+    const char *prof = sdpa_context_profile_path(ctx);
+    const char *base = strrchr(prof, '/');
+    snprintf(path, size, "%s/%s", TEST_SOURCE_PROFILES, base ? base + 1 : prof);
+    char *text = slurp(path);
+    if (!text) return NULL;
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = '\0';
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(r);
+    *mine = record_is_for(r, backend);
+    return r;
+}
+
+/* A plan for the shape of the first record of the shipped file of ctx's
+ * device (device 0 of kind); returns its sdpa_plan_info.source, or NULL when
+ * the source tree ships no record for this device. */
+static const char *plan_source_for_shipped_record(sdpa_context *ctx, sdpa_backend_kind backend,
+                                                  char *source, size_t size)
+{
+    char path[PATH_MAX + 300];
+    bool mine = false;
+    cJSON *r = first_shipped_record(ctx, backend, &mine, path, sizeof path);
+    if (!r) return NULL;
+    const char *got = mine ? plan_source_for_record(ctx, r, path, source, size, NULL, 0) : NULL;
+    cJSON_Delete(r);
+    return got;
 }
 
 START_TEST(build_tree_plans_use_shipped_records)
@@ -306,6 +327,128 @@ START_TEST(override_folder_counts)
 }
 END_TEST
 
+/* ---- profiles that travel (issue 17) ------------------------------------------------ */
+
+typedef struct logtext {
+    char text[16384];
+} logtext;
+
+static void log_text(void *user, sdpa_log_level level, const char *msg)
+{
+    (void)level;
+    logtext *lt = user;
+    size_t n = strlen(lt->text);
+    snprintf(lt->text + n, sizeof lt->text - n, "%s\n", msg);
+}
+
+/* The profile family sdpa_device_info.details names for device 0 of kind
+ * ("profile family <key>"); false when it names none. */
+static bool device_family(sdpa_backend_kind kind, sdpa_device_info *d, char *out, size_t size)
+{
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    if (sdpa_device_get_info(kind, 0, d) != SDPA_OK) return false;
+    const char *f = strstr(d->details, "profile family ");
+    if (!f) return false;
+    f += strlen("profile family ");
+    size_t n = strcspn(f, "; ");
+    ck_assert_uint_lt(n, size);
+    memcpy(out, f, n);
+    out[n] = '\0';
+    return n > 0;
+}
+
+/* Writes the record r as the only line of path. */
+static void write_record(const char *path, const cJSON *r)
+{
+    char *line = cJSON_PrintUnformatted(r);
+    ck_assert_ptr_nonnull(line);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", line);
+    fclose(f);
+    cJSON_free(line);
+}
+
+static void set_str(cJSON *r, const char *key, const char *value)
+{
+    ck_assert(cJSON_ReplaceItemInObjectCaseSensitive(r, key, cJSON_CreateString(value)));
+}
+
+/* The shipped PoCL record, rewritten for another device of this machine's
+ * OpenCL device's family (its name with other compute units: not this
+ * device, same family), is used by a plan here, which says so in its source
+ * and log; rewritten for a CPU of another family, it is not. Records in the
+ * file keep no family (as the shipped ones): the library derives it. */
+START_TEST(shipped_record_travels_to_family)
+{
+    unsetenv("SDPA_DEVICE");
+    sdpa_device_info d;
+    char fam[64];
+    if (!device_family(SDPA_BACKEND_OPENCL, &d, fam, sizeof fam)) {
+        fprintf(stderr, "shipped: SKIPPED family fallback: no OpenCL device with a profile "
+                        "family here (%s)\n", d.name[0] ? d.name : "no device");
+        return;
+    }
+    char *empty = tmkdtemp("sdpa-test-shipped"), *dir = tmkdtemp("sdpa-test-shipped");
+    char src[PATH_MAX + 300], path[PATH_MAX + 300];
+    snprintf(src, sizeof src, "%s/%s", TEST_SOURCE_PROFILES,
+             "opencl-pthread_skylake_avx512_intel_r_xeon_r_processor.jsonl");
+    char *text = slurp(src);
+    ck_assert_ptr_nonnull(text);
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = '\0';
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_null(cJSON_GetObjectItem(r, "family"));
+    set_str(r, "device", d.name);
+    set_str(r, "vendor", d.vendor);
+    set_str(r, "driver", d.driver);
+    cJSON_ReplaceItemInObjectCaseSensitive(r, "compute_units",
+                                           cJSON_CreateNumber(d.compute_units + 7));
+    int q_tile = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "tile"), "q_tile")->valueint;
+    snprintf(path, sizeof path, "%s/opencl-a_sibling_device.jsonl", dir);
+    write_record(path, r);
+    setenv("SDPA_SHIPPED_PROFILE_DIR", dir, 1);
+
+    logtext lt = {{0}};
+    sdpa_context_options o;
+    sdpa_context_options_init(&o);
+    o.backend = SDPA_BACKEND_OPENCL;
+    o.profile_dir = empty; /* no user record */
+    o.log_level = SDPA_LOG_INFO;
+    o.log_fn = log_text;
+    o.log_user = &lt;
+    sdpa_context *ctx = NULL;
+    ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
+    char source[64], config[256], want[128], q[32];
+    plan_source_for_record(ctx, r, path, source, sizeof source, config, sizeof config);
+    snprintf(want, sizeof want, "shipped profile (family %s)", fam);
+    ck_assert_msg(strcmp(source, want) == 0, "source '%s', want '%s'", source, want);
+    snprintf(q, sizeof q, "q_tile=%d ", q_tile);
+    ck_assert_msg(strstr(config, q), "config '%s' has the record's %s", config, q);
+    char line[600];
+    snprintf(line, sizeof line, "using the record of '%s' (same family %s)", d.name, fam);
+    ck_assert_msg(strstr(lt.text, line), "log names the record's device: %s", lt.text);
+
+    /* a CPU of another family: not used */
+    set_str(r, "device", strstr(fam, "avx512") ? "pthread-haswell-Another CPU"
+                                               : "pthread-skylake-avx512-Another CPU");
+    write_record(path, r);
+    plan_source_for_record(ctx, r, path, source, sizeof source, NULL, 0);
+    ck_assert_str_eq(source, "default");
+    sdpa_context_destroy(ctx);
+    cJSON_Delete(r);
+    unsetenv("SDPA_SHIPPED_PROFILE_DIR");
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, empty);
+    ck_assert_int_eq(system(cmd), 0);
+    free(dir);
+    free(empty);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("shipped");
@@ -314,6 +457,7 @@ static Suite *suite(void)
     tcase_add_test(t, build_tree_finds_source_profiles);
     tcase_add_test(t, build_tree_plans_use_shipped_records);
     tcase_add_test(t, override_folder_counts);
+    tcase_add_test(t, shipped_record_travels_to_family);
     suite_add_tcase(s, t);
     return s;
 }

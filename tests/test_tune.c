@@ -22,6 +22,7 @@
  */
 #include "testutil.h"
 #include "../src/tune/search.h"
+#include "device_table.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -39,19 +40,26 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static sdpa_context *cpu_ctx(const char *profile_dir, tlogcap *cap)
+/* A cpu context (2 threads) logging at `level` and up to fn(user). */
+static sdpa_context *cpu_ctx_logging(const char *profile_dir, sdpa_log_level level,
+                                     sdpa_log_fn fn, void *user)
 {
     sdpa_context_options o;
     sdpa_context_options_init(&o);
     o.backend = SDPA_BACKEND_CPU;
     o.profile_dir = profile_dir;
-    o.log_level = SDPA_LOG_WARN;
-    o.log_fn = tlog_capture;
-    o.log_user = cap;
+    o.log_level = level;
+    o.log_fn = fn;
+    o.log_user = user;
     o.threads = 2;
     sdpa_context *ctx = NULL;
     ck_assert_int_eq(sdpa_context_create(&o, &ctx), SDPA_OK);
     return ctx;
+}
+
+static sdpa_context *cpu_ctx(const char *profile_dir, tlogcap *cap)
+{
+    return cpu_ctx_logging(profile_dir, SDPA_LOG_WARN, tlog_capture, cap);
 }
 
 /* The problem the lookup tests plan: B1 Hq4 Hkv2 Sq100 Skv130 D32 causal. */
@@ -691,9 +699,10 @@ START_TEST(lookup_by_key_and_folders)
     ck_assert_int_eq(sdpa__profile_store(NULL, path, &r), SDPA_OK);
     const char *dirs[3] = {a, "", b};
     sdpa_tile_config t;
-    int found = -1;
+    sdpa__profile_origin found = {.dir = -1};
     ck_assert(sdpa__profile_lookup(NULL, &r.dev, &r.bucket, dirs, 3, &t, &found));
-    ck_assert_int_eq(found, 2);
+    ck_assert_int_eq(found.dir, 2);
+    ck_assert(!found.family);
     ck_assert_int_eq(TGET(&t, Q_TILE), 48);
     sdpa__bucket other = r.bucket;
     other.d = 256;
@@ -1479,6 +1488,308 @@ START_TEST(profile_writable_check)
 }
 END_TEST
 
+/* options.verify_exhaustive (issue 17's tuning target): the budgeted search
+ * leaves candidates out, the sweep measures every one of them, and the tuned
+ * winner, the sweep's best and the default are timed again side by side;
+ * nothing is written with write_profile = 0. Without the option, no sweep. */
+START_TEST(tune_verify_exhaustive)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    tlogcap cap = {0};
+    sdpa_context *owner;
+    fake_nq = 6;
+    fake_nk = 6; /* 36 candidates: the budget below measures only some */
+    sdpa_context *ctx = fake_ctx(dir, &cap, &owner);
+    host_problem h;
+    host_problem_make(&h);
+    sdpa_tune_options o;
+    sdpa_tune_options_init(&o);
+    o.budget_s = 0.001; /* the default, and maybe one more */
+    o.repeats = 2;
+    o.write_profile = 0;
+    prog_count pc = {0};
+    o.progress = count_progress;
+    o.progress_user = &pc;
+    sdpa_tune_result res = {.struct_size = sizeof res};
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_int_eq(res.verified, 0);
+    ck_assert_int_lt(res.measured, 36); /* the budget cut the search */
+    int partial = res.measured;
+
+    o.verify_exhaustive = 1;
+    pc.calls = 0;
+    memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    ck_assert_int_eq(sdpa_tune(ctx, &h.desc, &o, &res), SDPA_OK);
+    ck_assert_int_eq(res.verified, 1);
+    ck_assert_int_eq(res.candidates, 36);
+    ck_assert_int_eq(res.measured + res.rejected, 36); /* every candidate, once */
+    ck_assert_int_eq(res.rejected, 0);
+    ck_assert_int_eq(pc.calls, 36);
+    ck_assert_int_gt(36, partial);
+    ck_assert(isfinite(res.verify_tuned_ms) && res.verify_tuned_ms > 0);
+    ck_assert(isfinite(res.verify_sweep_ms) && res.verify_sweep_ms > 0);
+    ck_assert(isfinite(res.verify_default_ms) && res.verify_default_ms > 0);
+    ck_assert(res.verify_noise >= 0 && isfinite(res.verify_noise));
+    ck_assert(res.sweep_desc[0] != '\0');
+    /* the sweep's best is one of the candidates (fake_candidates' grid) */
+    int q = TGET(&res.sweep_best, Q_TILE), k = TGET(&res.sweep_best, K_TILE);
+    bool in_grid = (q == 16 || q == 32 || q == 64 || q == 128 || q == 256 || q == 48) &&
+                   (k == 32 || k == 64 || k == 128 || k == 256 || k == 16 || k == 96);
+    ck_assert_msg(in_grid || sdpa__tile_equal(&res.sweep_best, &res.fallback),
+                  "sweep best q_tile %d k_tile %d", q, k);
+    char path[4096];
+    user_path(ctx, path, sizeof path);
+    ck_assert_int_ne(access(path, F_OK), 0); /* write_profile = 0 */
+    ck_assert_int_eq(cap.warns, 0);
+    host_problem_free(&h);
+    sdpa_context_destroy(ctx);
+    sdpa_context_destroy(owner);
+
+    /* the tool: a verdict per bucket; exit 1 exactly when one is missed */
+    char args[4400], *out = NULL;
+    snprintf(args, sizeof args, "--backend cpu --shape 1,2,1,33,70,32 --budget 1 --json "
+             "--verify-exhaustive --profile-dir '%s/p'", dir);
+    int rc = run_tool(dir, args, &out);
+    if (rc >= 0) {
+        cJSON *j = cJSON_Parse(out);
+        ck_assert_msg(j != NULL, "not JSON (exit %d): %s", rc, out);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "verify_exhaustive")));
+        cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "buckets"), 0);
+        cJSON *v = cJSON_GetObjectItem(b, "verify");
+        ck_assert_ptr_nonnull(v);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(v, "verified")));
+        const char *target = cJSON_GetObjectItem(v, "target")->valuestring;
+        ck_assert_msg(strcmp(target, "met") == 0 || strcmp(target, "within noise") == 0 ||
+                      strcmp(target, "missed") == 0, "target %s", target);
+        ck_assert_int_eq(rc, strcmp(target, "missed") == 0 ? 1 : 0);
+        ck_assert(cJSON_GetObjectItem(v, "sweep_best_ms")->valuedouble > 0);
+        ck_assert(cJSON_IsString(cJSON_GetObjectItem(v, "sweep_best")));
+        snprintf(path, sizeof path, "%s", cJSON_GetObjectItem(j, "profile")->valuestring);
+        ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
+        cJSON_Delete(j);
+    } else {
+        fprintf(stderr, "tune_verify_exhaustive: sdpa-tune not built; tool part skipped\n");
+    }
+    free(out);
+    free(dir);
+}
+END_TEST
+
+/* ---- profiles that travel (issue 17) ----------------------------------------------
+ * A record made on one device is used on another device of the same
+ * architecture family (src/core/device_table.h) when that device has no
+ * record of its own; exact records always win; the family field of a record
+ * is checked like every other field. */
+
+#define XEON "pthread-skylake-avx512-Intel(R) Xeon(R) Processor"
+#define EPYC4 "pthread-znver4-AMD EPYC 9654 96-Core Processor"
+#define EPYC3 "pthread-znver3-AMD EPYC 7763 64-Core Processor"
+#define POCL_DRIVER "3.1+debian (Portable Computing Language)"
+
+/* Every log line of a context, INFO and up. */
+typedef struct linecap {
+    char text[16384];
+    int warns;
+} linecap;
+
+static void line_capture(void *user, sdpa_log_level level, const char *msg)
+{
+    linecap *lc = user;
+    size_t n = strlen(lc->text);
+    snprintf(lc->text + n, sizeof lc->text - n, "%s\n", msg);
+    lc->warns += level == SDPA_LOG_WARN;
+}
+
+static sdpa_context *info_ctx(const char *profile_dir, linecap *lc)
+{
+    return cpu_ctx_logging(profile_dir, SDPA_LOG_INFO, line_capture, lc);
+}
+
+/* An OpenCL record of PoCL on the named CPU (family derived as the tuner
+ * does), bucket of test_problem(). */
+static sdpa__profile_record pocl_record(const char *vendor, const char *device, int cu,
+                                        int q_tile)
+{
+    sdpa__profile_record r;
+    memset(&r, 0, sizeof r);
+    r.format = SDPA__PROFILE_FORMAT;
+    snprintf(r.dev.backend, sizeof r.dev.backend, "opencl");
+    snprintf(r.dev.vendor, sizeof r.dev.vendor, "%s", vendor);
+    snprintf(r.dev.device, sizeof r.dev.device, "%s", device);
+    r.dev.compute_units = cu;
+    snprintf(r.dev.driver, sizeof r.dev.driver, POCL_DRIVER);
+    snprintf(r.dev.source_hash, sizeof r.dev.source_hash, "0123456789abcdef");
+    sdpa__device_family(r.dev.backend, vendor, device, r.dev.family, sizeof r.dev.family);
+    sdpa__problem p = test_problem();
+    sdpa__bucket_of(&p, 0, &r.bucket);
+    sdpa_tile_config_init(&r.tile);
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_Q_TILE, q_tile);
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_K_TILE, 32);
+    sdpa_tile_config_set(&r.tile, SDPA_TILE_WG_SIZE, 8);
+    r.best_ms = 1.0;
+    r.default_ms = 2.0;
+    snprintf(r.tuned_at, sizeof r.tuned_at, "2026-01-01T00:00:00Z");
+    return r;
+}
+
+static void store_in(const char *dir, const sdpa__profile_record *r)
+{
+    char name[160], path[4096];
+    sdpa__profile_file_name(&r->dev, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_int_eq(sdpa__profile_store(NULL, path, r), SDPA_OK);
+}
+
+START_TEST(family_record_travels)
+{
+    char *a = tmkdtemp("sdpa-test-tune"), *b = tmkdtemp("sdpa-test-tune");
+    linecap lc = {{0}, 0};
+    sdpa_context *ctx = info_ctx(a, &lc);
+    sdpa__profile_record xeon = pocl_record("GenuineIntel", XEON, 2, 16);
+    ck_assert_str_eq(xeon.dev.family, "opencl/cpu/pocl-x86-64-avx512");
+    store_in(a, &xeon);
+    /* written with its family */
+    char path[4096], name[160];
+    sdpa__profile_file_name(&xeon.dev, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", a, name);
+    char *text = read_all(path);
+    ck_assert_ptr_nonnull(strstr(text, "\"family\":\"opencl/cpu/pocl-x86-64-avx512\""));
+    free(text);
+
+    /* an AVX-512 EPYC under the same PoCL: the Xeon's record, logged */
+    sdpa__profile_record epyc = pocl_record("AuthenticAMD", EPYC4, 96, 32);
+    const char *dirs[2] = {a, b};
+    sdpa_tile_config t;
+    sdpa__profile_origin o;
+    ck_assert(sdpa__profile_lookup(ctx, &epyc.dev, &epyc.bucket, dirs, 2, &t, &o));
+    ck_assert(o.family);
+    ck_assert_int_eq(o.dir, 0);
+    ck_assert_str_eq(o.device, XEON);
+    ck_assert_str_eq(o.family_key, "opencl/cpu/pocl-x86-64-avx512");
+    ck_assert_int_eq(TGET(&t, Q_TILE), 16);
+    ck_assert_msg(strstr(lc.text, "using the record of '" XEON "' (same family "
+                                  "opencl/cpu/pocl-x86-64-avx512)"), "log: %s", lc.text);
+    ck_assert_int_eq(lc.warns, 0);
+    /* the same CPU name with another core count is another device of the family */
+    sdpa__profile_record xeon8 = pocl_record("GenuineIntel", XEON, 8, 64);
+    ck_assert(sdpa__profile_lookup(NULL, &xeon8.dev, &xeon8.bucket, dirs, 2, &t, &o));
+    ck_assert(o.family);
+    ck_assert_int_eq(TGET(&t, Q_TILE), 16);
+    /* another bucket, another family (AVX2), an unknown target: nothing */
+    sdpa__bucket other = epyc.bucket;
+    other.d = 128;
+    ck_assert(!sdpa__profile_lookup(NULL, &epyc.dev, &other, dirs, 2, &t, &o));
+    sdpa__profile_record avx2 = pocl_record("AuthenticAMD", EPYC3, 64, 32);
+    ck_assert_str_eq(avx2.dev.family, "opencl/cpu/pocl-x86-64-avx2");
+    ck_assert(!sdpa__profile_lookup(NULL, &avx2.dev, &avx2.bucket, dirs, 2, &t, &o));
+    sdpa__profile_record odd = pocl_record("GenuineIntel", "pthread-futurecpu-X", 4, 32);
+    ck_assert_str_eq(odd.dev.family, "");
+    ck_assert(!sdpa__profile_lookup(NULL, &odd.dev, &odd.bucket, dirs, 2, &t, &o));
+    /* the Vulkan backend never takes an OpenCL record */
+    sdpa__profile_record vk = epyc;
+    snprintf(vk.dev.backend, sizeof vk.dev.backend, "vulkan");
+    sdpa__device_family("vulkan", vk.dev.vendor, vk.dev.device, vk.dev.family,
+                        sizeof vk.dev.family);
+    ck_assert(!sdpa__profile_lookup(NULL, &vk.dev, &vk.bucket, dirs, 2, &t, &o));
+
+    /* exact records win, even from a later folder */
+    store_in(b, &epyc);
+    ck_assert(sdpa__profile_lookup(NULL, &epyc.dev, &epyc.bucket, dirs, 2, &t, &o));
+    ck_assert(!o.family);
+    ck_assert_int_eq(o.dir, 1);
+    ck_assert_int_eq(TGET(&t, Q_TILE), 32);
+    /* and the earlier folder's family record beats a later folder's */
+    sdpa__profile_record ice = pocl_record("GenuineIntel", "pthread-icelake-server-Intel Xeon",
+                                           4, 48);
+    store_in(b, &ice);
+    ck_assert(sdpa__profile_lookup(NULL, &xeon8.dev, &xeon8.bucket, dirs, 2, &t, &o));
+    ck_assert_int_eq(o.dir, 0);
+    ck_assert_int_eq(TGET(&t, Q_TILE), 16);
+    sdpa_context_destroy(ctx);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* The family member: a well-formed key of the record's own backend, or the
+ * line is refused (skipped with the file's one WARN, never used as a family
+ * record); absent, it is derived from the device key (records written before
+ * families, the shipped files among them). */
+START_TEST(corrupt_family_refused)
+{
+    char *dir = tmkdtemp("sdpa-test-tune");
+    sdpa__profile_record xeon = pocl_record("GenuineIntel", XEON, 2, 16);
+    char *json = sdpa__profile_record_to_json(&xeon);
+    ck_assert_ptr_nonnull(json);
+    const char *bad[] = {"5", "null", "true", "[]", "{}", "\"\"", "\"OPENCL/cpu/x\"",
+                         "\"vulkan/cpu/pocl-x86-64-avx512\"", "\"opencl/cpu\"",
+                         "\"opencl//x\"", "\"opencl/cpu/a b\"", "\"opencl/cpu/x/y\"",
+                         "\"opencl/cpu/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\""};
+    const size_t nbad = sizeof bad / sizeof bad[0];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/opencl-corrupt.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < nbad; i++) {
+        cJSON *o = cJSON_Parse(json);
+        ck_assert_ptr_nonnull(o);
+        cJSON *v = cJSON_Parse(bad[i]);
+        ck_assert_ptr_nonnull(v);
+        ck_assert(cJSON_ReplaceItemInObjectCaseSensitive(o, "family", v));
+        char *line = cJSON_PrintUnformatted(o);
+        sdpa__profile_record r;
+        const char *why = NULL;
+        ck_assert_msg(!sdpa__profile_record_parse(line, strlen(line), &r, &why),
+                      "family %s accepted", bad[i]);
+        ck_assert_str_eq(why, "bad family");
+        fprintf(f, "%s\n", line);
+        cJSON_free(line);
+        cJSON_Delete(o);
+    }
+    fclose(f);
+    /* none of them is a family record for the EPYC, and the file gets one WARN */
+    linecap lc = {{0}, 0};
+    sdpa_context *ctx = info_ctx(dir, &lc);
+    sdpa__profile_record epyc = pocl_record("AuthenticAMD", EPYC4, 96, 32);
+    const char *dirs[1] = {dir};
+    sdpa_tile_config t;
+    sdpa__profile_origin o;
+    ck_assert(!sdpa__profile_lookup(ctx, &epyc.dev, &epyc.bucket, dirs, 1, &t, &o));
+    ck_assert(!sdpa__profile_lookup(ctx, &epyc.dev, &epyc.bucket, dirs, 1, &t, &o));
+    ck_assert_int_eq(lc.warns, 1);
+    char want[64];
+    snprintf(want, sizeof want, "skipped %zu unreadable line(s)", nbad);
+    ck_assert_msg(strstr(lc.text, want) && strstr(lc.text, "bad family"), "log: %s", lc.text);
+    sdpa_context_destroy(ctx);
+
+    /* no family member: derived from the device key */
+    cJSON *o2 = cJSON_Parse(json);
+    cJSON_DeleteItemFromObjectCaseSensitive(o2, "family");
+    char *old = cJSON_PrintUnformatted(o2);
+    sdpa__profile_record r;
+    const char *why = NULL;
+    ck_assert_msg(sdpa__profile_record_parse(old, strlen(old), &r, &why), "%s", why);
+    ck_assert_str_eq(r.dev.family, "opencl/cpu/pocl-x86-64-avx512");
+    cJSON_free(old);
+    cJSON_Delete(o2);
+    free(json);
+    /* the shipped PoCL profile predates families: its records derive theirs */
+    const char *corpus = getenv("SDPA_CORPUS_DIR"); /* <source>/tests/conformance */
+    ck_assert_ptr_nonnull(corpus);
+    char sp[4096];
+    snprintf(sp, sizeof sp, "%s/../../data/profiles/%s", corpus,
+             "opencl-pthread_skylake_avx512_intel_r_xeon_r_processor.jsonl");
+    sdpa__profile_file pf;
+    ck_assert_int_eq(sdpa__profile_read(NULL, sp, &pf), SDPA_OK);
+    ck_assert_uint_gt(pf.count, 0);
+    for (size_t i = 0; i < pf.count; i++)
+        ck_assert_str_eq(pf.records[i].dev.family, "opencl/cpu/pocl-x86-64-avx512");
+    sdpa__profile_file_free(&pf);
+    free(dir);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -1495,6 +1806,8 @@ static Suite *tune_suite(void)
     tcase_add_test(store, unknown_tile_names_kept);
     tcase_add_test(store, record_out_of_backend_range);
     tcase_add_test(store, lookup_by_key_and_folders);
+    tcase_add_test(store, family_record_travels);
+    tcase_add_test(store, corrupt_family_refused);
     tcase_set_timeout(store, 60);
     suite_add_tcase(s, store);
     TCase *tune = tcase_create("tuner");
@@ -1508,6 +1821,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tune, tune_unwritable_profile);
     tcase_add_test(tune, refused_profile_config_falls_back);
     tcase_add_test(tune, tool_runs_and_writes_profile);
+    tcase_add_test(tune, tune_verify_exhaustive);
     tcase_set_timeout(tune, 60);
     suite_add_tcase(s, tune);
     TCase *files = tcase_create("files");

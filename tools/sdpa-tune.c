@@ -5,7 +5,7 @@
  *   sdpa-tune [--backend B] [--device SEL] [--preset llm-decode|llm-prefill|vit|mobile|all]
  *             [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--causal] [--dtype f32|f16|bf16]
  *             [--backward] [--budget SECONDS] [--repeats N] [--seed N]
- *             [--profile-dir DIR] [--json] [--dry-run] [--help]
+ *             [--profile-dir DIR] [--json] [--dry-run] [--verify-exhaustive] [--help]
  *
  * Each shape (and, with --backward, its backward too) is one bucket; the
  * budget is split across the buckets still to run. The presets are
@@ -17,11 +17,17 @@
  * machine's memory are refused before anything is allocated, and an
  * unwritable profile folder before tuning. Exit status: 0 ok, 1 a bucket
  * failed, the profile cannot be written or no context (e.g. no such device),
- * 2 usage or a shape too large. Thin program over sdpa.h (SDPA_EXPERIMENTAL) and
- * tools/common.
+ * 2 usage or a shape too large. --verify-exhaustive checks the tuning target
+ * instead of writing the profile: after each budgeted search every remaining
+ * candidate is measured and the tuned winner, the sweep's fastest and the
+ * default are timed interleaved (sdpa_tune_options.verify_exhaustive); a
+ * bucket whose winner is more than 5 % slower than the sweep's best, or slower
+ * than the default, beyond the measured noise misses it (exit 1). Thin program over sdpa.h
+ * (SDPA_EXPERIMENTAL) and tools/common.
  */
 #include <cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +47,7 @@ typedef struct options {
     const char *device, *profile_dir;
     shape shapes[MAX_SHAPES];
     int nshapes;
-    int causal, backward, json, dry_run, repeats, has_dtype;
+    int causal, backward, json, dry_run, repeats, has_dtype, verify;
     sdpa_dtype dtype;
     double budget;
     uint64_t seed;
@@ -74,14 +80,22 @@ static void usage(FILE *f)
             "                   else $XDG_DATA_HOME/sdpa/profiles, else ~/.local/share/sdpa/profiles)\n"
             "  --json           print the results as JSON\n"
             "  --dry-run        list the candidates of each bucket; measure and write nothing\n"
+            "  --verify-exhaustive  check the tuning target, write nothing: after each\n"
+            "                   budgeted search, measure every remaining candidate and time\n"
+            "                   the tuned winner, the sweep's best and the default interleaved;\n"
+            "                   target met: the winner within 5 %% of the sweep's best and not\n"
+            "                   slower than the default beyond the noise (2 x the largest\n"
+            "                   interquartile spread / median, at least 2 %%); missed (exit 1):\n"
+            "                   slower than either by more than its allowance plus the noise\n"
             "  --help           this text\n"
             "\n"
             "Progress goes to stderr: one updating line on a terminal, else one line per\n"
             "candidate. Shapes that do not fit in the machine's memory are refused; the\n"
             "profile folder is checked for writing first (not with --dry-run).\n"
-            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed, the profile\n"
-            "folder is not writable or no context (e.g. no such device), 2 usage error or\n"
-            "a shape too large for the machine.\n");
+            "Exit status: 0 every bucket tuned (or listed), 1 a bucket failed (or missed the\n"
+            "target under --verify-exhaustive), the profile folder is not writable or no\n"
+            "context (e.g. no such device), 2 usage error or a shape too large for the\n"
+            "machine.\n");
 }
 
 static int add_shape(options *o, const shape *s)
@@ -166,6 +180,8 @@ static int parse(options *o, int argc, char **argv)
             o->json = 1;
         } else if (ta_flag(&a, "--dry-run")) {
             o->dry_run = 1;
+        } else if (ta_flag(&a, "--verify-exhaustive")) {
+            o->verify = 1;
         } else {
             ta_fail(&a, "unknown option %s", a.arg);
         }
@@ -242,6 +258,10 @@ typedef struct row {
     char shape[128], bucket[160], best[256], def[256], error[256];
     double best_ms, default_ms;
     int candidates, measured, rejected, exhausted, backward;
+    /* --verify-exhaustive */
+    int verified, missed, noisy;
+    double v_tuned, v_sweep, v_default, v_noise;
+    char sweep[256];
     sdpa_status status;
     cJSON *dry_list;
 } row;
@@ -277,6 +297,8 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
     to.repeats = o->repeats;
     to.seed = o->seed;
     to.dry_run = o->dry_run;
+    to.verify_exhaustive = o->verify;
+    if (o->verify) to.write_profile = 0; /* a check, not a tuning */
     to.progress = on_progress;
     to.progress_user = ps;
     ps->bucket = r->shape;
@@ -294,6 +316,23 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
     r->measured = res.measured;
     r->rejected = res.rejected;
     r->exhausted = res.budget_exhausted;
+    r->verified = res.verified;
+    r->v_tuned = res.verify_tuned_ms;
+    r->v_sweep = res.verify_sweep_ms;
+    r->v_default = res.verify_default_ms;
+    r->v_noise = res.verify_noise;
+    snprintf(r->sweep, sizeof r->sweep, "%s", res.sweep_desc);
+    if (o->verify && r->status == SDPA_OK) {
+        /* met: within 5 % of the sweep's best and not slower than the default
+         * beyond the noise; missed: beyond both allowances plus the noise;
+         * between: the noise is too large to tell */
+        double noise = 2 * r->v_noise > 0.02 ? 2 * r->v_noise : 0.02;
+        bool met = r->verified && r->v_tuned <= 1.05 * r->v_sweep &&
+                   r->v_tuned <= (1 + noise) * r->v_default;
+        r->missed = !r->verified || r->v_tuned > (1.05 + noise) * r->v_sweep ||
+                    r->v_tuned > (1 + noise) * r->v_default;
+        r->noisy = !met && !r->missed;
+    }
     if (r->status != SDPA_OK) {
         sdpa_error_info e;
         sdpa_context_last_error(ctx, &e);
@@ -336,6 +375,36 @@ static void print_table(const row *rows, int n)
     tu_table_free(&t);
 }
 
+/* --verify-exhaustive: the target per bucket. */
+static void print_verify(const row *rows, int n)
+{
+    static const char *const head[] = {"bucket", "tuned ms", "sweep best ms", "default ms",
+                                       "tuned/best", "tuned/default", "noise", "target",
+                                       "sweep best parameters"};
+    static const int right[] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
+    tu_table t;
+    tu_table_init(&t, 9, head, right);
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        char tm[32], sm[32], dm[32], tb[32], td[32], no[32];
+        fmt_ms(tm, sizeof tm, r->v_tuned);
+        fmt_ms(sm, sizeof sm, r->v_sweep);
+        fmt_ms(dm, sizeof dm, r->v_default);
+        snprintf(tb, sizeof tb, "%.3f", r->v_sweep > 0 ? r->v_tuned / r->v_sweep : NAN);
+        snprintf(td, sizeof td, "%.3f", r->v_default > 0 ? r->v_tuned / r->v_default : NAN);
+        snprintf(no, sizeof no, "%.1f %%", 100 * r->v_noise);
+        const char *verdict = r->status != SDPA_OK ? "failed"
+                              : !r->verified       ? "not verified"
+                              : r->missed          ? "MISSED"
+                              : r->noisy           ? "within noise"
+                                                   : "met";
+        const char *cells[] = {r->bucket, tm, sm, dm, tb, td, no, verdict, r->sweep};
+        tu_table_add(&t, cells);
+    }
+    tu_table_print(&t, stdout);
+    tu_table_free(&t);
+}
+
 static cJSON *num_or_null(double v)
 {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
@@ -348,6 +417,7 @@ static void print_json(sdpa_context *ctx, const options *o, row *rows, int n)
     cJSON_AddStringToObject(root, "device", sdpa_context_device_name(ctx));
     cJSON_AddStringToObject(root, "profile", sdpa_context_profile_path(ctx));
     cJSON_AddBoolToObject(root, "dry_run", o->dry_run);
+    cJSON_AddBoolToObject(root, "verify_exhaustive", o->verify);
     cJSON_AddNumberToObject(root, "budget_s", o->budget);
     cJSON *arr = cJSON_AddArrayToObject(root, "buckets");
     for (int i = 0; i < n; i++) {
@@ -367,6 +437,20 @@ static void print_json(sdpa_context *ctx, const options *o, row *rows, int n)
         cJSON_AddNumberToObject(b, "measured", r->measured);
         cJSON_AddNumberToObject(b, "rejected", r->rejected);
         cJSON_AddBoolToObject(b, "budget_exhausted", r->exhausted);
+        if (o->verify) {
+            cJSON *v = cJSON_AddObjectToObject(b, "verify");
+            cJSON_AddBoolToObject(v, "verified", r->verified);
+            cJSON_AddItemToObject(v, "tuned_ms", num_or_null(r->v_tuned));
+            cJSON_AddItemToObject(v, "sweep_best_ms", num_or_null(r->v_sweep));
+            cJSON_AddStringToObject(v, "sweep_best", r->sweep);
+            cJSON_AddItemToObject(v, "default_ms", num_or_null(r->v_default));
+            cJSON_AddItemToObject(v, "noise", num_or_null(r->v_noise));
+            cJSON_AddStringToObject(v, "target", r->status != SDPA_OK ? "failed"
+                                                 : !r->verified      ? "not verified"
+                                                 : r->missed         ? "missed"
+                                                 : r->noisy          ? "within noise"
+                                                                     : "met");
+        }
         if (r->dry_list) {
             cJSON_AddItemToObject(b, "candidate_list", r->dry_list);
             r->dry_list = NULL;
@@ -411,7 +495,7 @@ int main(int argc, char **argv)
     }
     /* Before any budget is spent: a read-only profile folder would only
      * show after tuning every bucket. */
-    if (!o.dry_run && sdpa_context_profile_writable(ctx) != SDPA_OK) {
+    if (!o.dry_run && !o.verify && sdpa_context_profile_writable(ctx) != SDPA_OK) {
         sdpa_error_info e;
         sdpa_context_last_error(ctx, &e);
         fprintf(stderr, "sdpa-tune: %s; nothing tuned (use --profile-dir or SDPA_PROFILE_DIR)\n",
@@ -442,20 +526,21 @@ int main(int argc, char **argv)
             if (share < 0.05) share = 0.05; /* the default is always measured */
             if (o.dry_run && !o.json) printf("%s%s:\n", "candidates", bwd ? " (backward)" : "");
             tune_one(ctx, &o, &o.shapes[i], bwd, share, &ps, &rows[k]);
-            if (rows[k].status != SDPA_OK) failed++;
+            if (rows[k].status != SDPA_OK || rows[k].missed) failed++;
         }
     }
     if (o.json) {
         print_json(ctx, &o, rows, nb);
     } else {
         print_table(rows, nb);
+        if (o.verify) print_verify(rows, nb);
         int single = 0;
         for (int i = 0; i < nb; i++) single += rows[i].status == SDPA_OK && rows[i].candidates == 1;
         if (single)
             printf("note: %s offers no tile candidates for %d bucket(s); only its default was "
                    "measured there\n", sdpa_backend_name(sdpa_context_backend(ctx)), single);
-        printf("%s in %.1f s%s\n", o.dry_run ? "listed" : "tuned", tu_now() - t0,
-               o.dry_run ? " (nothing written)" : "");
+        printf("%s in %.1f s%s\n", o.dry_run ? "listed" : o.verify ? "verified" : "tuned",
+               tu_now() - t0, o.dry_run || o.verify ? " (nothing written)" : "");
     }
     for (int i = 0; i < nb; i++) cJSON_Delete(rows[i].dry_list);
     free(rows);

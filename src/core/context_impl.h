@@ -36,8 +36,9 @@ struct sdpa_plan {
     unsigned flags;
     void *state;
     bool fallback;          /* running on the CPU fallback slot */
-    char tile_source[24];   /* where the tile came from: "forced", "profile",
-                               "shipped profile" or "default" (plan.c) */
+    char tile_source[64];   /* where the tile came from: "forced", "profile",
+                               "shipped profile" or "default" (plan.c), plus
+                               " (family <key>)" for another device's record */
 };
 
 struct sdpa_buffer {

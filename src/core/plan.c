@@ -14,6 +14,7 @@
 #include "../tune/profile_query.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static bool fallback_worthy(sdpa_status st)
@@ -67,10 +68,13 @@ static sdpa_status compile_on(sdpa_context *ctx, sdpa__slot *slot, sdpa_plan *pl
     sdpa__bucket bucket;
     sdpa__bucket_of(&plan->key.problem, plan->flags, &bucket);
     sdpa_tile_config tile;
-    int found = 0;
+    sdpa__profile_origin from;
     if (sdpa__device_key_of(ctx, slot->backend, &key) == SDPA_OK &&
-        sdpa__profile_lookup(ctx, &key, &bucket, dirs, 2, &tile, &found)) {
-        const char *source = labels[found];
+        sdpa__profile_lookup(ctx, &key, &bucket, dirs, 2, &tile, &from)) {
+        /* a record of another device of the family says so (its name: INFO log) */
+        char source[sizeof plan->tile_source];
+        snprintf(source, sizeof source, from.family ? "%s (family %s)" : "%s",
+                 labels[from.dir], from.family_key);
         if (build(ctx, slot, plan, options, &tile, source) == SDPA_OK) return SDPA_OK;
         char why[SDPA__MESSAGE_MAX];
         sdpa__strlcpy(why, ctx->err_message, sizeof why);

@@ -4,7 +4,11 @@
  * reference (a build always has a working CPU path). A compiled-in backend
  * whose run-time library cannot be loaded (backend.h, load) lists no device.
  */
+#include "device_table.h"
 #include "dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
 
 const sdpa__backend *sdpa__backend_get(sdpa_backend_kind kind)
 {
@@ -63,6 +67,14 @@ sdpa_status sdpa_device_get_info(sdpa_backend_kind kind, int index,
     full.backend = kind;
     full.index = index;
     st = sdpa__call_device_info(be, index, &full);
-    if (st == SDPA_OK) sdpa__struct_out(info, &full, sizeof full);
-    return st;
+    if (st != SDPA_OK) return st;
+    /* the profile family (device_table.h): where plans find records made on
+     * other devices of the same architecture (docs/tuning.md) */
+    char family[64];
+    size_t used = strlen(full.details);
+    if (sdpa__device_family(be->name, full.vendor, full.name, family, sizeof family))
+        snprintf(full.details + used, sizeof full.details - used, "%sprofile family %s",
+                 used ? "; " : "", family);
+    sdpa__struct_out(info, &full, sizeof full);
+    return SDPA_OK;
 }

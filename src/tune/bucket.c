@@ -1,7 +1,8 @@
 /*
  * bucket.c — the keys of the profile store: which device a record belongs to
  * (backend, vendor, device name, compute units; driver and kernel-source hash
- * kept beside the key to mark records stale), which shape bucket it covers,
+ * kept beside the key to mark records stale; the architecture family beside
+ * it for lookups without an exact record), which shape bucket it covers,
  * and the per-device file name (the tile-config helpers are src/core/tile.h's).
  *
  * Invariants: bucket and device keys are pure functions of the problem and
@@ -9,6 +10,8 @@
  * where a record lives. Called by lookup.c, profile.c and tune.c.
  */
 #include "tune.h"
+
+#include "device_table.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -89,6 +92,9 @@ void sdpa__device_key_from_info(const sdpa__backend *be, const sdpa_device_info 
     key->compute_units = info->compute_units;
     const char *h = sdpa__query_source_hash(be);
     sdpa__strlcpy(key->source_hash, h && *h ? h : "none", sizeof key->source_hash);
+    /* from the strings a record keeps, so old records derive the same one */
+    sdpa__device_family(key->backend, key->vendor, key->device, key->family,
+                        sizeof key->family);
 }
 
 bool sdpa__device_key_equal(const sdpa__device_key *a, const sdpa__device_key *b)

@@ -7,8 +7,12 @@
  * profiles: the same file name in the shipped-profile folder (shipped_dir.c:
  * $SDPA_SHIPPED_PROFILE_DIR, else data/profiles of the build tree or of the
  * install the library was loaded from). Chain: user record for
- * this device and bucket, then the shipped one, then nothing (the backend's
- * default; the chain itself is src/core/plan.c's, which passes the folders).
+ * this device and bucket, then the shipped one; without either, a record made
+ * on another device of the same architecture family (device_table.h: same
+ * backend, vendor and architecture, e.g. PoCL on any AVX-512 CPU), user
+ * folder first, logged at INFO with the device it came from; then nothing
+ * (the backend's default; the chain itself is src/core/plan.c's, which
+ * passes the folders).
  * Within a file a fresh record beats a stale one (other driver or kernel
  * sources); a stale record is still used, with one WARN per process.
  *
@@ -22,6 +26,7 @@
 #include "../core/bytes.h"
 #include "../core/fileio.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,10 +114,106 @@ sdpa_status sdpa_context_profile_writable(sdpa_context *ctx)
 
 /* ---- lookup ---------------------------------------------------------------------- */
 
+/* Uses record r of path: the stale warning (once per file and bucket), one
+ * INFO line, the tile. */
+static void take(sdpa_context *log, const sdpa__device_key *key, const char *bucket,
+                 const char *path, const sdpa__profile_hit *r, bool stale, sdpa_tile_config *tile)
+{
+    char desc[256];
+    sdpa__tile_describe(&r->tile, desc, sizeof desc);
+    if (stale) {
+        char wkey[4400];
+        snprintf(wkey, sizeof wkey, "stale:%s:%s", path, bucket);
+        sdpa__warn_once(log, wkey,
+                        "record for %s in %s is stale (tuned with driver '%s', kernels %s; "
+                        "now driver '%s', kernels %s): using it until retuned (sdpa-tune)",
+                        bucket, path, r->driver, r->source_hash, key->driver, key->source_hash);
+    }
+    sdpa__log(log, SDPA_LOG_INFO, "%s: record for %s in %s: %s", key->backend, bucket, path,
+              desc);
+    *tile = r->tile;
+    tile->struct_size = sizeof *tile;
+}
+
+#define MAX_FAMILY_FILES 64
+#define NAME_MAX_LEN 160
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The profile files of backend in dir ("<backend>-*.jsonl", at most
+ * MAX_FAMILY_FILES), sorted so that the choice among them is stable. */
+static int backend_files(const char *dir, const char *backend,
+                         char names[][NAME_MAX_LEN])
+{
+    if (!dir || !*dir) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t bl = strlen(backend);
+    int n = 0;
+    struct dirent *e;
+    while (n < MAX_FAMILY_FILES && (e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        size_t l = strlen(nm);
+        if (l >= NAME_MAX_LEN || l <= bl + 7 || strncmp(nm, backend, bl) != 0 || nm[bl] != '-' ||
+            strcmp(nm + l - 6, ".jsonl") != 0)
+            continue;
+        memcpy(names[n++], nm, l + 1);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, NAME_MAX_LEN, by_name);
+    return n;
+}
+
+/* A record of another device of key's family in dirs: the first folder that
+ * has one, fresh before stale within it. */
+static bool family_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
+                          const char *bucket, const char *const *dirs, int n,
+                          sdpa_tile_config *tile, sdpa__profile_origin *origin)
+{
+    static _Thread_local char names[MAX_FAMILY_FILES][NAME_MAX_LEN];
+    char path[4096], stale_path[4096];
+    for (int i = 0; i < n; i++) {
+        int nf = backend_files(dirs[i], key->backend, names);
+        sdpa__profile_hit r, stale_r;
+        bool have_stale = false, found = false, stale = false;
+        for (int f = 0; f < nf && !found; f++) {
+            if (!join(path, sizeof path, dirs[i], names[f])) continue;
+            if (!sdpa__profile_find_family(log, path, key, b, &r, &stale)) continue;
+            if (!sdpa__tile_valid(&r.tile)) continue;
+            if (!stale) found = true;
+            else if (!have_stale) {
+                have_stale = true;
+                stale_r = r;
+                sdpa__strlcpy(stale_path, path, sizeof stale_path);
+            }
+        }
+        if (!found && !have_stale) continue;
+        if (!found) {
+            r = stale_r;
+            sdpa__strlcpy(path, stale_path, sizeof path);
+        }
+        sdpa__log(log, SDPA_LOG_INFO,
+                  "%s: no profile record of this device ('%s') for %s: using the record of "
+                  "'%s' (same family %s)", key->backend, key->device, bucket, r.device,
+                  key->family);
+        take(log, key, bucket, path, &r, !found, tile);
+        if (origin) {
+            origin->dir = i;
+            origin->family = true;
+            sdpa__strlcpy(origin->device, r.device, sizeof origin->device);
+            sdpa__strlcpy(origin->family_key, key->family, sizeof origin->family_key);
+        }
+        return true;
+    }
+    return false;
+}
+
 bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
-                          const char *const *dirs, int n, sdpa_tile_config *tile, int *found_in)
+                          const char *const *dirs, int n, sdpa_tile_config *tile,
+                          sdpa__profile_origin *origin)
 {
     if (!key || !b || !tile) return false;
+    if (origin) memset(origin, 0, sizeof *origin);
     char name[160], path[4096], bucket[160];
     sdpa__profile_file_name(key, name, sizeof name);
     sdpa__bucket_string(b, bucket, sizeof bucket);
@@ -122,24 +223,12 @@ bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const 
         bool stale = false;
         if (!sdpa__profile_find(log, path, key, b, &r, &stale)) continue;
         if (!sdpa__tile_valid(&r.tile)) continue; /* parse checked it; belt and braces */
-        char desc[256];
-        sdpa__tile_describe(&r.tile, desc, sizeof desc);
-        if (stale) {
-            char wkey[4400];
-            snprintf(wkey, sizeof wkey, "stale:%s:%s", path, bucket);
-            sdpa__warn_once(log, wkey,
-                            "record for %s in %s is stale (tuned with driver '%s', kernels %s; "
-                            "now driver '%s', kernels %s): using it until retuned (sdpa-tune)",
-                            bucket, path, r.driver, r.source_hash, key->driver,
-                            key->source_hash);
-        }
-        sdpa__log(log, SDPA_LOG_INFO, "%s: record for %s in %s: %s", key->backend, bucket, path,
-                  desc);
-        *tile = r.tile;
-        tile->struct_size = sizeof *tile;
-        if (found_in) *found_in = i;
+        take(log, key, bucket, path, &r, stale, tile);
+        if (origin) origin->dir = i;
         return true;
     }
+    /* exact records win, in any folder; then the device's family */
+    if (key->family[0] && family_lookup(log, key, b, bucket, dirs, n, tile, origin)) return true;
     sdpa__log(log, SDPA_LOG_DEBUG, "%s: no profile record for %s; backend defaults", key->backend,
               bucket);
     return false;

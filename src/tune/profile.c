@@ -22,6 +22,7 @@
 #include "tune.h"
 
 #include "../core/fileio.h"
+#include "device_table.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -68,6 +69,7 @@ char *sdpa__profile_record_to_json(const sdpa__profile_record *r)
     cJSON_AddNumberToObject(o, "compute_units", r->dev.compute_units);
     cJSON_AddStringToObject(o, "driver", r->dev.driver);
     cJSON_AddStringToObject(o, "source_hash", r->dev.source_hash);
+    if (r->dev.family[0]) cJSON_AddStringToObject(o, "family", r->dev.family);
     cJSON_AddStringToObject(o, "bucket", bucket);
     cJSON_AddStringToObject(o, "kind", r->bucket.kind);
     cJSON_AddStringToObject(o, "dtype", sdpa_dtype_name(r->bucket.dtype));
@@ -182,6 +184,23 @@ static bool parse_dtype(const char *s, sdpa_dtype *out)
     return false;
 }
 
+/* The record's architecture family: when present, a well-formed key
+ * (device_table.h) of the record's own backend; absent (records written
+ * before families, or for a device of unknown architecture), derived from
+ * the device key as the tuner would derive it today. */
+static bool parse_family(const cJSON *o, sdpa__device_key *dev)
+{
+    if (!cJSON_GetObjectItemCaseSensitive(o, "family")) {
+        sdpa__device_family(dev->backend, dev->vendor, dev->device, dev->family,
+                            sizeof dev->family);
+        return true;
+    }
+    size_t n = strlen(dev->backend);
+    return get_str(o, "family", dev->family, sizeof dev->family) &&
+           sdpa__device_family_valid(dev->family) && strncmp(dev->family, dev->backend, n) == 0 &&
+           dev->family[n] == '/';
+}
+
 static bool one_of(const char *s, const char *a, const char *b, const char *c)
 {
     return strcmp(s, a) == 0 || strcmp(s, b) == 0 || strcmp(s, c) == 0;
@@ -200,6 +219,7 @@ static bool parse_object(const cJSON *o, sdpa__profile_record *r, const char **w
         !get_str(o, "driver", r->dev.driver, sizeof r->dev.driver) ||
         !get_str(o, "source_hash", r->dev.source_hash, sizeof r->dev.source_hash))
         return *why = "bad device key", false;
+    if (!parse_family(o, &r->dev)) return *why = "bad family", false;
     if (!get_str(o, "kind", r->bucket.kind, sizeof r->bucket.kind) ||
         !one_of(r->bucket.kind, "forward", "backward", "decode") ||
         !get_str(o, "dtype", dtype, sizeof dtype) || !parse_dtype(dtype, &r->bucket.dtype) ||

@@ -21,6 +21,10 @@ typedef struct sdpa__device_key {
     int compute_units;
     char driver[128];      /* not part of the key: a mismatch marks "stale" */
     char source_hash[72];  /* not part of the key: a mismatch marks "stale" */
+    char family[64];       /* not part of the key: the architecture family
+                              (src/core/device_table.h), "" when unknown; a
+                              lookup without an exact record falls back to a
+                              record of the same family */
 } sdpa__device_key;
 
 /* Shape bucket: kernel kind, dtype, head dims, mask kind, log2 lengths. */
@@ -47,16 +51,30 @@ sdpa_status sdpa__device_key_of(sdpa_context *ctx, const sdpa__backend *be,
  * "configured prefix". Never NULL. */
 const char *sdpa__shipped_profile_dir(const char **how);
 
+/* Where a lookup's record came from. */
+typedef struct sdpa__profile_origin {
+    int dir;               /* index of the folder in dirs */
+    bool family;           /* a record of another device of the same family */
+    char device[256];      /* that device's name (family records) */
+    char family_key[64];   /* the family (family records) */
+} sdpa__profile_origin;
+
 /* The store's lookup: the record for device `key` and bucket `b` in the
  * profile files of the folders dirs[0..n) (the file <backend>-<device>.jsonl
  * of each; empty or NULL folders are skipped), the first folder that has one
- * winning. On a hit fills *tile (the record's values: a partial
- * configuration the backend completes), *found_in (the folder's index) and
- * returns true; a stale record (other driver or kernel sources) is used with
- * one WARN. Never fails. `log` only receives log lines (NULL = none): the
- * store reads no context state. */
+ * winning. Without such an exact record in any folder, a record made on
+ * another device of the same architecture family (key->family, not empty:
+ * any <backend>-*.jsonl file of the folders, the first folder that has one
+ * winning, fresh before stale) is taken, with one INFO line naming the
+ * device it came from: exact records always win over family records. On a
+ * hit fills *tile (the record's values: a partial configuration the backend
+ * completes), *origin (when not NULL) and returns true; a stale record
+ * (other driver or kernel sources) is used with one WARN. Never fails.
+ * `log` only receives log lines (NULL = none): the store reads no context
+ * state. */
 bool sdpa__profile_lookup(sdpa_context *log, const sdpa__device_key *key, const sdpa__bucket *b,
-                          const char *const *dirs, int n, sdpa_tile_config *tile, int *found_in);
+                          const char *const *dirs, int n, sdpa_tile_config *tile,
+                          sdpa__profile_origin *origin);
 
 /* What a peak-cache record measures, and for which configuration: part of
  * its key. */

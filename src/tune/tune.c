@@ -12,6 +12,12 @@
  * re-measured interleaved so noise hits them alike. The winner must beat
  * the default's re-measured time, else the default is kept.
  *
+ * With options.verify_exhaustive the run goes on after the winner is chosen:
+ * every candidate the budget left out is measured, then the winner, the
+ * sweep's fastest and the default are timed interleaved (the tuning target
+ * of issue 17: within 5 % of the sweep's best, never slower than the default
+ * beyond noise; sdpa-tune --verify-exhaustive reports it).
+ *
  * Invariants: tuning runs only when called; a plan that falls back to another
  * backend is never measured; the budget bounds the measuring loop (one
  * candidate may overrun it by its own cost, the default is always measured).
@@ -54,6 +60,9 @@ typedef struct tuner {
     double t0;
     int done, measured, rejected, fault;
     sdpa__profile_record rec;
+    bool *tried;         /* checked (and measured when correct) */
+    int keep;            /* a candidate whose plan prune_plans keeps (-1: none) */
+    bool unbounded;      /* the verification sweep: full repeats, no budget */
 } tuner;
 
 static double elapsed(const tuner *t) { return sdpa__now() - t->t0; }
@@ -102,7 +111,7 @@ static void prune_plans(tuner *t)
     int b1, b2;
     top2(t, &b1, &b2);
     for (int i = 1; i < t->n; i++)
-        if (t->plans[i] && i != b1 && i != b2) {
+        if (t->plans[i] && i != b1 && i != b2 && i != t->keep) {
             sdpa_plan_destroy(t->plans[i]);
             t->plans[i] = NULL;
         }
@@ -152,7 +161,8 @@ static sdpa_status measure(tuner *t, int i, int left)
     /* Repeats within this candidate's share of the remaining budget. */
     double share = (t->o->budget_s - elapsed(t)) / (left > 0 ? left : 1);
     int reps = t->o->repeats;
-    if (first > 0 && share * 1e3 / first < reps) reps = (int)(share * 1e3 / first);
+    if (!t->unbounded && first > 0 && share * 1e3 / first < reps)
+        reps = (int)(share * 1e3 / first);
     if (reps < 1) reps = 1;
     double samples[64];
     if (reps > 64) reps = 64;
@@ -212,6 +222,93 @@ static void remeasure(tuner *t)
             if (sdpa__tune_time(t->ctx, t->plans[ids[j]], &t->timing, &s[j][n]) != SDPA_OK)
                 return;
     for (int j = 0; j < k; j++) t->ms[ids[j]] = sdpa__median(s[j], n);
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* (q3 - q1) / median of n samples (sorted in place). */
+static double spread(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    double med = sdpa__median(v, n);
+    return med > 0 ? (v[(3 * (n - 1)) / 4] - v[(n - 1) / 4]) / med : 0;
+}
+
+/* options.verify_exhaustive: after the budgeted search chose `tuned`,
+ * checks and measures every candidate it left out (full repeats, beyond the
+ * budget), then times the tuned winner, the sweep's fastest and the default
+ * interleaved (in turn when two of them set a process-wide parameter
+ * differently) into res->verify_*. */
+static void verify(tuner *t, int tuned, sdpa_tune_result *res)
+{
+    t->keep = tuned;
+    t->unbounded = true;
+    for (int i = 0; i < t->n; i++) {
+        if (t->tried[i]) continue;
+        t->tried[i] = true;
+        char desc[256];
+        sdpa__tile_describe(&t->cand[i], desc, sizeof desc);
+        if (check(t, i) == SDPA_OK) measure(t, i, 1);
+        t->done++;
+        int b1, b2;
+        top2(t, &b1, &b2);
+        progress(t, t->n, b1 >= 0 ? t->ms[b1] : INFINITY, desc);
+        prune_plans(t);
+    }
+    int sweep, b2;
+    top2(t, &sweep, &b2);
+    int want[3] = {tuned, sweep, 0}, ids[3], k = 0, slot[3];
+    for (int j = 0; j < 3; j++) {
+        /* a plan pruned during the search is built again */
+        if (want[j] >= 0 && !t->plans[want[j]] && isfinite(t->ms[want[j]])) {
+            int measured = t->measured; /* measured before: not counted twice */
+            measure(t, want[j], 1);
+            t->measured = measured;
+        }
+        if (want[j] < 0 || !t->plans[want[j]]) return; /* nothing correct to compare */
+        slot[j] = -1;
+        for (int x = 0; x < k; x++)
+            if (ids[x] == want[j]) slot[j] = x; /* the same candidate: the same samples */
+        if (slot[j] < 0) {
+            slot[j] = k;
+            ids[k++] = want[j];
+        }
+    }
+    bool blocks = false;
+    for (int a = 0; a < k; a++)
+        for (int b = a + 1; b < k; b++)
+            blocks |= process_wide_conflict(t->be, &t->cand[ids[a]], &t->cand[ids[b]]);
+    /* at least 7 rounds and about half a second of samples, at most 64 */
+    double round_ms = 0;
+    for (int x = 0; x < k; x++) round_ms += t->ms[ids[x]];
+    int reps = t->o->repeats < 7 ? 7 : t->o->repeats;
+    if (round_ms > 0 && 500.0 / round_ms > reps) reps = (int)(500.0 / round_ms);
+    if (reps > 64) reps = 64;
+    double v[3][64];
+    for (int a = 0; a < k * reps; a++) {
+        int j = blocks ? a / reps : a % k, r = blocks ? a % reps : a / k;
+        if (sdpa__tune_time(t->ctx, t->plans[ids[j]], &t->timing, &v[j][r]) != SDPA_OK) return;
+    }
+    double med[3], noise = 0;
+    for (int x = 0; x < k; x++) {
+        med[x] = sdpa__median(v[x], reps);
+        double sp = spread(v[x], reps);
+        if (sp > noise) noise = sp;
+    }
+    double ms[3] = {med[slot[0]], med[slot[1]], med[slot[2]]};
+    res->verified = 1;
+    res->sweep_best = t->cand[sweep];
+    sdpa__tile_describe(&res->sweep_best, res->sweep_desc, sizeof res->sweep_desc);
+    res->verify_tuned_ms = ms[0];
+    res->verify_sweep_ms = ms[1];
+    res->verify_default_ms = ms[2];
+    res->verify_noise = noise;
+    sdpa__log(t->ctx, SDPA_LOG_INFO, "tune: verify %s: tuned %.3f ms, sweep best %.3f ms, "
+              "default %.3f ms (noise %.1f %%)", res->bucket, ms[0], ms[1], ms[2], 100 * noise);
 }
 
 static void dims_for_check(const tuner *t, sdpa__tune_dims *d)
@@ -307,6 +404,7 @@ static sdpa_status run(tuner *t, sdpa_tune_result *res)
         }
         int i = sdpa__search_next(&s, t->ms, best, elapsed(t) / t->o->budget_s);
         if (i < 0) break;
+        t->tried[i] = true;
         double c0 = sdpa__now();
         int remaining = s.n - s.visited_count + 1;
         if (per_cand > 0 && left / per_cand < remaining) remaining = (int)(left / per_cand) + 1;
@@ -357,6 +455,11 @@ static sdpa_status run(tuner *t, sdpa_tune_result *res)
               t->be->name, res->bucket, res->best_desc, res->best_ms, res->default_ms,
               t->measured, t->rejected);
     fill_record(t, best);
+    if (t->o->verify_exhaustive) {
+        verify(t, best, res);
+        res->measured = t->measured;
+        res->rejected = t->rejected;
+    }
     if (t->o->write_profile) {
         char path[4096];
         SDPA__CHECK(ctx, sdpa__profile_path_for(ctx, t->be, path, sizeof path), SDPA_ERR_IO,
@@ -425,7 +528,9 @@ static sdpa_status tune_run(sdpa_context *ctx, const sdpa_attention_desc *desc,
     }
     t.ms = malloc((size_t)t.n * sizeof *t.ms);
     t.plans = calloc((size_t)t.n, sizeof *t.plans);
-    if (!t.ms || !t.plans) {
+    t.tried = calloc((size_t)t.n, sizeof *t.tried);
+    t.keep = -1;
+    if (!t.ms || !t.plans || !t.tried) {
         st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "tune: out of memory");
     } else {
         for (int i = 0; i < t.n; i++) t.ms[i] = INFINITY;
@@ -436,6 +541,7 @@ static sdpa_status tune_run(sdpa_context *ctx, const sdpa_attention_desc *desc,
     sdpa__tune_instance_free(&t.timing);
     sdpa__tune_outputs_free(&t.want);
     free(t.plans);
+    free(t.tried);
     free(t.ms);
     free(t.cand);
     return st;

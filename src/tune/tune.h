@@ -131,6 +131,7 @@ typedef struct sdpa__profile_hit {
     sdpa_tile_config tile;
     char driver[128];
     char source_hash[72];
+    char device[256];       /* the record's device name */
 } sdpa__profile_hit;
 
 /* The best record of the profile at path for device key and bucket b (a
@@ -141,6 +142,11 @@ typedef struct sdpa__profile_hit {
  * cannot be read (reported once by sdpa__profile_read). */
 bool sdpa__profile_find(sdpa_context *ctx, const char *path, const sdpa__device_key *key,
                         const sdpa__bucket *b, sdpa__profile_hit *out, bool *stale);
+/* The same over the records of the other devices of key's architecture
+ * family (key->family; false when it is empty): same backend and family,
+ * another device key. Cached apart from the exact records. */
+bool sdpa__profile_find_family(sdpa_context *ctx, const char *path, const sdpa__device_key *key,
+                               const sdpa__bucket *b, sdpa__profile_hit *out, bool *stale);
 /* Drops what is cached for path (after this process rewrote it). */
 void sdpa__profile_cache_forget(const char *path);
 /* Test hook: how many profile files sdpa__profile_read has parsed in this

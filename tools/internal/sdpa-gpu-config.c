@@ -4,7 +4,9 @@
  *
  * For a fixed set of described GPUs (NVIDIA sm_80/sm_89, AMD gfx1030/gfx1100,
  * Intel Xe-LP/Arc, a Mali-like and an Adreno-like device) it fills the
- * backends' device-property structs (sdpa__cl_props, sdpa__vk_caps) and asks
+ * backends' device-property structs (sdpa__cl_props, sdpa__vk_caps; the
+ * kernel class through the library's vendor table, src/core/device_table.h,
+ * printed per job as kernel_class, vendor_key, arch_key) and asks
  * the same functions the backends use at plan creation which configuration,
  * kernel files, build options (OpenCL) and SPIR-V plus specialization
  * constants (Vulkan) they would choose for forward, decode and backward
@@ -46,26 +48,27 @@ typedef struct gpu_desc {
     const char *arch;      /* ptxas -arch / -mcpu / ocloc -device */
     const char *vk_family; /* RADV_FORCE_FAMILY, or NULL: no Vulkan statistics */
     const char *vendor;
+    uint32_t vendor_id;    /* PCI vendor id (Vulkan's vendorID) */
     int compute_units, max_wg, local_kib, local_is_local, subgroup;
     int vk_max_wg, vk_shared_kib, vk_subgroup;
 } gpu_desc;
 
 static const gpu_desc devices[] = {
     {"nv-sm80", "NVIDIA A100 (sm_80)", "nvptx", "sm_80", NULL, "NVIDIA Corporation",
-     108, 1024, 48, 1, 32, 1024, 48, 32},
+     0x10de, 108, 1024, 48, 1, 32, 1024, 48, 32},
     {"nv-sm89", "NVIDIA RTX 4090 (sm_89)", "nvptx", "sm_89", NULL, "NVIDIA Corporation",
-     128, 1024, 48, 1, 32, 1024, 48, 32},
+     0x10de, 128, 1024, 48, 1, 32, 1024, 48, 32},
     {"amd-gfx1030", "AMD RX 6800 XT (gfx1030, RDNA2)", "amdgcn", "gfx1030", "navi21",
-     "Advanced Micro Devices, Inc.", 36, 256, 64, 1, 32, 1024, 64, 64},
+     "Advanced Micro Devices, Inc.", 0x1002, 36, 256, 64, 1, 32, 1024, 64, 64},
     {"amd-gfx1100", "AMD RX 7900 XTX (gfx1100, RDNA3)", "amdgcn", "gfx1100", "gfx1100",
-     "Advanced Micro Devices, Inc.", 48, 256, 64, 1, 32, 1024, 64, 64},
+     "Advanced Micro Devices, Inc.", 0x1002, 48, 256, 64, 1, 32, 1024, 64, 64},
     {"intel-tgllp", "Intel Xe-LP (Tiger Lake, 96 EU)", "ocloc", "tgllp", NULL,
-     "Intel(R) Corporation", 96, 512, 64, 1, 16, 1024, 64, 16},
+     "Intel(R) Corporation", 0x8086, 96, 512, 64, 1, 16, 1024, 64, 16},
     {"intel-dg2", "Intel Arc A770 (DG2/ACM-G10)", "ocloc", "acm-g10", NULL,
-     "Intel(R) Corporation", 512, 1024, 64, 1, 16, 1024, 64, 16},
+     "Intel(R) Corporation", 0x8086, 512, 1024, 64, 1, 16, 1024, 64, 16},
     {"mali", "Mali-like (Valhall: local memory in system memory)", "none", "", NULL, "ARM",
-     16, 1024, 32, 0, 16, 1024, 32, 16},
-    {"adreno", "Adreno-like (7xx)", "none", "", NULL, "QUALCOMM", 6, 1024, 32, 1, 64, 1024,
+     0x13b5, 16, 1024, 32, 0, 16, 1024, 32, 16},
+    {"adreno", "Adreno-like (7xx)", "none", "", NULL, "QUALCOMM", 0x5143, 6, 1024, 32, 1, 64, 1024,
      32, 64},
 };
 #define NDEV (int)(sizeof devices / sizeof devices[0])
@@ -127,8 +130,11 @@ static int make_dir(const char *path)
 }
 
 /* Prints the fields every job has; the caller closes the object. */
+/* dd: the device's entry in the library's vendor defaults table
+ * (src/core/device_table.h), printed so the gate shows the kernel class. */
 static void job_head(FILE *f, bool *first, const char *api, const gpu_desc *g,
-                     const job_kind *k, int d, sdpa_dtype dt, const char *id)
+                     const sdpa__device_defaults *dd, const job_kind *k, int d, sdpa_dtype dt,
+                     const char *id)
 {
     fprintf(f, "%s\n  {\"id\": ", *first ? "" : ",");
     *first = false;
@@ -137,6 +143,8 @@ static void job_head(FILE *f, bool *first, const char *api, const gpu_desc *g,
     json_str(f, g->what);
     fprintf(f, ", \"compiler\": \"%s\", \"arch\": \"%s\", \"kind\": \"%s\", \"d\": %d, "
             "\"dtype\": \"%s\"", g->compiler, g->arch, k->name, d, sdpa_dtype_name(dt));
+    fprintf(f, ", \"kernel_class\": \"%s\", \"vendor_key\": \"%s\", \"arch_key\": \"%s\"",
+            sdpa__kclass_name(dd->kclass), dd->vendor, dd->arch);
 }
 
 #ifdef SDPA_HAVE_OPENCL
@@ -165,6 +173,8 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
     for (int gi = 0; gi < NDEV; gi++) {
         sdpa__cl_props props;
         cl_props_of(&devices[gi], &props);
+        sdpa__device_defaults dd;
+        sdpa__cl_device_defaults(&props, &dd);
         for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++)
             for (size_t di = 0; di < sizeof head_dims / sizeof head_dims[0]; di++)
                 for (size_t ti = 0; ti < sizeof dtypes / sizeof dtypes[0]; ti++) {
@@ -177,7 +187,7 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
                     memset(&pl, 0, sizeof pl);
                     if (sdpa__cl_supports(NULL, NULL, &p, k->flags) != SDPA_OK ||
                         sdpa__cl_plan_config(&props, &p, NULL, k->flags, &pl) != SDPA_OK) {
-                        job_head(f, first, "opencl", &devices[gi], k, head_dims[di],
+                        job_head(f, first, "opencl", &devices[gi], &dd, k, head_dims[di],
                                  dtypes[ti], id);
                         fprintf(f, ", \"refused\": true}");
                         continue;
@@ -198,8 +208,8 @@ static int list_opencl(const char *outdir, FILE *f, bool *first)
                         fprintf(stderr, "sdpa-gpu-config: cannot write %s\n", path);
                         return 1;
                     }
-                    job_head(f, first, "opencl", &devices[gi], k, head_dims[di], dtypes[ti],
-                             id);
+                    job_head(f, first, "opencl", &devices[gi], &dd, k, head_dims[di],
+                             dtypes[ti], id);
                     fprintf(f, ", \"source\": ");
                     json_str(f, path);
                     fprintf(f, ", \"options\": ");
@@ -239,6 +249,13 @@ static void vk_caps_of(const gpu_desc *g, sdpa__vk_caps *c)
     c->max_storage_range = (uint64_t)4 << 30;
     c->storage16 = c->fp16 = true;
     c->loop_limited = false;
+    /* the kernel class through the library's vendor table, as sdpa__vk_probe does */
+    VkPhysicalDeviceProperties pr;
+    memset(&pr, 0, sizeof pr);
+    pr.vendorID = g->vendor_id;
+    pr.deviceType = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    snprintf(pr.deviceName, sizeof pr.deviceName, "%s", g->what);
+    sdpa__vk_device_defaults(&pr, 0, &c->dev);
 }
 
 /* Calls fn for every Vulkan pipeline the gate reports on device g. */
@@ -299,7 +316,9 @@ static int list_vk_one(void *user, const gpu_desc *g, const job_kind *k, int d,
     sdpa__vk_spec_constants(pl, spec);
     snprintf(id, sizeof id, "vk-%s-%s-d%d-%s-%s", g->name, k->name, d, sdpa_dtype_name(dt),
              pipe);
-    job_head(lc->f, lc->first, "vulkan", g, k, d, dt, id);
+    sdpa__vk_caps caps;
+    vk_caps_of(g, &caps);
+    job_head(lc->f, lc->first, "vulkan", g, &caps.dev, k, d, dt, id);
     fprintf(lc->f, ", \"vk_family\": \"%s\", \"pipeline\": \"%s\", \"spirv\": ",
             g->vk_family ? g->vk_family : "", pipe);
     json_str(lc->f, path);

@@ -30,6 +30,7 @@
 #include "../../../shaders/common/sdpa_shared.h"
 
 #include "internal.h"
+#include "device_table.h"
 
 /* One device as found through the ICD loader. */
 typedef struct sdpa__cl_device {
@@ -89,6 +90,11 @@ void sdpa__cl_probe(cl_platform_id platform, cl_device_id device, sdpa__cl_props
 void sdpa__cl_fill_info(const sdpa__cl_props *p, int index, sdpa_device_info *info);
 sdpa_status sdpa__cl_device_count(int *count);
 sdpa_status sdpa__cl_device_info(int index, sdpa_device_info *info);
+
+/* ---- cl_vendor.c: the device's row of the vendor defaults table ---- */
+void sdpa__cl_device_defaults(const sdpa__cl_props *d, sdpa__device_defaults *out);
+/* Whether d gets GPU-style kernels (kernel class gpu-style or mobile-gpu). */
+bool sdpa__cl_gpu_style(const sdpa__cl_props *d);
 
 /* ---- cl_context.c ---- */
 sdpa_status sdpa__cl_context_init(sdpa_context *ctx, int device_index, void **state);

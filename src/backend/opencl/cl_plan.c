@@ -113,7 +113,8 @@ sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_pl
 #define REFUSE(quiet, ctx, ...) \
     ((quiet) ? SDPA_ERR_UNSUPPORTED : SDPA__FAIL((ctx), SDPA_ERR_UNSUPPORTED, __VA_ARGS__))
 
-static bool gpu_style(const sdpa__cl_props *d) { return d->is_gpu && d->local_mem_is_local; }
+/* CPU- or GPU-style kernels: the vendor defaults table (cl_vendor.c). */
+static bool gpu_style(const sdpa__cl_props *d) { return sdpa__cl_gpu_style(d); }
 
 /* Split count for a row blocking: with few work-groups (fewer than 4 per
  * compute unit on CPUs, 8 on GPUs) and Skv >= 512, enough key chunks to fill
@@ -222,7 +223,9 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
      * accumulators (rows x Dv floats) stay in 32 vector registers. */
     int rpw = gpu ? 1 : (p->Dv <= 64 ? 4 : (p->Dv <= 128 ? 2 : 1));
     int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
-    int stage = gpu ? 1 : 0;
+    sdpa__device_defaults dd; /* the vendor table: Mali stages nothing */
+    sdpa__cl_device_defaults(d, &dd);
+    int stage = gpu ? dd.stage_kv : 0;
     int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
     adapt_defaults(d, p, &wg, &rpw, &kt, &stage);
     const int rpw0 = rpw, wg0 = wg, kt0 = kt, stage0 = stage, vec0 = vec;

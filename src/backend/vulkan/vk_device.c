@@ -238,6 +238,7 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65535 loop
      * iterations; vk_plan.c sizes work per invocation under that budget. */
     caps->loop_limited = strstr(props->deviceName, "llvmpipe") != NULL;
+    sdpa__vk_classify(phys, props, caps); /* kernel class and vendor defaults */
 }
 
 sdpa_status sdpa__vk_device_count(int *count)

@@ -17,6 +17,7 @@
 #define SDPA_VK_INTERNAL_H
 
 #include "internal.h"
+#include "device_table.h"
 
 #include <vulkan/vulkan.h>
 
@@ -85,6 +86,8 @@ typedef struct sdpa__vk_caps {
     uint32_t max_storage_buffers; /* per stage and per set, the smaller; 0: unknown */
     bool packed;         /* fewer than the wide layout needs: packed layout */
     bool float_controls; /* SignedZeroInfNanPreserve for 32-bit floats requested */
+    uint32_t driver_id;  /* VkDriverId, 0 when unknown (vk_vendor.c) */
+    sdpa__device_defaults dev; /* vendor defaults table: kernel class, defaults */
 } sdpa__vk_caps;
 
 /* Storage buffers of the wide layout (every tensor slot and the workspace). */
@@ -184,6 +187,14 @@ void sdpa__vk_context_free(sdpa_context *ctx, void *state);
 sdpa_status sdpa__vk_state_setup(sdpa_context *ctx, sdpa__vk_state *s);
 void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
                     VkPhysicalDeviceProperties *props);
+/* vk_vendor.c: the vendor defaults table's answer for a device (pure), and
+ * caps->driver_id + caps->dev filled from phys (called by sdpa__vk_probe). */
+void sdpa__vk_device_defaults(const VkPhysicalDeviceProperties *pr, uint32_t driver_id,
+                              sdpa__device_defaults *out);
+void sdpa__vk_classify(VkPhysicalDevice phys, const VkPhysicalDeviceProperties *pr,
+                       sdpa__vk_caps *caps);
+/* Whether caps' device gets GPU-style shaders (kernel class not cpu-style). */
+#define SDPA__VK_GPU_STYLE(caps) ((caps)->dev.kclass != SDPA__KCLASS_CPU)
 /* Maps a VkResult to a status (OOM, device lost, else `otherwise`). */
 sdpa_status sdpa__vk_status(VkResult r, sdpa_status otherwise);
 const char *sdpa__vk_result_name(VkResult r);
