@@ -107,7 +107,8 @@ typedef struct tlogcap {
 } tlogcap;
 /* An sdpa_log_fn for sdpa_context_options.log_fn; user is a tlogcap. */
 void tlog_capture(void *user, sdpa_log_level level, const char *msg);
-/* A fresh folder /tmp/<prefix>-XXXXXX (malloc'd path; the caller frees). */
+/* A fresh folder <temp>/<prefix>-XXXXXX ($TMPDIR or /tmp; the Windows temp
+ * folder; malloc'd path; the caller frees). */
 char *tmkdtemp(const char *prefix);
 
 /* ---- contexts and parity ------------------------------------------------------- */
