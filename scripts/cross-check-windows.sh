@@ -2,24 +2,28 @@
 # cross-check-windows.sh — the Windows check of docs/windows.md: cross-builds
 # libsdpa for 64-bit Windows with MinGW-w64 (cross/x86_64-w64-mingw32.ini,
 # Debian's gcc-mingw-w64-x86-64; OpenCL and Vulkan off: the cpu and
-# reference backends are what this checks), as libsdpa-0.dll with the tools
-# and the suites linked against it, then runs under Wine (Debian's wine64):
+# reference backends are what this checks): libsdpa-0.dll with the tools and
+# quickstart linked against it, the suites against the static library (as on
+# Linux); then under Wine (Debian's wine64):
 #   1. sdpa-info (the DLL loads; the cpu backend's kernel set and devices);
 #   2. quickstart (the README's program, cpu backend picked by AUTO);
-#   3. the reference and cpu suites (Check, unforked: Windows has no fork);
+#   3. the suites (Check, unforked: Windows has no fork): by default platform
+#      (the OS layer itself), status, validate, reference, merge, cpu and
+#      threads;
 #   4. sdpa-check --backend cpu and --backend reference on the repository's
 #      conformance corpus (tests/conformance).
 # Usage: scripts/cross-check-windows.sh [BUILD_DIR]   (default build-windows)
-# Env: WINDOWS_SUITES (default "reference cpu"), WINDOWS_TIMEOUT (seconds per
-# step, default 900), SDPA_MINGW_PREFIX (where install-deps put Check and
-# cJSON), WINEPREFIX (default BUILD_DIR/wine-prefix, created on first use).
+# Env: WINDOWS_SUITES (default "platform status validate reference merge cpu
+# threads"), WINDOWS_TIMEOUT (seconds per step, default 900),
+# SDPA_MINGW_PREFIX (where install-deps put Check and cJSON), WINEPREFIX
+# (default BUILD_DIR/wine-prefix, created on first use).
 # Needs `scripts/install-deps.sh --windows`. Exits non-zero when a step
 # fails. Time on 2 cores: docs/windows.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
 DIR=${1:-build-windows}
-SUITES=(${WINDOWS_SUITES:-reference cpu})
+SUITES=(${WINDOWS_SUITES:-platform status validate reference merge cpu threads})
 TIMEOUT=${WINDOWS_TIMEOUT:-900}
 PREFIX=${SDPA_MINGW_PREFIX:-$HOME/.cache/sdpa/mingw-w64}
 WINE=/usr/lib/wine/wine64

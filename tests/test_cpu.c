@@ -15,7 +15,6 @@
  */
 #include "fcase.h"
 #include "backend.h"
-#include "platform.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,9 +51,9 @@ static const char *g_kset;
 static void setup_kset(const char *set)
 {
     g_kset = set;
-    sdpa__os_setenv("SDPA_CPU_KERNELS", set);
+    setenv("SDPA_CPU_KERNELS", set, 1);
     setup();
-    sdpa__os_setenv("SDPA_CPU_KERNELS", NULL);
+    unsetenv("SDPA_CPU_KERNELS");
 }
 static void setup_generic(void) { setup_kset("generic"); }
 static void setup_avx2(void) { setup_kset("avx2"); }
@@ -394,12 +393,12 @@ END_TEST
 static void kernels_picked(const char *set, char *details, size_t cap)
 {
     if (set)
-        sdpa__os_setenv("SDPA_CPU_KERNELS", set);
+        setenv("SDPA_CPU_KERNELS", set, 1);
     sdpa_device_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     sdpa_status st = sdpa_device_get_info(SDPA_BACKEND_CPU, 0, &info);
-    sdpa__os_setenv("SDPA_CPU_KERNELS", NULL);
+    unsetenv("SDPA_CPU_KERNELS");
     snprintf(details, cap, "%s", st == SDPA_OK ? info.details : sdpa_status_name(st));
 }
 
