@@ -161,8 +161,7 @@ static void remove_stale_temps(const char *dir, const char *base)
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue; /* ours: replaced by the caller */
         if (sdpa__os_pid_alive(pid)) continue; /* alive (or not ours to see) */
-        char full[PATH_MAX + 300];
-        if (snprintf(full, sizeof full, "%s/%s", dir, name) < (int)sizeof full) unlink(full);
+        sdpa__os_unlink_in(d, dir, name);
     }
     closedir(d);
 }

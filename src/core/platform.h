@@ -12,6 +12,7 @@
 #ifndef SDPA_CORE_PLATFORM_H
 #define SDPA_CORE_PLATFORM_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -95,6 +96,10 @@ void sdpa__os_sync_dir(const char *dir);
 /* Atomically replaces `to` with `from` (rename(2); Windows MoveFileEx with
  * MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH). 0, or -1 with errno. */
 int sdpa__os_replace(const char *from, const char *to);
+
+/* Removes the entry `name` of the open folder d (opened from dir):
+ * unlinkat relative to the folder on POSIX, dir\name on Windows. */
+void sdpa__os_unlink_in(DIR *d, const char *dir, const char *name);
 
 /* True when process pid may still exist (so its temp files must be kept). */
 bool sdpa__os_pid_alive(long pid);

@@ -74,6 +74,12 @@ void sdpa__os_sync_dir(const char *dir)
 
 int sdpa__os_replace(const char *from, const char *to) { return rename(from, to); }
 
+void sdpa__os_unlink_in(DIR *d, const char *dir, const char *name)
+{
+    (void)dir;
+    unlinkat(dirfd(d), name, 0);
+}
+
 bool sdpa__os_pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno != ESRCH; }
 
 long sdpa__os_euid(void) { return (long)geteuid(); }

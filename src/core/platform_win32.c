@@ -96,6 +96,13 @@ int sdpa__os_replace(const char *from, const char *to)
     return -1;
 }
 
+void sdpa__os_unlink_in(DIR *d, const char *dir, const char *name)
+{
+    (void)d;
+    char full[MAX_PATH + 1];
+    if (snprintf(full, sizeof full, "%s\\%s", dir, name) < (int)sizeof full) _unlink(full);
+}
+
 bool sdpa__os_pid_alive(long pid)
 {
     HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
