@@ -86,7 +86,7 @@ windows_sources() {
   [ -f "$mingw_prefix/lib/pkgconfig/check.pc" ] && [ -f "$mingw_prefix/lib/pkgconfig/libcjson.pc" ] &&
     return 0
   local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  if ! grep -rqs "deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  if ! grep -rqsE "^(deb-src|Types:.*deb-src)" /etc/apt/sources.list /etc/apt/sources.list.d/; then
     echo "install-deps: adding Debian's deb-src entry (/etc/apt/sources.list.d/sdpa-deb-src.sources)"
     local suite; suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
     printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
