@@ -193,9 +193,11 @@ typedef struct sdpa_context_options {
     sdpa_log_fn log_fn;        /* NULL (default) = stderr */
     void *log_user;            /* passed to log_fn */
     const char *profile_dir;   /* NULL = SDPA_PROFILE_DIR, XDG_DATA_HOME/sdpa/
-                                  profiles, ~/.local/share/sdpa/profiles */
+                                  profiles, ~/.local/share/sdpa/profiles;
+                                  Windows %LOCALAPPDATA%\sdpa\profiles */
     const char *cache_dir;     /* NULL = SDPA_CACHE_DIR, XDG_CACHE_HOME/sdpa/
-                                  kernels, ~/.cache/sdpa/kernels */
+                                  kernels, ~/.cache/sdpa/kernels;
+                                  Windows %LOCALAPPDATA%\sdpa\kernels */
 } sdpa_context_options;
 #define SDPA_CONTEXT_OPTIONS_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_context_options, cache_dir)
 

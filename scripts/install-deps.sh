@@ -6,7 +6,9 @@
 # scripts/hardening.sh (see hardening_packages below); `--gpu-static` those
 # of scripts/gpu-static.sh (gpu_static_packages below, plus ptxas from PyPI);
 # `--baselines` those of scripts/bench-baselines.sh (baselines_packages below,
-# plus ONNX Runtime from PyPI).
+# plus ONNX Runtime from PyPI); `--windows` those of
+# scripts/cross-check-windows.sh (windows_packages below, then Check and
+# cJSON cross-built from Debian's source packages; docs/windows.md).
 set -euo pipefail
 
 packages=(
@@ -68,6 +70,67 @@ if [ "${1:-}" = "--aarch64" ]; then
   add_arch arm64
   packages=("${aarch64_packages[@]}")
 fi
+# --- Windows check (scripts/cross-check-windows.sh, docs/windows.md): the
+# MinGW-w64 cross compiler (its POSIX-threads variant, with winpthreads),
+# binutils and tools, Wine to run the results, and cmake for Check. Debian
+# ships no MinGW build of Check or cJSON, so windows_sources (below) fetches
+# their Debian source packages (`apt-get source`, from a deb-src entry for
+# deb.debian.org it adds when none exists) and cross-builds them, static,
+# into SDPA_MINGW_PREFIX.
+windows_packages=(
+  gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 mingw-w64-x86-64-dev mingw-w64-tools
+  wine64 cmake dpkg-dev
+)
+mingw_prefix="${SDPA_MINGW_PREFIX:-$HOME/.cache/sdpa/mingw-w64}"
+windows_sources() {
+  [ -f "$mingw_prefix/lib/pkgconfig/check.pc" ] && [ -f "$mingw_prefix/lib/pkgconfig/libcjson.pc" ] &&
+    return 0
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! grep -rqsE "^(deb-src|Types:.*deb-src)" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "install-deps: adding Debian's deb-src entry (/etc/apt/sources.list.d/sdpa-deb-src.sources)"
+    local suite; suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$suite" | $sudo tee /etc/apt/sources.list.d/sdpa-deb-src.sources >/dev/null
+    $sudo apt-get update -qq
+  fi
+  local src="$mingw_prefix/src" cc=x86_64-w64-mingw32-gcc-posix
+  mkdir -p "$src" "$mingw_prefix/lib/pkgconfig" "$mingw_prefix/include/cjson"
+  echo "install-deps: cross-building cJSON and Check for MinGW-w64 into $mingw_prefix"
+  (cd "$src" && apt-get source -qq cjson check >apt-source.log 2>&1) ||
+    { tail -5 "$src/apt-source.log"; return 1; }
+  # cJSON: one file, static, its symbols kept out of libsdpa's DLL exports
+  # (CJSON_HIDE_SYMBOLS, also in the .pc so every includer agrees).
+  local cj; cj=$(find "$src" -maxdepth 1 -type d -name 'cjson-*' | sort | tail -1)
+  $cc -O2 -DCJSON_HIDE_SYMBOLS -c "$cj/cJSON.c" -o "$src/cJSON.o"
+  rm -f "$mingw_prefix/lib/libcjson.a"
+  x86_64-w64-mingw32-ar rcs "$mingw_prefix/lib/libcjson.a" "$src/cJSON.o"
+  cp "$cj/cJSON.h" "$mingw_prefix/include/cjson/"
+  local ver; ver=$(basename "$cj"); ver=${ver#cjson-}
+  printf 'prefix=%s\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: libcjson\nDescription: cJSON (Debian source, MinGW-w64 static)\nVersion: %s\nLibs: -L${libdir} -lcjson\nCflags: -I${includedir} -I${includedir}/cjson -DCJSON_HIDE_SYMBOLS\n' \
+    "$mingw_prefix" "$ver" >"$mingw_prefix/lib/pkgconfig/libcjson.pc"
+  # Check: its own CMake build (MinGW is a platform it supports; no fork
+  # there, so the suites run with CK_FORK=no), static, no self-tests.
+  local ck; ck=$(find "$src" -maxdepth 1 -type d -name 'check-*' | sort | tail -1)
+  cmake -S "$ck" -B "$src/check-build" -DCMAKE_SYSTEM_NAME=Windows -DCMAKE_C_COMPILER=$cc \
+    -DCMAKE_RC_COMPILER=x86_64-w64-mingw32-windres -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS=-D__USE_MINGW_ANSI_STDIO=1 \
+    -DCMAKE_INSTALL_PREFIX="$mingw_prefix" -DCMAKE_INSTALL_LIBDIR=lib \
+    -DBUILD_SHARED_LIBS=OFF -DCHECK_ENABLE_TESTS=OFF -DCHECK_ENABLE_SUBUNIT=OFF \
+    -DENABLE_MEMORY_LEAKING_TESTS=OFF >"$src/check-cmake.log" 2>&1 &&
+    cmake --build "$src/check-build" -j2 >>"$src/check-cmake.log" 2>&1 &&
+    cmake --install "$src/check-build" >>"$src/check-cmake.log" 2>&1 ||
+    { tail -20 "$src/check-cmake.log"; return 1; }
+  # Its check.pc names the libtool build's libcheck_pic; CMake builds libcheck
+  # (and a DLL too, removed: the suites link the static library).
+  sed -i 's/-lcheck_pic/-lcheck/' "$mingw_prefix/lib/pkgconfig/check.pc"
+  rm -f "$mingw_prefix/lib/libcheck.dll.a" "$mingw_prefix/bin/libcheck.dll"
+  # Built with MinGW's C99 printf, so its messages take %jd: say so to GCC,
+  # whose `printf` format check means msvcrt's on MinGW.
+  sed -i 's/CK_ATTRIBUTE_FORMAT(printf,/CK_ATTRIBUTE_FORMAT(gnu_printf,/' "$mingw_prefix/include/check.h"
+}
+if [ "${1:-}" = "--windows" ]; then
+  packages=("${windows_packages[@]}")
+fi
 # --- outside baselines (scripts/bench-baselines.sh only; optional extras,
 # not needed by the README's commands): Debian's OpenBLAS for the unfused
 # baseline, and a venv with ONNX Runtime, onnx and numpy from PyPI
@@ -106,3 +169,4 @@ else
 fi
 if [ "${1:-}" = "--gpu-static" ]; then gpu_static_ptxas; fi
 if [ "${1:-}" = "--baselines" ]; then baselines_ort; fi
+if [ "${1:-}" = "--windows" ]; then windows_sources; fi

@@ -17,6 +17,7 @@
 #include "naive_attention.h"
 /* The library's one hash, by relative path (header-only, no dependencies). */
 #include "../src/core/bytes.h"
+#include "../src/core/platform.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -322,7 +323,7 @@ static void generate(const char *root, const gcase *g, uint64_t seed)
     if (g->backward) p.dout = values(no, g->dtype, 0);
 
     snprintf(dir, sizeof dir, "%s/%s", root, g->name);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) die("cannot create", dir);
+    if (sdpa__os_mkdir(dir, 0755) != 0 && errno != EEXIST) die("cannot create", dir);
     const char *dt = dtype_name(g->dtype);
     snprintf(file, sizeof file, "q.%s", dt);
     write_floats(dir, file, p.q, nq, g->dtype);
@@ -387,7 +388,7 @@ int main(int argc, char **argv)
         return 2;
     }
     g_outdir = argv[1];
-    if (mkdir(g_outdir, 0755) != 0 && errno != EEXIST) die("cannot create", g_outdir);
+    if (sdpa__os_mkdir(g_outdir, 0755) != 0 && errno != EEXIST) die("cannot create", g_outdir);
     Suite *s = suite_create("gen_conformance");
     TCase *t = tcase_create("generate");
     tcase_add_test(t, generate_all);

@@ -13,6 +13,7 @@
  * set in code win over the environment.
  */
 #include "dispatch.h"
+#include "platform.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -65,25 +66,15 @@ static char *dup_or_null(const char *s)
     return d;
 }
 
-/* $primary, else $xdg/suffix, else $HOME/home_suffix; NULL if none is set. */
-static char *resolve_dir(const char *explicit_dir, const char *env, const char *xdg,
-                         const char *xdg_suffix, const char *home_suffix)
+/* explicit_dir, else $env, else the platform's per-user folder for `what`
+ * (platform.h: XDG or %LOCALAPPDATA%); NULL if none is known. */
+static char *resolve_dir(const char *explicit_dir, const char *env, const char *what)
 {
     if (explicit_dir) return dup_or_null(explicit_dir);
     const char *v = getenv(env);
     if (v && *v) return dup_or_null(v);
     char buf[4096];
-    const char *x = getenv(xdg);
-    if (x && *x) {
-        snprintf(buf, sizeof buf, "%s/%s", x, xdg_suffix);
-        return dup_or_null(buf);
-    }
-    const char *home = getenv("HOME");
-    if (home && *home) {
-        snprintf(buf, sizeof buf, "%s/%s", home, home_suffix);
-        return dup_or_null(buf);
-    }
-    return NULL;
+    return sdpa__os_user_dir(what, buf, sizeof buf) ? dup_or_null(buf) : NULL;
 }
 
 sdpa_status sdpa__slot_start(sdpa_context *ctx, sdpa__slot *slot,
@@ -252,14 +243,9 @@ sdpa_status sdpa__context_alloc(const sdpa_context_options *options,
         else if (lvl != -1)
             ctx->log_level = lvl;
     }
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->threads = options->threads != SDPA_AUTO ? options->threads
-                   : (ncpu > 0 ? (int)(ncpu > 1024 ? 1024 : ncpu) : 1);
-    ctx->profile_dir = resolve_dir(options->profile_dir, "SDPA_PROFILE_DIR",
-                                   "XDG_DATA_HOME", "sdpa/profiles",
-                                   ".local/share/sdpa/profiles");
-    ctx->cache_dir = resolve_dir(options->cache_dir, "SDPA_CACHE_DIR", "XDG_CACHE_HOME",
-                                 "sdpa/kernels", ".cache/sdpa/kernels");
+    ctx->threads = options->threads != SDPA_AUTO ? options->threads : sdpa__os_cpu_count();
+    ctx->profile_dir = resolve_dir(options->profile_dir, "SDPA_PROFILE_DIR", "profiles");
+    ctx->cache_dir = resolve_dir(options->cache_dir, "SDPA_CACHE_DIR", "kernels");
 
     *kind = options->backend;
     if (*kind == SDPA_BACKEND_DEFAULT) {

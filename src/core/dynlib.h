@@ -2,8 +2,8 @@
  * dynlib.h — opening a backend's run-time library (the OpenCL ICD loader,
  * the Vulkan loader, CLBlast) when a context first asks for it, so libsdpa
  * itself has no link-time dependency on any of them. The platform calls
- * (dlopen/dlsym) sit in two small static functions of dynlib.c, so another
- * platform (LoadLibrary/GetProcAddress on Windows) is one change there. The
+ * (dlopen/dlsym, LoadLibrary/GetProcAddress on Windows) are platform.h's
+ * sdpa__os_lib_open / sdpa__os_lib_sym. The
  * function tables filled through sdpa__lib_load live with their backends
  * (cl_api.c, vk_api.c, through SDPA__LIB_DEFINE_LOADER below); see
  * docs/architecture.md, "Run-time libraries".
@@ -13,6 +13,28 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The backends' run-time libraries by file name: versioned sonames on Linux,
+ * unversioned on Android (vendors ship libOpenCL.so), the loaders' DLLs on
+ * Windows (OpenCL.dll and vulkan-1.dll from the driver, in System32;
+ * clblast.dll beside the program or on PATH), dylibs on macOS (untested). */
+#if defined(_WIN32)
+#define SDPA__LIB_OPENCL "OpenCL.dll"
+#define SDPA__LIB_VULKAN "vulkan-1.dll"
+#define SDPA__LIB_CLBLAST "clblast.dll"
+#elif defined(__APPLE__)
+#define SDPA__LIB_OPENCL "/System/Library/Frameworks/OpenCL.framework/OpenCL"
+#define SDPA__LIB_VULKAN "libvulkan.1.dylib"
+#define SDPA__LIB_CLBLAST "libclblast.dylib"
+#elif defined(__ANDROID__)
+#define SDPA__LIB_OPENCL "libOpenCL.so"
+#define SDPA__LIB_VULKAN "libvulkan.so"
+#define SDPA__LIB_CLBLAST "libclblast.so"
+#else
+#define SDPA__LIB_OPENCL "libOpenCL.so.1"
+#define SDPA__LIB_VULKAN "libvulkan.so.1"
+#define SDPA__LIB_CLBLAST "libclblast.so.1"
+#endif
 
 /* A resolved entry point, cast to its own type by the caller. */
 typedef void (*sdpa__lib_fn)(void);

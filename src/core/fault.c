@@ -7,6 +7,7 @@
  * In normal builds the sites compile away and the hooks are inert.
  */
 #include "internal.h"
+#include "platform.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -59,5 +60,7 @@ void *sdpa__aligned_alloc(size_t align, size_t bytes)
     size_t rounded = bytes ? bytes : 1;
     if (rounded > SIZE_MAX - (align - 1)) return NULL;
     rounded = (rounded + align - 1) & ~(align - 1);
-    return aligned_alloc(align, rounded);
+    return sdpa__os_aligned_alloc(align, rounded);
 }
+
+void sdpa__aligned_free(void *p) { sdpa__os_aligned_free(p); }

@@ -11,24 +11,24 @@
  * the same file); a write never leaves a partial file under the final name;
  * a temp file is only removed when its name is exactly "<target>.tmp.<pid>"
  * and that process no longer exists (or it is ours).
+ * The calls that differ on Windows (locking, replacing, mkdir, process
+ * liveness, file owners) go through platform.h; there, owner and mode checks
+ * pass (ownership is an ACL; %LOCALAPPDATA% is per user) and symlinks are
+ * not looked for.
  */
 #include "fileio.h"
 
 #include "internal.h"
+#include "platform.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef O_NOFOLLOW
-#define O_NOFOLLOW 0
-#endif
 
 static sdpa__file_result fail(sdpa__file_why *why, sdpa__file_result r, int err,
                               const char *fmt, ...) SDPA__PRINTF(4, 5);
@@ -66,9 +66,9 @@ static const char *type_name(mode_t m)
  * group and others cannot write. */
 static sdpa__file_result check_private(const struct stat *sb, sdpa__file_why *why)
 {
-    if (sb->st_uid != geteuid())
+    if ((long)sb->st_uid != sdpa__os_euid())
         return fail(why, SDPA__FILE_REFUSED, 0, "owned by uid %ld, not by this user (uid %ld)",
-                    (long)sb->st_uid, (long)geteuid());
+                    (long)sb->st_uid, sdpa__os_euid());
     if (sb->st_mode & (S_IWGRP | S_IWOTH))
         return fail(why, SDPA__FILE_REFUSED, 0, "writable by group or others (mode %04o)",
                     (unsigned)(sb->st_mode & 07777));
@@ -81,7 +81,7 @@ sdpa__file_result sdpa__file_read(const char *path, size_t limit, unsigned flags
     *data = NULL;
     *len = 0;
     if (why) memset(why, 0, sizeof *why);
-    int oflags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    int oflags = O_RDONLY | O_BINARY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
     if (flags & SDPA__FILE_NOFOLLOW) oflags |= O_NOFOLLOW;
     int fd = open(path, oflags);
     if (fd < 0) {
@@ -123,13 +123,23 @@ sdpa__file_result sdpa__file_read(const char *path, size_t limit, unsigned flags
     return SDPA__FILE_OK;
 }
 
+/* The last path separator in path, NULL when none. */
+static char *last_sep(char *path)
+{
+    char *last = NULL;
+    for (char *p = path; *p; p++)
+        if (sdpa__os_is_sep(*p)) last = p;
+    return last;
+}
+
 bool sdpa__path_dir(const char *path, char *out, size_t size)
 {
     if (!path || strlen(path) >= size) return false;
     sdpa__strlcpy(out, path, size);
-    char *slash = strrchr(out, '/');
-    if (!slash) sdpa__strlcpy(out, ".", size);
-    else if (slash == out) out[1] = '\0';
+    char *slash = last_sep(out);
+    size_t root = sdpa__os_root_len(out);
+    if (!slash && root == 0) sdpa__strlcpy(out, ".", size);
+    else if (!slash || (size_t)(slash - out) < (root ? root : 1)) out[root ? root : 1] = '\0';
     else *slash = '\0';
     return true;
 }
@@ -150,8 +160,8 @@ static void remove_stale_temps(const char *dir, const char *base)
         if (nd == 0 || nd > 9 || digits[nd] != '\0') continue;
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue; /* ours: replaced by the caller */
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours to see) */
-        unlinkat(dirfd(d), name, 0);
+        if (sdpa__os_pid_alive(pid)) continue; /* alive (or not ours to see) */
+        sdpa__os_unlink_in(d, dir, name);
     }
     closedir(d);
 }
@@ -173,9 +183,8 @@ sdpa__file_result sdpa__file_write_atomic(const char *path, const void *data, si
 {
     if (why) memset(why, 0, sizeof *why);
     char target[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 32];
-    struct stat ls;
-    if ((flags & SDPA__FILE_FOLLOW_LINK) && lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode)) {
-        if (!realpath(path, target)) {
+    if ((flags & SDPA__FILE_FOLLOW_LINK) && sdpa__os_is_symlink(path)) {
+        if (!sdpa__os_realpath(path, target)) {
             if (errno == ENOENT)
                 return fail(why, SDPA__FILE_REFUSED, ENOENT,
                             "a symlink to a missing file (create the target or remove the link)");
@@ -188,33 +197,30 @@ sdpa__file_result sdpa__file_write_atomic(const char *path, const void *data, si
     }
     if (!sdpa__path_dir(target, dir, sizeof dir))
         return fail(why, SDPA__FILE_REFUSED, ENAMETOOLONG, "path too long");
-    const char *slash = strrchr(target, '/');
+    const char *slash = last_sep(target);
     remove_stale_temps(dir, slash ? slash + 1 : target);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid());
     unlink(tmp); /* a leftover of an earlier writer with our pid */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_BINARY | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) return fail_errno(why, "creating the temp file");
     sdpa__file_result r = SDPA__FILE_OK;
     if (!write_all(fd, data, n)) r = fail_errno(why, "write");
-    else if (fsync(fd) != 0) r = fail_errno(why, "fsync");
+    else if (sdpa__os_fsync(fd) != 0) r = fail_errno(why, "fsync");
     if (close(fd) != 0 && r == SDPA__FILE_OK) r = fail_errno(why, "close");
-    if (r == SDPA__FILE_OK && rename(tmp, target) != 0) r = fail_errno(why, "rename");
+    if (r == SDPA__FILE_OK && sdpa__os_replace(tmp, target) != 0) r = fail_errno(why, "rename");
     if (r != SDPA__FILE_OK) {
         unlink(tmp);
         return r;
     }
-    int dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-    if (dfd >= 0) { /* make the rename durable; best effort */
-        fsync(dfd);
-        close(dfd);
-    }
+    sdpa__os_sync_dir(dir); /* make the rename durable; best effort */
     return SDPA__FILE_OK;
 }
 
 int sdpa__file_open_lock(const char *path, sdpa__file_why *why)
 {
     if (why) memset(why, 0, sizeof *why);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_BINARY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY,
+                  0644);
     if (fd < 0) {
         fail_errno(why, "open");
         return -1;
@@ -228,6 +234,10 @@ int sdpa__file_open_lock(const char *path, sdpa__file_why *why)
     return fd;
 }
 
+int sdpa__file_lock(int fd) { return sdpa__os_lock(fd); }
+
+void sdpa__file_unlock(int fd) { sdpa__os_unlock(fd); }
+
 sdpa__file_result sdpa__dir_make(const char *path, mode_t mode, sdpa__file_why *why)
 {
     if (why) memset(why, 0, sizeof *why);
@@ -235,11 +245,12 @@ sdpa__file_result sdpa__dir_make(const char *path, mode_t mode, sdpa__file_why *
     size_t n = path ? strlen(path) : 0;
     if (n == 0 || n >= sizeof buf) return fail(why, SDPA__FILE_REFUSED, 0, "unusable folder name");
     memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
+    size_t root = sdpa__os_root_len(buf);
+    for (size_t i = root > 1 ? root : 1; i <= n; i++) {
+        if (!sdpa__os_is_sep(buf[i]) && buf[i] != '\0') continue;
         char c = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+        if (sdpa__os_mkdir(buf, mode) != 0 && errno != EEXIST) {
             int e = errno;
             return fail(why, SDPA__FILE_IO, e, "cannot create %s: %s", buf, strerror(e));
         }
@@ -268,7 +279,7 @@ sdpa__file_result sdpa__dir_writable(const char *path, mode_t mode, sdpa__file_w
     if (r != SDPA__FILE_OK) return r;
     char probe[PATH_MAX + 48];
     snprintf(probe, sizeof probe, "%s/.sdpa-write-probe.%ld", path, (long)getpid());
-    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_BINARY | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int e = errno;
         return fail(why, SDPA__FILE_IO, e, "cannot create files in %s: %s", path, strerror(e));

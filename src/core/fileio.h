@@ -63,6 +63,12 @@ sdpa__file_result sdpa__file_write_atomic(const char *path, const void *data, si
  * O_NOFOLLOW, refused unless a regular file. Returns the fd or -1. */
 int sdpa__file_open_lock(const char *path, sdpa__file_why *why);
 
+/* Blocks until this process holds the exclusive lock on a descriptor from
+ * sdpa__file_open_lock (flock; LockFileEx on Windows): 0, or -1 with errno.
+ * sdpa__file_unlock releases it (closing the descriptor also does). */
+int sdpa__file_lock(int fd);
+void sdpa__file_unlock(int fd);
+
 /* mkdir -p: every missing component is created with `mode`; existing ones
  * are left as they are. OK when path is a directory afterwards. */
 sdpa__file_result sdpa__dir_make(const char *path, mode_t mode, sdpa__file_why *why);

@@ -17,7 +17,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+/* MinGW's C99 printf (__USE_MINGW_ANSI_STDIO, meson.build): %zu, %lld */
+#define SDPA__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#elif defined(__GNUC__)
 #define SDPA__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define SDPA__PRINTF(a, b)
@@ -134,8 +137,10 @@ const char *sdpa__fault_last_site(void);
 /* malloc/calloc that honour fault injection (NULL on injected failure). */
 void *sdpa__malloc(size_t bytes);
 void *sdpa__calloc(size_t n, size_t size);
-/* aligned_alloc with the size rounded up to the alignment (a power of two). */
+/* aligned_alloc with the size rounded up to the alignment (a power of two).
+ * Freed with sdpa__aligned_free (Windows has no aligned free()able memory). */
 void *sdpa__aligned_alloc(size_t align, size_t bytes);
+void sdpa__aligned_free(void *p);
 
 /* Monotonic clock in seconds. */
 double sdpa__now(void);

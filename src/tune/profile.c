@@ -30,7 +30,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -509,14 +508,13 @@ sdpa_status sdpa__jsonl_store(sdpa_context *ctx, const char *path, const char *j
     if (lfd < 0)
         return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, why.err, "cannot open lock %s: %s", lock,
                                  why.text);
-    while (flock(lfd, LOCK_EX) != 0) {
-        if (errno == EINTR) continue;
+    if (sdpa__file_lock(lfd) != 0) {
         int e = errno;
         close(lfd);
         return SDPA__FAIL_NATIVE(ctx, SDPA_ERR_IO, e, "cannot lock %s: %s", lock, strerror(e));
     }
     sdpa_status st = store_locked(ctx, path, json, same, user);
-    flock(lfd, LOCK_UN);
+    sdpa__file_unlock(lfd);
     close(lfd);
     return st;
 }

@@ -20,6 +20,8 @@
  */
 #include "tune.h"
 
+#include "../core/platform.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -161,7 +163,8 @@ static bool find(sdpa_context *ctx, const char *path, const sdpa__device_key *ke
         if (errno != ENOENT && parse(ctx, path, key, family, &e, &n)) free(e); /* reports why, once */
         return false; /* no file: no record (nothing to report) */
     }
-    file_id id = {sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim, sb.st_ctim};
+    file_id id = {sb.st_dev, sb.st_ino, sb.st_size, sdpa__os_stat_mtime(&sb),
+                  sdpa__os_stat_ctime(&sb)};
     bool found = false, hit = false;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < SLOTS && !hit; i++) {

@@ -25,6 +25,8 @@
 #endif
 #include "tune.h"
 
+#include "../core/platform.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -76,7 +78,7 @@ static void resolve(void)
     if (!own_folder(here)) return;
 #if defined(SDPA_BUILD_ROOT) && defined(SDPA_SOURCE_PROFILES)
     char build[PATH_MAX];
-    if (realpath(SDPA_BUILD_ROOT, build) && strcmp(here, build) == 0) {
+    if (sdpa__os_realpath(SDPA_BUILD_ROOT, build) && strcmp(here, build) == 0) {
         sdpa__strlcpy(found_dir, SDPA_SOURCE_PROFILES, sizeof found_dir);
         found_how = "build tree";
         return;
@@ -86,7 +88,7 @@ static void resolve(void)
     char rel[PATH_MAX + 64], abs[PATH_MAX];
     int n = snprintf(rel, sizeof rel, "%s/%s", strcmp(here, "/") == 0 ? "" : here,
                      SDPA_PROFILES_FROM_LIBDIR);
-    if (n > 0 && (size_t)n < sizeof rel && realpath(rel, abs) && is_dir(abs)) {
+    if (n > 0 && (size_t)n < sizeof rel && sdpa__os_realpath(rel, abs) && is_dir(abs)) {
         sdpa__strlcpy(found_dir, abs, sizeof found_dir);
         found_how = "library location";
     }

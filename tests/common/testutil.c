@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include "platform.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -467,11 +469,9 @@ void tlog_capture(void *user, sdpa_log_level level, const char *msg)
 
 char *tmkdtemp(const char *prefix)
 {
-    char tmpl[256];
-    snprintf(tmpl, sizeof tmpl, "/tmp/%s-XXXXXX", prefix);
-    char *d = mkdtemp(tmpl);
-    ck_assert_msg(d != NULL, "mkdtemp %s", tmpl);
-    char *out = strdup(d);
+    char tmpl[1024];
+    ck_assert_msg(sdpa__os_make_temp_dir(prefix, tmpl, sizeof tmpl), "mkdtemp %s", prefix);
+    char *out = strdup(tmpl);
     ck_assert_ptr_nonnull(out);
     return out;
 }

@@ -24,6 +24,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Windows (MinGW) has no setenv/unsetenv: the suites' calls go through
+ * platform.h there (docs/windows.md). */
+#ifdef _WIN32
+#include <stdlib.h>
+int sdpa__os_setenv(const char *name, const char *value);
+static inline int tu_setenv(const char *name, const char *value, int overwrite)
+{
+    return !overwrite && getenv(name) ? 0 : sdpa__os_setenv(name, value);
+}
+#define setenv(name, value, overwrite) tu_setenv((name), (value), (overwrite))
+#define unsetenv(name) sdpa__os_setenv((name), NULL)
+#endif
+
 /* ---- random numbers (xorshift64*, deterministic per seed) ---------------- */
 typedef struct trng { uint64_t s; } trng;
 void trng_seed(trng *r, uint64_t seed);
@@ -107,7 +120,8 @@ typedef struct tlogcap {
 } tlogcap;
 /* An sdpa_log_fn for sdpa_context_options.log_fn; user is a tlogcap. */
 void tlog_capture(void *user, sdpa_log_level level, const char *msg);
-/* A fresh folder /tmp/<prefix>-XXXXXX (malloc'd path; the caller frees). */
+/* A fresh folder <temp>/<prefix>-XXXXXX ($TMPDIR or /tmp; the Windows temp
+ * folder; malloc'd path; the caller frees). */
 char *tmkdtemp(const char *prefix);
 
 /* ---- contexts and parity ------------------------------------------------------- */

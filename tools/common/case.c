@@ -14,6 +14,7 @@
  */
 #include "case.h"
 #include "util.h"
+#include "platform.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -181,19 +182,19 @@ static int open_in_case(loader *L, const char *name, const char *what, struct st
     int json = strcmp(what, name) == 0;
     if (!tu_path_join(path, sizeof path, L->c->dir, name))
         return fail(L, "%s: path too long", what), -1;
-    char *real = realpath(path, NULL);
+    char *real = sdpa__os_realpath(path, NULL);
     int fd = -1;
     if (real) {
         size_t n = strlen(L->real_dir);
         int inside = strncmp(real, L->real_dir, n) == 0 &&
-                     (real[n] == '/' || strcmp(L->real_dir, "/") == 0);
+                     (sdpa__os_is_sep(real[n]) || strcmp(L->real_dir, "/") == 0);
         if (!inside) {
             free(real);
             if (json)
                 return fail(L, "case.json resolves outside the case folder"), -1;
             return fail(L, "%s: %s resolves outside the case folder", what, name), -1;
         }
-        fd = open(real, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        fd = open(real, O_RDONLY | O_BINARY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
         free(real);
     }
     if (fd < 0) {
@@ -806,7 +807,7 @@ int sc_load(const char *dir, sc_case *c, char *err, size_t errcap)
         return fail(&L, "case folder path too long");
     strcpy(c->dir, dir);
     copy_name(c->name, sizeof c->name, base_name(dir));
-    L.real_dir = realpath(dir, NULL);
+    L.real_dir = sdpa__os_realpath(dir, NULL);
     if (!L.real_dir)
         return fail(&L, "case folder %s: cannot open", dir);
 

@@ -14,6 +14,7 @@
  */
 #include "case.h"
 #include "util.h"
+#include "platform.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -398,9 +399,10 @@ static int find_rec(const char *path, int depth, walk *w, sc_list *l, char *err,
     while (ok && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        /* lstat: a symlink below PATH is not followed (self-links would
+        /* a symlink below PATH is not followed (self-links would
          * otherwise repeat every case below them) */
-        if (!tu_path_join(p, sizeof p, path, e->d_name) || lstat(p, &st) != 0 ||
+        if (!tu_path_join(p, sizeof p, path, e->d_name) || sdpa__os_is_symlink(p) ||
+            stat(p, &st) != 0 ||
             !S_ISDIR(st.st_mode))
             continue;
         ok = list_add(&sub, p);

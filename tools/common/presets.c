@@ -13,6 +13,8 @@
  */
 #include "presets.h"
 
+#include "platform.h"
+
 #include <string.h>
 #include <unistd.h>
 
@@ -141,8 +143,7 @@ double tps_bytes(const tps_shape *s, sdpa_dtype dt, int backward, int stats, int
 
 double tps_physical_memory(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (double)pages * (double)size : 0;
+    return (double)sdpa__os_phys_mem();
 }
 
 int tps_fits(const tps_shape *s, double need, double have, const char *where, char *msg,

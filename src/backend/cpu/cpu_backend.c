@@ -98,7 +98,7 @@ static void cpu_plan_free(sdpa_context *ctx, void *state, void *plan_state)
     (void)state;
     sdpa__cpu_plan *pl = plan_state;
     if (!pl) return;
-    free(pl->mem);
+    sdpa__aligned_free(pl->mem);
     free(pl);
 }
 

@@ -127,7 +127,7 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
     bw_worker *w = sdpa__calloc((size_t)threads, sizeof *w);
     pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
     if (!buf || !w || !tid) {
-        free(buf);
+        sdpa__aligned_free(buf);
         free(w);
         free(tid);
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu bandwidth: %zu MiB buffer",
@@ -149,7 +149,7 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
         if (started < threads) break;
         if (round > 0 && dt > 0 && (double)bytes / dt / 1e9 > best) best = (double)bytes / dt / 1e9;
     }
-    free(buf);
+    sdpa__aligned_free(buf);
     free(w);
     free(tid);
     SDPA__CHECK(ctx, best > 0, SDPA_ERR_OUT_OF_MEMORY,

@@ -34,12 +34,12 @@ enum { ISA_VEC4, ISA_AVX2, ISA_AVX512 };
 #define CHAINS 12
 
 #ifdef CPU_PEAK_X86
-__attribute__((target("avx512f"))) static float chains_avx512(long iters)
+__attribute__((target("avx512f"))) static float chains_avx512(long long iters)
 {
     const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f);
     __m512 x[CHAINS];
     for (int c = 0; c < CHAINS; c++) x[c] = _mm512_set1_ps((float)c);
-    for (long i = 0; i < iters; i++) {
+    for (long long i = 0; i < iters; i++) {
 #pragma GCC unroll 12
         for (int c = 0; c < CHAINS; c++) x[c] = _mm512_fmadd_ps(x[c], a, b);
     }
@@ -48,12 +48,12 @@ __attribute__((target("avx512f"))) static float chains_avx512(long iters)
     return _mm512_reduce_add_ps(s);
 }
 
-__attribute__((target("avx2,fma"))) static float chains_avx2(long iters)
+__attribute__((target("avx2,fma"))) static float chains_avx2(long long iters)
 {
     const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f);
     __m256 x[CHAINS];
     for (int c = 0; c < CHAINS; c++) x[c] = _mm256_set1_ps((float)c);
-    for (long i = 0; i < iters; i++) {
+    for (long long i = 0; i < iters; i++) {
 #pragma GCC unroll 12
         for (int c = 0; c < CHAINS; c++) x[c] = _mm256_fmadd_ps(x[c], a, b);
     }
@@ -69,12 +69,12 @@ __attribute__((target("avx2,fma"))) static float chains_avx2(long iters)
  * (x86-64: SSE mul + add; aarch64: NEON, contracted to FMA). */
 typedef float vec4 __attribute__((vector_size(16)));
 
-static float chains_vec4(long iters)
+static float chains_vec4(long long iters)
 {
     const vec4 a = {0.999f, 0.999f, 0.999f, 0.999f}, b = {0.001f, 0.001f, 0.001f, 0.001f};
     vec4 x[CHAINS];
     for (int c = 0; c < CHAINS; c++) x[c] = (vec4){(float)c, (float)c, (float)c, (float)c};
-    for (long i = 0; i < iters; i++) {
+    for (long long i = 0; i < iters; i++) {
 #pragma GCC unroll 12
         for (int c = 0; c < CHAINS; c++) x[c] = x[c] * a + b;
     }
@@ -85,7 +85,7 @@ static float chains_vec4(long iters)
 
 static int lanes(int isa) { return isa == ISA_AVX512 ? 16 : isa == ISA_AVX2 ? 8 : 4; }
 
-static float run_chains(int isa, long iters)
+static float run_chains(int isa, long long iters)
 {
 #ifdef CPU_PEAK_X86
     if (isa == ISA_AVX512) return chains_avx512(iters);
@@ -96,7 +96,7 @@ static float run_chains(int isa, long iters)
 
 typedef struct worker {
     int isa;
-    long iters;
+    long long iters;
     volatile float sink;
 } worker;
 
@@ -120,8 +120,8 @@ typedef struct peak_threads {
 static sdpa_status peak_step(void *user, double size, double *seconds, double *flops, int *full)
 {
     peak_threads *pt = user;
-    long iters = size >= (double)(1L << 40) ? 1L << 40 : (long)size;
-    *full = iters == 1L << 40;
+    long long iters = size >= (double)(1LL << 40) ? 1LL << 40 : (long long)size;
+    *full = iters == 1LL << 40;
     double t0 = sdpa__now();
     int started = 0;
     for (int t = 0; t < pt->threads; t++) {

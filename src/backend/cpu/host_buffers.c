@@ -4,6 +4,8 @@
  */
 #include "host_buffers.h"
 
+#include "platform.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,7 +23,7 @@ void sdpa__host_buffer_free(sdpa_context *ctx, void *state, void *handle)
 {
     (void)ctx;
     (void)state;
-    free(handle);
+    sdpa__aligned_free(handle);
 }
 
 sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
@@ -80,11 +82,9 @@ sdpa_status sdpa__host_device_info(int index, sdpa_device_info *info)
     cpu_model(info->name, sizeof info->name);
     sdpa__strlcpy(info->vendor, "host", sizeof info->vendor);
     sdpa__strlcpy(info->driver, sdpa_version_string(), sizeof info->driver);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     info->is_gpu = 0;
-    info->compute_units = n > 0 ? (int)n : 1;
-    info->global_mem_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    info->compute_units = sdpa__os_cpu_count();
+    info->global_mem_bytes = sdpa__os_phys_mem();
     info->fp16 = 0;
     info->storage16 = 1;
     return SDPA_OK;

@@ -18,14 +18,9 @@
 
 #include <pthread.h>
 
-/* Android has no versioned sonames (the vendor's libOpenCL.so). */
-#ifdef __ANDROID__
-#define CL_SONAME "libOpenCL.so"
-#define CLBLAST_SONAME "libclblast.so"
-#else
-#define CL_SONAME "libOpenCL.so.1"
-#define CLBLAST_SONAME "libclblast.so.1"
-#endif
+/* The file names per platform: dynlib.h. */
+#define CL_SONAME SDPA__LIB_OPENCL
+#define CLBLAST_SONAME SDPA__LIB_CLBLAST
 
 sdpa__cl_api_table sdpa__cl_api;
 

@@ -11,12 +11,8 @@
 
 #include <pthread.h>
 
-/* Android's loader has no versioned soname. */
-#ifdef __ANDROID__
-#define VK_SONAME "libvulkan.so"
-#else
-#define VK_SONAME "libvulkan.so.1"
-#endif
+/* The file name per platform: dynlib.h. */
+#define VK_SONAME SDPA__LIB_VULKAN
 
 sdpa__vk_api_table sdpa__vk_api;
 

@@ -1,0 +1,133 @@
+/*
+ * platform_posix.c — platform.h for POSIX systems (Linux; macOS untested):
+ * sysconf, stat's st_mtim, XDG folders, flock, rename, kill(pid, 0),
+ * dlopen. Compiled instead of platform_win32.c on every non-Windows host.
+ */
+#include "platform.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+void *sdpa__os_aligned_alloc(size_t align, size_t bytes) { return aligned_alloc(align, bytes); }
+
+void sdpa__os_aligned_free(void *p) { free(p); }
+
+int sdpa__os_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+int64_t sdpa__os_phys_mem(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+}
+
+#ifdef __APPLE__
+struct timespec sdpa__os_stat_mtime(const struct stat *sb) { return sb->st_mtimespec; }
+struct timespec sdpa__os_stat_ctime(const struct stat *sb) { return sb->st_ctimespec; }
+#else
+struct timespec sdpa__os_stat_mtime(const struct stat *sb) { return sb->st_mtim; }
+struct timespec sdpa__os_stat_ctime(const struct stat *sb) { return sb->st_ctim; }
+#endif
+
+bool sdpa__os_user_dir(const char *what, char *out, size_t size)
+{
+    bool profiles = strcmp(what, "profiles") == 0;
+    const char *xdg = getenv(profiles ? "XDG_DATA_HOME" : "XDG_CACHE_HOME");
+    if (xdg && *xdg) return snprintf(out, size, "%s/sdpa/%s", xdg, what) < (int)size;
+    const char *home = getenv("HOME");
+    if (home && *home)
+        return snprintf(out, size, "%s/%s/sdpa/%s", home, profiles ? ".local/share" : ".cache",
+                        what) < (int)size;
+    return false;
+}
+
+bool sdpa__os_is_sep(char c) { return c == '/'; }
+
+size_t sdpa__os_root_len(const char *path)
+{
+    (void)path;
+    return 0;
+}
+
+int sdpa__os_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+
+int sdpa__os_fsync(int fd) { return fsync(fd); }
+
+void sdpa__os_sync_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+int sdpa__os_replace(const char *from, const char *to) { return rename(from, to); }
+
+void sdpa__os_unlink_in(DIR *d, const char *dir, const char *name)
+{
+    (void)dir;
+    unlinkat(dirfd(d), name, 0);
+}
+
+bool sdpa__os_pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno != ESRCH; }
+
+long sdpa__os_euid(void) { return (long)geteuid(); }
+
+bool sdpa__os_is_symlink(const char *path)
+{
+    struct stat ls;
+    return lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode);
+}
+
+char *sdpa__os_realpath(const char *path, char *out) { return realpath(path, out); }
+
+int sdpa__os_setenv(const char *name, const char *value)
+{
+    return value ? setenv(name, value, 1) : unsetenv(name);
+}
+
+bool sdpa__os_make_temp_dir(const char *prefix, char *out, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    return snprintf(out, size, "%s/%s-XXXXXX", tmp, prefix) < (int)size && mkdtemp(out);
+}
+
+int sdpa__os_lock(int fd)
+{
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
+    return rc;
+}
+
+void sdpa__os_unlock(int fd) { flock(fd, LOCK_UN); }
+
+void *sdpa__os_lib_open(const char *name, const char **reason)
+{
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        *reason = e ? e : "unknown reason";
+    }
+    return h;
+}
+
+void (*sdpa__os_lib_sym(void *lib, const char *symbol))(void)
+{
+    void *p = dlsym(lib, symbol);
+    void (*f)(void) = NULL;
+    /* object pointer to function pointer: POSIX guarantees it is the same */
+    memcpy(&f, &p, sizeof f < sizeof p ? sizeof f : sizeof p);
+    return f;
+}

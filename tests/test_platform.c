@@ -1,0 +1,212 @@
+/*
+ * test_platform.c — the operating-system layer (src/core/platform.h) and
+ * the file rules built on it (fileio.h), on the platform the suite is built
+ * for: Linux here, Windows under Wine in scripts/cross-check-windows.sh.
+ * Each case states what the platform must do, so a port that forgets one
+ * (rename that cannot replace, text-mode reads, a lock that does not
+ * exclude, Windows separators and drive roots, the per-user folders, a DLL
+ * that cannot be opened by name) fails here rather than in a user's cache.
+ */
+#include "testutil.h"
+
+#include "dynlib.h"
+#include "internal.h"
+#include "fileio.h"
+#include "platform.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef _WIN32
+#define SEP "\\"
+#else
+#define SEP "/"
+#endif
+
+static char *g_dir;
+
+static void setup(void) { g_dir = tmkdtemp("sdpa-platform"); }
+static void teardown(void) { free(g_dir); }
+
+/* A second atomic write replaces the first file (rename over an existing
+ * file fails on Windows unless MoveFileEx is told to replace). */
+START_TEST(atomic_write_replaces)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s" SEP "profile.jsonl", g_dir);
+    sdpa__file_why why;
+    ck_assert_int_eq(sdpa__file_write_atomic(path, "first\n", 6, 0644, 0, &why), SDPA__FILE_OK);
+    ck_assert_msg(sdpa__file_write_atomic(path, "second!\n", 8, 0644, 0, &why) == SDPA__FILE_OK,
+                  "replacing %s: %s", path, why.text);
+    char *data;
+    size_t len;
+    ck_assert_int_eq(sdpa__file_read(path, 1 << 20, 0, &data, &len, &why), SDPA__FILE_OK);
+    ck_assert_uint_eq(len, 8);
+    ck_assert_str_eq(data, "second!\n");
+    free(data);
+}
+END_TEST
+
+/* Files are bytes: CR LF and 0x1A (text-mode EOF on Windows) come back as
+ * written. */
+START_TEST(files_are_binary)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s" SEP "bytes.bin", g_dir);
+    const char bytes[] = {'a', '\r', '\n', 'b', 0x1a, 'c', '\n', '\r'};
+    sdpa__file_why why;
+    ck_assert_int_eq(sdpa__file_write_atomic(path, bytes, sizeof bytes, 0644, 0, &why),
+                     SDPA__FILE_OK);
+    char *data;
+    size_t len;
+    ck_assert_int_eq(sdpa__file_read(path, 1 << 20, 0, &data, &len, &why), SDPA__FILE_OK);
+    ck_assert_uint_eq(len, sizeof bytes);
+    ck_assert(memcmp(data, bytes, sizeof bytes) == 0);
+    free(data);
+}
+END_TEST
+
+/* The lock excludes another holder: a thread that asks while the lock is
+ * held gets it only after the release. */
+typedef struct locker {
+    const char *path;
+    atomic_int got;
+} locker;
+
+static void *lock_main(void *arg)
+{
+    locker *l = arg;
+    int fd = sdpa__file_open_lock(l->path, NULL);
+    if (fd < 0 || sdpa__file_lock(fd) != 0) {
+        atomic_store(&l->got, -1);
+        return NULL;
+    }
+    atomic_store(&l->got, 1);
+    sdpa__file_unlock(fd);
+    close(fd);
+    return NULL;
+}
+
+START_TEST(lock_excludes)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s" SEP "store.lock", g_dir);
+    sdpa__file_why why;
+    int fd = sdpa__file_open_lock(path, &why);
+    ck_assert_msg(fd >= 0, "open_lock: %s", why.text);
+    ck_assert_int_eq(sdpa__file_lock(fd), 0);
+    locker l = {.path = path};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, lock_main, &l), 0);
+    struct timespec pause = {.tv_nsec = 300000000}; /* time for the thread to block */
+    nanosleep(&pause, NULL);
+    ck_assert_int_eq(atomic_load(&l.got), 0);
+    sdpa__file_unlock(fd);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(atomic_load(&l.got), 1);
+    close(fd);
+}
+END_TEST
+
+/* Folder names: the separators and roots of the platform. */
+START_TEST(paths)
+{
+    char out[256];
+    ck_assert(sdpa__path_dir("a/b/c.json", out, sizeof out));
+    ck_assert_str_eq(out, "a/b");
+    ck_assert(sdpa__path_dir("c.json", out, sizeof out));
+    ck_assert_str_eq(out, ".");
+    ck_assert(sdpa__path_dir("/c.json", out, sizeof out));
+    ck_assert_str_eq(out, "/");
+#ifdef _WIN32
+    ck_assert(sdpa__path_dir("C:\\Users\\me\\p.jsonl", out, sizeof out));
+    ck_assert_str_eq(out, "C:\\Users\\me");
+    ck_assert(sdpa__path_dir("C:\\p.jsonl", out, sizeof out));
+    ck_assert_str_eq(out, "C:\\");
+    ck_assert(sdpa__path_dir("C:p.jsonl", out, sizeof out));
+    ck_assert_str_eq(out, "C:");
+    ck_assert_uint_eq(sdpa__os_root_len("\\\\server\\share\\x"), 15);
+#endif
+    /* mkdir -p with the platform's separator, below an absolute root */
+    char deep[1200];
+    snprintf(deep, sizeof deep, "%s" SEP "a" SEP "b" SEP "c", g_dir);
+    sdpa__file_why why;
+    ck_assert_msg(sdpa__dir_writable(deep, 0700, &why) == SDPA__FILE_OK, "%s: %s", deep,
+                  why.text);
+}
+END_TEST
+
+/* With neither the caller nor SDPA_PROFILE_DIR naming one, a context keeps
+ * profiles and kernels in the platform's per-user folders. */
+START_TEST(user_dirs)
+{
+    char out[1200];
+#ifdef _WIN32
+    sdpa__os_setenv("LOCALAPPDATA", "C:\\Users\\me\\AppData\\Local");
+    ck_assert(sdpa__os_user_dir("profiles", out, sizeof out));
+    ck_assert_str_eq(out, "C:\\Users\\me\\AppData\\Local\\sdpa\\profiles");
+    ck_assert(sdpa__os_user_dir("kernels", out, sizeof out));
+    ck_assert_str_eq(out, "C:\\Users\\me\\AppData\\Local\\sdpa\\kernels");
+#else
+    sdpa__os_setenv("XDG_DATA_HOME", NULL);
+    sdpa__os_setenv("XDG_CACHE_HOME", "/x/cache");
+    sdpa__os_setenv("HOME", "/home/me");
+    ck_assert(sdpa__os_user_dir("profiles", out, sizeof out));
+    ck_assert_str_eq(out, "/home/me/.local/share/sdpa/profiles");
+    ck_assert(sdpa__os_user_dir("kernels", out, sizeof out));
+    ck_assert_str_eq(out, "/x/cache/sdpa/kernels");
+#endif
+}
+END_TEST
+
+/* A library that is not there: false and a message naming it; one that is
+ * there: its entry point resolves. */
+START_TEST(dynamic_loading)
+{
+    char why[512];
+    const char *names[] = {"missing_fn"};
+    sdpa__lib_fn fns[1];
+    ck_assert(!sdpa__lib_load("test", "sdpa-no-such-library-1", "hint", names, fns, 1, why,
+                              sizeof why));
+    ck_assert_msg(strstr(why, "test: cannot load sdpa-no-such-library-1 (") && strstr(why, "hint"),
+                  "%s", why);
+#ifdef _WIN32
+    const char *lib = "kernel32.dll", *real[] = {"GetTickCount"};
+#else
+    const char *lib = "libc.so.6", *real[] = {"getpid"};
+#endif
+    ck_assert_msg(sdpa__lib_load("test", lib, "hint", real, fns, 1, why, sizeof why), "%s", why);
+    ck_assert_ptr_nonnull(fns[0]);
+}
+END_TEST
+
+static Suite *platform_suite(void)
+{
+    Suite *s = suite_create("platform");
+    /* one TCase per test, so CK_RUN_CASE runs one */
+    struct {
+        const char *name;
+        const TTest *test;
+    } cases[] = {
+        {"atomic_write_replaces", atomic_write_replaces},
+        {"files_are_binary", files_are_binary},
+        {"lock_excludes", lock_excludes},
+        {"paths", paths},
+        {"user_dirs", user_dirs},
+        {"dynamic_loading", dynamic_loading},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *t = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(t, setup, teardown);
+        tcase_add_test(t, cases[i].test);
+        suite_add_tcase(s, t);
+    }
+    return s;
+}
+
+int main(void) { return trun_suite(platform_suite()); }
