@@ -654,6 +654,10 @@ typedef struct sdpa_slot_info {
     int kv;              /* 1: dtype NONE means the K/V storage dtype (k, v,
                             k_pages, v_pages; dk, dv), which may differ from
                             q's */
+    int paged;           /* 1: present exactly in a paged call (k_pages,
+                            v_pages, block_table, whose presence makes the
+                            call paged); -1: absent from a paged call (k, v;
+                            dk, dv, the backward being unpaged); 0: either */
 } sdpa_slot_info;
 
 /* Number of slots in the group (0 for an unknown group). */
