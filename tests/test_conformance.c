@@ -255,7 +255,15 @@ static void wave2_dir(char *buf, size_t cap)
  * and declares any wave-2 capability: each case passes, or (only where the
  * backend lacks a capability) is UNSUPPORTED naming one it lacks. Returns
  * the number of cases that passed (-1: not run). */
+static int run_wave2_dir_on(sdpa_backend_kind kind, const char *dir, size_t min_cases);
 static int run_wave2_on(sdpa_backend_kind kind)
+{
+    char dir[1100];
+    wave2_dir(dir, sizeof dir);
+    return run_wave2_dir_on(kind, dir, 11);
+}
+
+static int run_wave2_dir_on(sdpa_backend_kind kind, const char *dir, size_t min_cases)
 {
     const sdpa__backend *be = sdpa__backend_get(kind);
     if (!be || !sdpa_backend_compiled(kind) || be->features == 0)
@@ -267,11 +275,10 @@ static int run_wave2_on(sdpa_backend_kind kind)
                 sdpa_status_name(st));
         return -1;
     }
-    char dir[1100], err[512];
-    wave2_dir(dir, sizeof dir);
+    char err[512];
     sc_list list = {0};
     ck_assert_msg(sc_find(dir, &list, err, sizeof err), "%s", err);
-    ck_assert_uint_ge(list.n, 11);
+    ck_assert_uint_ge(list.n, min_cases);
     int passed = 0;
     for (size_t i = 0; i < list.n; i++) {
         sc_result r;
@@ -287,7 +294,7 @@ static int run_wave2_on(sdpa_backend_kind kind)
         ck_assert_msg(r.verdict == SC_PASS, "%s on %s: %s", list.paths[i], be->name, r.reason);
         passed++;
     }
-    fprintf(stderr, "wave-2 corpus on %s: %d of %zu cases pass\n", be->name, passed, list.n);
+    fprintf(stderr, "wave-2 cases of %s on %s: %d of %zu pass\n", dir, be->name, passed, list.n);
     sc_list_free(&list);
     sdpa_context_destroy(ctx);
     return passed;
@@ -311,6 +318,30 @@ START_TEST(wave2_backends_by_features)
                                        SDPA_BACKEND_VULKAN};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
         run_wave2_on(kinds[k]);
+}
+END_TEST
+
+/* The generated wave-2 cases (tests/gen_wave2.c: every feature and
+ * combination at lengths 1, 7, 63, 65, 257, 1000, expected from its own
+ * float64 oracle) on the reference, all passing, and on every backend that
+ * declares wave-2 capabilities. */
+START_TEST(wave2_generated_by_features)
+{
+    const char *gen = getenv("SDPA_GEN_WAVE2");
+    ck_assert_msg(gen && *gen, "SDPA_GEN_WAVE2 is not set (tests/meson.build sets it)");
+    char dir[1024], cmd[2200];
+    snprintf(dir, sizeof dir, "%s/gen_wave2", g_tmp);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' >/dev/null", gen, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    sc_list list = {0};
+    char err[512];
+    ck_assert_msg(sc_find(dir, &list, err, sizeof err), "%s", err);
+    ck_assert_int_eq(run_wave2_dir_on(SDPA_BACKEND_REFERENCE, dir, 14), (int)list.n);
+    sc_list_free(&list);
+    const sdpa_backend_kind kinds[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
+                                       SDPA_BACKEND_VULKAN};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        run_wave2_dir_on(kinds[k], dir, 14);
 }
 END_TEST
 
@@ -1103,6 +1134,7 @@ static Suite *suite(void)
     tcase_add_test(t, find_single_and_nested);
     tcase_add_test(t, wave2_reference_passes_all);
     tcase_add_test(t, wave2_backends_by_features);
+    tcase_add_test(t, wave2_generated_by_features);
     suite_add_tcase(s, t);
     t = tcase_create("runner");
     tcase_add_checked_fixture(t, ref_setup, ref_teardown);
