@@ -17,6 +17,8 @@
  * sees exactly the dequantized values (an f16 scale times an integer).
  */
 #include "naive_attention.h"
+#define GEN_PROG "gen_wave2"
+#include "gen_inputs.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -68,45 +70,7 @@ static void die(const char *what, const char *path)
     exit(1);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = calloc(n ? n : 1, 1);
-    if (!p) {
-        fprintf(stderr, "gen_wave2: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* ---- inputs ---------------------------------------------------------------------- */
-
-static uint64_t g_rng;
-
-static uint64_t next(void)
-{
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return g_rng * 0x2545F4914F6CDD1Dull;
-}
-
-/* Bell-shaped, standard deviation about 1, a multiple of 1/1024, never 0. */
-static double value(void)
-{
-    for (;;) {
-        int64_t s = 0;
-        for (int t = 0; t < 3; t++) s += (int64_t)(next() % 2049) - 1024;
-        if (s != 0) return (double)s / 1024.0;
-    }
-}
-
-static float stored(sdpa_dtype dt, double x)
-{
-    float f = (float)x;
-    if (dt == F16) return from_f16(to_f16(f));
-    if (dt == BF16) return from_bf16(to_bf16(f));
-    return f;
-}
+/* ---- inputs (xmalloc, value, stored: gen_inputs.h) ------------------------------ */
 
 /* Rows of n elements (n a multiple of 32 for the block types) in storage
  * dtype dt: `bytes` gets the file image, `vals` the values the oracle sees
