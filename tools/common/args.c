@@ -154,6 +154,17 @@ int ta_parse_i64_list(const char *s, int64_t lo, int64_t hi, int min_n, int max_
     return 1;
 }
 
+int ta_parse_kv_dtype(const char *s, sdpa_dtype *out)
+{
+    if (s && strcasecmp(s, "q8_0") == 0)
+        *out = SDPA_DTYPE_Q8_0;
+    else if (s && strcasecmp(s, "q4_0") == 0)
+        *out = SDPA_DTYPE_Q4_0;
+    else
+        return ta_parse_float_dtype(s, out);
+    return 1;
+}
+
 int ta_parse_float_dtype(const char *s, sdpa_dtype *out)
 {
     if (!s)
