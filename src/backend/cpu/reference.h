@@ -19,12 +19,21 @@ void sdpa__ref_norm_backward(sdpa_qk_norm mode, double r, const double *n,
 void sdpa__ref_load_row(const sdpa__ref *t, sdpa_dtype dtype, int64_t i0, int64_t i1,
                         int64_t i2, int64_t len, double *dst);
 
+/* Row (b, kvh, j) of K (value = false, len D) or V (value = true, len Dv)
+ * as float64, whatever the K/V storage: paged through the block table,
+ * f32/f16/bf16 or dequantized q8_0/q4_0 (reference_kv.c). */
+void sdpa__ref_load_kv(const sdpa__problem *p, const sdpa__fwd_args *a, bool value, int64_t b,
+                       int64_t kvh, int64_t j, int64_t len, double *dst);
+
 /* The reference's score function (reference_forward.c), used by the forward
  * and the backward. For row (b, h, i) of a batch whose first `keys` keys are
  * valid: kept[j] says whether key j survives the drop decision (mask, band,
  * valid keys, -inf bias); t[j] is scale * (q.k) before the cap; s[j] the
- * final score. qn is the normalised (and gained) query. Returns the number
- * of kept keys. */
+ * final score (after softcap, bias and ALiBi); p[j] the probability, sink
+ * included in the denominator. Index Skv holds the row's extras: s[Skv] the
+ * LSE, p[Skv] the sink's probability and kept[Skv] whether the row has a
+ * sink (sinks given and not -inf). qn is the normalised (and gained) query.
+ * Returns the number of kept keys (the sink not counted). */
 typedef struct sdpa__ref_row {
     double *qn, *qraw; /* D */
     double *dot, *t, *s, *p; /* Skv */

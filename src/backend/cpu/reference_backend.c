@@ -3,6 +3,7 @@
  * It supports every problem, needs no plan state or workspace, and shares
  * host buffers with the cpu backend.
  */
+#include "capabilities.h"
 #include "host_buffers.h"
 #include "reference.h"
 
@@ -75,6 +76,7 @@ const sdpa__backend sdpa__backend_reference = {
     .kind = SDPA_BACKEND_REFERENCE,
     .name = "reference",
     .host_memory = true,
+    .features = SDPA__FEAT_ALL, /* every optional capability (capabilities.h) */
     .device_count = sdpa__host_device_count,
     .device_info = sdpa__host_device_info,
     .context_init = ref_context_init,

@@ -7,6 +7,9 @@
  * temperature (dtemperature), gains (dq_gain, dk_gain) and the qk-norm
  * Jacobian. dK and dV are summed over the query heads that share a KV head.
  * Rows with no kept key contribute nothing: their gradients are exactly 0.
+ * With sinks, P is sink-inclusive (so O and D = rowsum(dO o O) are too) and
+ * d sink_h = -sum_{b,i} p_sink D; ALiBi is a constant of the score, so it
+ * only enters through the recomputed P.
  */
 #include "reference.h"
 
@@ -51,9 +54,11 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
     double *buf = sdpa__malloc((size_t)(6 * D + 2 * Dv + 6 * (Skv + 1)) * sizeof *buf);
     double *dqg = sdpa__calloc((size_t)D, sizeof *dqg), *dkg = sdpa__calloc((size_t)D, sizeof *dkg);
     double *dtemp = sdpa__calloc((size_t)p->Hq, sizeof *dtemp);
+    double *dsink = sdpa__calloc((size_t)p->Hq, sizeof *dsink);
     unsigned char *kept = sdpa__malloc((size_t)Skv + 1);
     sdpa_status st = SDPA_OK;
-    if (!kn || !k_r || !dkn || !dvacc || !vm || !buf || !dqg || !dkg || !dtemp || !kept) {
+    if (!kn || !k_r || !dkn || !dvacc || !vm || !buf || !dqg || !dkg || !dtemp || !dsink ||
+        !kept) {
         st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "reference: out of host memory");
         goto cleanup;
     }
@@ -69,7 +74,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
         for (int64_t kvh = 0; kvh < p->Hkv; kvh++) {
             sdpa__ref_keys(p, a, b, kvh, kn, k_r);
             for (int64_t j = 0; j < Skv; j++)
-                sdpa__ref_load_row(&a->v, p->dtype, b, kvh, j, Dv, vm + j * Dv);
+                sdpa__ref_load_kv(p, a, true, b, kvh, j, Dv, vm + j * Dv);
             memset(dkn, 0, nkd * sizeof *dkn);
             memset(dvacc, 0, nkv * sizeof *dvacc);
             for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
@@ -93,6 +98,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
                         }
                         double Dr = 0.0;
                         for (int64_t d = 0; d < Dv; d++) Dr += dout[d] * o[d];
+                        if (row.kept[Skv]) dsink[h] -= row.p[Skv] * Dr; /* the sink */
                         for (int64_t j = 0; j < Skv; j++) {
                             if (!row.kept[j]) continue;
                             double ds = row.p[j] * (dp[j] - Dr);
@@ -124,7 +130,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
             }
             for (int64_t j = 0; j < Skv; j++) {
                 /* normalised key before gain: recompute from k */
-                sdpa__ref_load_row(&a->k, p->dtype, b, kvh, j, D, npre);
+                sdpa__ref_load_kv(p, a, false, b, kvh, j, D, npre);
                 double r = sdpa__ref_norm(p->qk_norm, p->qk_norm_eps, npre, D, NULL);
                 for (int64_t d = 0; d < D; d++) {
                     double gk = gain(&a->k_gain, p->has_k_gain, d);
@@ -133,10 +139,10 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
                 }
                 sdpa__ref_norm_backward(p->qk_norm, r, npre, dn, dx, D);
                 for (int64_t d = 0; d < D; d++)
-                    sdpa__store_float(g->dk.mem, p->dtype, sdpa__at(&g->dk, b, kvh, j, d),
+                    sdpa__store_float(g->dk.mem, p->kv_dtype, sdpa__at(&g->dk, b, kvh, j, d),
                                       (float)dx[d]);
                 for (int64_t d = 0; d < Dv; d++)
-                    sdpa__store_float(g->dv.mem, p->dtype, sdpa__at(&g->dv, b, kvh, j, d),
+                    sdpa__store_float(g->dv.mem, p->kv_dtype, sdpa__at(&g->dv, b, kvh, j, d),
                                       (float)dvacc[j * Dv + d]);
             }
         }
@@ -151,6 +157,9 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
         for (int64_t h = 0; h < p->Hq; h++)
             ((float *)g->dtemperature.mem)[sdpa__at(&g->dtemperature, 0, h, 0, 0)] =
                 (float)dtemp[h];
+    if (g->dsinks.mem)
+        for (int64_t h = 0; h < p->Hq; h++)
+            ((float *)g->dsinks.mem)[sdpa__at(&g->dsinks, 0, h, 0, 0)] = (float)dsink[h];
 cleanup:
     free(kn);
     free(k_r);
@@ -161,6 +170,7 @@ cleanup:
     free(dqg);
     free(dkg);
     free(dtemp);
+    free(dsink);
     free(kept);
     return st;
 }

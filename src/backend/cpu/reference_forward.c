@@ -3,10 +3,13 @@
  *
  * For each (b, h, i) it materialises the whole score row in double precision,
  * in exactly the order of docs/semantics.md ("Forward"): qk-norm (+ gain), scale (or the
- * per-head temperature), softcap, bias, then masks/kv_len/band, then softmax.
- * A row with no kept key (including a row whose kept keys all have -inf bias)
- * gets output 0 and LSE -inf. Statistics follow the definitions of the
- * conformance README. Slow and obvious on purpose.
+ * per-head temperature), softcap, bias and ALiBi, then masks/kv_len/band, then
+ * softmax, whose denominator holds the head's sink if given. A row with no
+ * kept key (including a row whose kept keys all have -inf bias) gets output 0
+ * and LSE -inf (the sink logit with a sink). Keys and values are read through
+ * reference_kv.c (paged, any K/V dtype). Statistics follow the definitions of
+ * the conformance README, the sink one more outcome of the distribution.
+ * Slow and obvious on purpose.
  */
 #include "reference.h"
 
@@ -59,7 +62,7 @@ void sdpa__ref_keys(const sdpa__problem *p, const sdpa__fwd_args *a, int64_t b,
 {
     for (int64_t j = 0; j < p->Skv; j++) {
         double *x = kn + j * p->D;
-        sdpa__ref_load_row(&a->k, p->dtype, b, kvh, j, p->D, x);
+        sdpa__ref_load_kv(p, a, false, b, kvh, j, p->D, x);
         k_r[j] = sdpa__ref_norm(p->qk_norm, p->qk_norm_eps, x, p->D, NULL);
         if (p->has_k_gain)
             for (int64_t d = 0; d < p->D; d++)
@@ -83,6 +86,11 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
                      : p->scale;
     int64_t lo, hi, nkept = 0;
     sdpa__row_range(p, keys, i, &lo, &hi);
+    const int64_t off = sdpa__diag_offset(p, keys);
+    const double slope =
+        p->has_alibi_slopes
+            ? ((const float *)a->alibi_slopes.mem)[sdpa__at(&a->alibi_slopes, 0, h, 0, 0)]
+            : 0.0;
     for (int64_t j = 0; j < p->Skv; j++) {
         bool keep = j >= lo && j < hi;
         if (keep && p->has_mask)
@@ -97,6 +105,7 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
             if (bb == -INFINITY) keep = false;
             s += bb;
         }
+        if (p->has_alibi_slopes) s -= slope * fabs((double)(i + off - j));
         if (s == -INFINITY) keep = false;
         row->dot[j] = dot;
         row->t[j] = t;
@@ -104,17 +113,24 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
         row->kept[j] = keep;
         nkept += keep;
     }
-    /* softmax over kept keys; NaN scores propagate */
+    /* the sink: one more term of the denominator, at index Skv */
+    const int64_t S = p->Skv;
+    const double sink =
+        p->has_sinks ? ((const float *)a->sinks.mem)[sdpa__at(&a->sinks, 0, h, 0, 0)] : -INFINITY;
+    row->kept[S] = sink != -INFINITY;
+    row->s[S] = sink;
+    /* softmax over kept keys and the sink; NaN scores propagate */
     double m = -INFINITY;
-    for (int64_t j = 0; j < p->Skv; j++)
+    for (int64_t j = 0; j <= S; j++)
         if (row->kept[j] && (row->s[j] > m || isnan(row->s[j]))) m = row->s[j];
     double l = 0.0;
-    for (int64_t j = 0; j < p->Skv; j++) {
+    for (int64_t j = 0; j <= S; j++) {
         row->p[j] = row->kept[j] ? exp(row->s[j] - m) : 0.0;
         l += row->p[j];
     }
-    for (int64_t j = 0; j < p->Skv && nkept; j++) row->p[j] /= l;
-    row->s[p->Skv] = nkept ? m + log(l) : -INFINITY; /* lse slot */
+    const bool any = nkept || row->kept[S];
+    for (int64_t j = 0; j <= S && any; j++) row->p[j] /= l;
+    row->s[S] = any ? m + log(l) : -INFINITY; /* lse slot */
     return nkept;
 }
 
@@ -131,14 +147,14 @@ typedef struct head_stats {
 static double jacobian_fro2(const sdpa__problem *p, const sdpa__ref_row *row, int64_t m)
 {
     double rest1 = 0, rest2 = 0; /* sum and sum of squares of p_k, k != m */
-    for (int64_t j = 0; j < p->Skv; j++) {
+    for (int64_t j = 0; j <= p->Skv; j++) { /* index Skv: the sink */
         if (!row->kept[j] || j == m) continue;
         rest1 += row->p[j];
         rest2 += row->p[j] * row->p[j];
     }
     double pm = row->p[m], s2 = pm * pm + rest2;
     double diag = pm * pm * rest1 * rest1, off = pm * pm * rest2;
-    for (int64_t j = 0; j < p->Skv; j++) {
+    for (int64_t j = 0; j <= p->Skv; j++) {
         if (!row->kept[j] || j == m) continue;
         double pj = row->p[j];
         diag += pj * pj * (1 - pj) * (1 - pj);
@@ -156,14 +172,16 @@ static void stats_row(head_stats *st, const sdpa__problem *p, const sdpa__ref_ro
     }
     double ent = 0, pmax = -1;
     int64_t m = 0;
-    for (int64_t j = 0; j < p->Skv; j++) {
+    for (int64_t j = 0; j <= p->Skv; j++) { /* index Skv: the sink, an outcome only */
         if (!row->kept[j]) continue;
         double s = row->s[j], pj = row->p[j];
-        st->n += 1;
-        st->sum += s;
-        st->sumsq += s * s;
-        if (s < st->min || isnan(s)) st->min = s;
-        if (s > st->max || isnan(s)) st->max = s;
+        if (j < p->Skv) {
+            st->n += 1;
+            st->sum += s;
+            st->sumsq += s * s;
+            if (s < st->min || isnan(s)) st->min = s;
+            if (s > st->max || isnan(s)) st->max = s;
+        }
         if (pj > 0) ent -= pj * log(pj);
         if (pj > pmax || isnan(pj)) {
             pmax = pj;
@@ -233,7 +251,7 @@ sdpa_status sdpa__ref_forward(sdpa_context *ctx, void *state, void *plan, const 
                     for (int64_t d = 0; d < Dv; d++) o[d] = 0.0;
                     for (int64_t j = 0; j < Skv && nkept; j++) {
                         if (!row.kept[j]) continue;
-                        sdpa__ref_load_row(&a->v, p->dtype, b, kvh, j, Dv, vrow);
+                        sdpa__ref_load_kv(p, a, true, b, kvh, j, Dv, vrow);
                         for (int64_t d = 0; d < Dv; d++) o[d] += row.p[j] * vrow[d];
                     }
                     for (int64_t d = 0; d < Dv; d++)
