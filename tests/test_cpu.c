@@ -835,6 +835,64 @@ START_TEST(features_backward)
 END_TEST
 
 
+/* With the reference backend's own support (f19ref): the same call on both,
+ * statistics included (sinks count as one more outcome), for the cases with
+ * sinks and a decode and a prefill length each. */
+static void xcheck_stats(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+{
+    xprob x;
+    sdpa_attention_desc d, od;
+    xprob_make(&x, c, Sq, Skv, seed, false, &d, &od);
+    const size_t ns = (size_t)(x.B * x.Hq * SDPA_STAT_COUNT), no = (size_t)(x.B * x.Hq * Sq * x.D);
+    const size_t nl = (size_t)(x.B * x.Hq * Sq), qe = sdpa_dtype_size(c->qdt);
+    float *st[2], *lse[2];
+    unsigned char *out[2];
+    for (int w = 0; w < 2; w++) {
+        st[w] = malloc(ns * sizeof(float));
+        for (size_t e = 0; e < ns; e++) st[w][e] = NAN;
+        d.tensors.stats = sdpa_tensor_host(st[w], SDPA_DTYPE_F32, x.B, x.Hq, 1, SDPA_STAT_COUNT);
+        for (size_t e = 0; e < no; e++) xstore(x.out, c->qdt, e, NAN);
+        for (size_t e = 0; e < nl; e++) x.lse[e] = NAN;
+        xrun_forward(w == 0 ? g_cpu : g_ref, &d);
+        out[w] = malloc(no * qe);
+        memcpy(out[w], x.out, no * qe);
+        lse[w] = malloc(nl * sizeof(float));
+        memcpy(lse[w], x.lse, nl * sizeof(float));
+    }
+    const double tol = xtol(c->qdt);
+    for (size_t e = 0; e < no; e++) {
+        const float g = xload(out[0], c->qdt, e), w = xload(out[1], c->qdt, e);
+        ck_assert_msg(fabs(g - w) <= tol * (1 + fabs(w)), "%s Sq%lld: out[%zu] %g want %g",
+                      c->name, (long long)Sq, e, g, w);
+    }
+    for (size_t e = 0; e < nl; e++)
+        ck_assert_msg(lse[1][e] == -INFINITY ? lse[0][e] == -INFINITY
+                                             : fabs(lse[0][e] - lse[1][e]) <= 1e-4 * (1 + fabs(lse[1][e])),
+                      "%s Sq%lld: lse[%zu] %g want %g", c->name, (long long)Sq, e, lse[0][e], lse[1][e]);
+    for (size_t e = 0; e < ns; e++)
+        ck_assert_msg(fabs(st[0][e] - st[1][e]) <= 2e-3 * (1 + fabs(st[1][e])),
+                      "%s Sq%lld Skv%lld: stats[%zu] (column %zu) %g want %g", c->name,
+                      (long long)Sq, (long long)Skv, e, e % SDPA_STAT_COUNT, st[0][e], st[1][e]);
+    for (int w = 0; w < 2; w++) {
+        free(st[w]);
+        free(out[w]);
+        free(lse[w]);
+    }
+    xprob_free(&x);
+}
+
+START_TEST(features_stats)
+{
+    const int64_t L = k_xlens[_i % (N_XLENS - 1)];
+    for (int i = 0; i < N_XCASES; i++) {
+        xcase c = k_xcases[i];
+        if (!c.sinks && !c.alibi) continue;
+        xcheck_stats(&c, 1, L, (uint32_t)(_i * 31 + i));
+        xcheck_stats(&c, L, L, (uint32_t)(_i * 37 + i));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -860,6 +918,7 @@ int main(void)
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, features_forward, 0, N_XCASES * N_XLENS);
     tcase_add_loop_test(tc, features_backward, 0, N_XBCASES * (N_XLENS - 1));
+    tcase_add_loop_test(tc, features_stats, 0, N_XLENS - 1);
     suite_add_tcase(s, tc);
     /* Every kernel set this CPU runs besides its default: the parity cases again. */
     static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
