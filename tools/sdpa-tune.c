@@ -150,16 +150,8 @@ static int parse(options *o, int argc, char **argv)
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_flag(&a, "--causal")) {
             o->causal = 1;
-        } else if (ta_value(&a, "--kv-dtype", &val)) {
-            if (val && !ta_parse_kv_dtype(val, &o->kv_dtype))
-                ta_fail(&a, "--kv-dtype: expected f32, f16, bf16, q8_0 or q4_0, got \"%s\"", val);
-        } else if (ta_value(&a, "--page-size", &val)) {
-            if (val && !ta_parse_int(val, 1, 1 << 20, &o->page))
-                ta_fail(&a, "--page-size: expected an integer in [1, 1048576], got \"%s\"", val);
-        } else if (ta_flag(&a, "--alibi")) {
-            o->alibi = 1;
-        } else if (ta_flag(&a, "--sinks")) {
-            o->sinks = 1;
+        } else if (ta_kv_option(&a, &o->kv_dtype, &o->page, &o->alibi, &o->sinks)) {
+            /* --kv-dtype, --page-size, --alibi, --sinks (tools/common/args.c) */
         } else if (ta_value(&a, "--dtype", &val)) {
             if (val && !ta_parse_float_dtype(val, &o->dtype))
                 ta_fail(&a, "--dtype: expected f32, f16 or bf16, got \"%s\"", val);

@@ -419,25 +419,19 @@ sdpa_status sdpa__cpu_backward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
         if (g->dq_gain.mem) ((float *)g->dq_gain.mem)[sdpa__at(&g->dq_gain, 0, 0, 0, d)] = sq;
         if (g->dk_gain.mem) ((float *)g->dk_gain.mem)[sdpa__at(&g->dk_gain, 0, 0, 0, d)] = sk;
     }
-    if (g->dtemperature.mem)
+    /* Per-head gradients (temperature, sinks): the same, per head. */
+    for (int which = 0; which < 2; which++) {
+        const sdpa__ref *r = which ? &g->dsinks : &g->dtemperature;
+        if (!r->mem) continue;
         for (int64_t h = 0; h < p->Hq; h++) {
             float s = 0.0f;
             for (int t = 0; t < nt; t++) {
                 bwd_ws w;
                 bwd_carve(pl, pl->thread_ws + (size_t)t * pl->thread_bytes, &w);
-                s += w.dtemp[h];
+                s += which ? w.dsink[h] : w.dtemp[h];
             }
-            ((float *)g->dtemperature.mem)[sdpa__at(&g->dtemperature, 0, h, 0, 0)] = s;
+            ((float *)r->mem)[sdpa__at(r, 0, h, 0, 0)] = s;
         }
-    if (g->dsinks.mem)
-        for (int64_t h = 0; h < p->Hq; h++) {
-            float s = 0.0f;
-            for (int t = 0; t < nt; t++) {
-                bwd_ws w;
-                bwd_carve(pl, pl->thread_ws + (size_t)t * pl->thread_bytes, &w);
-                s += w.dsink[h];
-            }
-            ((float *)g->dsinks.mem)[sdpa__at(&g->dsinks, 0, h, 0, 0)] = s;
-        }
+    }
     return SDPA_OK;
 }

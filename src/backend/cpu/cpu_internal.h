@@ -120,6 +120,16 @@ static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
     return dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0 ? 32 : 1;
 }
 
+/* The q8_0 / q4_0 block holding element e of rows from base (element index
+ * row * row_blocks * 32 + column), with its f16 scale bits in *dh. */
+static inline const unsigned char *sdpa__cpu_block_of(const void *base, sdpa_dtype dt,
+                                                      ptrdiff_t e, uint16_t *dh)
+{
+    const unsigned char *blk = (const unsigned char *)base + (size_t)(e >> 5) * sdpa__cpu_unit_bytes(dt);
+    memcpy(dh, blk, sizeof *dh);
+    return blk;
+}
+
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
 #ifdef SDPA_CPU_HAVE_AVX2
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;

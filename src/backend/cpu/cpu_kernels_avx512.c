@@ -364,17 +364,15 @@ SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16
     if (dt == SDPA_DTYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)base + e);
     if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
         if (!m) return _mm512_setzero_ps(); /* columns past the row: no block there */
-        const unsigned char *blk = (const unsigned char *)base +
-                                   (size_t)(e >> 5) * sdpa__cpu_unit_bytes(dt);
         uint16_t dh;
-        memcpy(&dh, blk, sizeof dh);
-        const __m512 d = _mm512_set1_ps(_cvtsh_ss(dh));
+        const unsigned char *blk = sdpa__cpu_block_of(base, dt, e, &dh);
+        const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)dh)); /* broadcast, convert */
         __m512i x;
         if (dt == SDPA_DTYPE_Q8_0) {
             x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk + 2 + (e & 31)));
-        } else {
-            __m128i b = _mm_maskz_loadu_epi8(m, blk + 2);
-            if (e & 16) b = _mm_srli_epi16(b, 4);
+        } else { /* elements 16..31 of a block: the high nibbles (shift without a branch) */
+            __m128i b = _mm_srl_epi16(_mm_maskz_loadu_epi8(m, blk + 2),
+                                      _mm_cvtsi32_si128((int)(e & 16) >> 2));
             b = _mm_and_si128(b, _mm_set1_epi8(15));
             x = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
         }

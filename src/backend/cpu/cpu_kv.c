@@ -35,9 +35,9 @@ sdpa__cpu_kv sdpa__cpu_kv_plain(const sdpa__ref *r, sdpa_dtype dt)
 
 float sdpa__cpu_block_elem(const void *row, sdpa_dtype dt, int64_t e)
 {
-    const unsigned char *blk = (const unsigned char *)row +
-                               (size_t)(e / 32) * sdpa__cpu_unit_bytes(dt);
-    const float d = sdpa__f16_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+    uint16_t dh;
+    const unsigned char *blk = sdpa__cpu_block_of(row, dt, (ptrdiff_t)e, &dh);
+    const float d = sdpa__f16_to_f32(dh);
     const int t = (int)(e % 32);
     if (dt == SDPA_DTYPE_Q8_0) return d * (float)(int8_t)blk[2 + t];
     const int nib = t < 16 ? blk[2 + t] & 15 : blk[2 + t - 16] >> 4;
