@@ -81,11 +81,14 @@ typedef struct sdpa__cpu_kernels {
      * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
      * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
      * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
+    /* pf: rows from A / V (counted from the first) that follow at the row
+     * stride and may be prefetched (beyond M / K: the next tile's); a page
+     * of paged K/V passes its own length, PTRDIFF_MAX otherwise. */
     void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf);
     void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
                   sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                  const float *c_scale);
+                  const float *c_scale, ptrdiff_t pf);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */

@@ -445,7 +445,7 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
  * independent FMA chains), the 8 sums reduced together by hsum8. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc)
+                           ptrdiff_t ldc, ptrdiff_t pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
@@ -453,6 +453,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
         for (int k = 0; k < 2; k++) {
+            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
             const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
             for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
@@ -486,7 +487,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
  * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
 SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale)
+                         const float *c_scale, ptrdiff_t pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt);
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
@@ -501,8 +502,9 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
                            : _mm256_setzero_ps();
     }
     for (int k = 0; k < K; k++) {
-        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
-                         (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
+        if (k + ahead_rows < pf)
+            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
+                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
         const __m256 v0 = load_kv8(V, dt, k * lve + c0, n);
         const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * lve + c0 + 8, n1) : _mm256_setzero_ps();
 #pragma GCC unroll 4

@@ -409,7 +409,7 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
  * independent FMA chains), the 16 sums reduced together by hsum16. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc)
+                           ptrdiff_t ldc, ptrdiff_t pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
@@ -417,6 +417,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
         for (int k = 0; k < 4; k++) {
+            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
             const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
             for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
@@ -450,7 +451,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
  * row chunk is loaded and converted once for the NR rows. */
 SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale)
+                         const float *c_scale, ptrdiff_t pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt);
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
@@ -465,8 +466,9 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
     for (int k = 0; k < K; k++) {
-        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
-                         (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
+        if (k + ahead_rows < pf)
+            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
+                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
         __m512 v[4];
 #pragma GCC unroll 4
         for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * lve + c0 + 16 * q, m[q]);

@@ -150,8 +150,9 @@ static inline float kv_elem(const void *base, sdpa_dtype dt, ptrdiff_t e)
 
 static inline __attribute__((always_inline)) void
 dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_t lda,
-              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
+              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf)
 {
+    (void)pf; /* no prefetch here */
     const ptrdiff_t lde = lda * sdpa__cpu_unit_elems(dt);
     for (int j = 0; j < M; j++)
         for (int i = 0; i < NI; i++) {
@@ -163,8 +164,10 @@ dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_
 
 static inline __attribute__((always_inline)) void
 pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp, const void *V,
-            sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *c_scale)
+            sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *c_scale,
+            ptrdiff_t pf)
 {
+    (void)pf;
     const ptrdiff_t lve = ldv * sdpa__cpu_unit_elems(dt);
     for (int r = 0; r < NR; r++) {
         float *c = C + r * ldc;
