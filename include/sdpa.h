@@ -492,6 +492,20 @@ SDPA_API sdpa_status sdpa_merge(sdpa_context *ctx, int n,
                                 const sdpa_tensor *outs, const sdpa_tensor *lses,
                                 const sdpa_tensor *out, const sdpa_tensor *lse);
 
+/* sdpa_merge for attention with sinks (since 0.2), which counts each sink
+ * once: compute the partials WITHOUT tensors.sinks (a sink given to every
+ * partial would be counted n times) and pass the sinks here, (1,H,1,1) f32
+ * as in sdpa_forward_tensors (-inf: none). The sink is one more partial with
+ * output 0 and lse = sink_h: lse = log(exp(sink_h) + sum_i exp(lse_i)),
+ * out = sum_i exp(lse_i - lse) out_i; a row empty in every partial gets out
+ * 0 and lse sink_h, as one call over all keys with the sinks gives. sinks
+ * may be NULL (then it is sdpa_merge); it is an input, so the results may
+ * not share memory with it. */
+SDPA_API sdpa_status sdpa_merge_sinks(sdpa_context *ctx, int n,
+                                      const sdpa_tensor *outs, const sdpa_tensor *lses,
+                                      const sdpa_tensor *sinks,
+                                      const sdpa_tensor *out, const sdpa_tensor *lse);
+
 /* ---- devices ----------------------------------------------------------------- */
 
 typedef struct sdpa_device_info {
@@ -654,6 +668,10 @@ typedef struct sdpa_slot_info {
     int kv;              /* 1: dtype NONE means the K/V storage dtype (k, v,
                             k_pages, v_pages; dk, dv), which may differ from
                             q's */
+    int paged;           /* 1: present exactly in a paged call (k_pages,
+                            v_pages, block_table, whose presence makes the
+                            call paged); -1: absent from a paged call (k, v;
+                            dk, dv, the backward being unpaged); 0: either */
 } sdpa_slot_info;
 
 /* Number of slots in the group (0 for an unknown group). */

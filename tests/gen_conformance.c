@@ -15,6 +15,8 @@
  * edges of every backend (1, 7, 63, 65, 257).
  */
 #include "naive_attention.h"
+#define GEN_PROG "gen_conformance"
+#include "gen_inputs.h"
 /* The library's one hash, by relative path (header-only, no dependencies). */
 #include "../src/core/bytes.h"
 
@@ -76,48 +78,7 @@ static void die(const char *what, const char *path)
     exit(1);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "gen_conformance: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* ---- inputs ------------------------------------------------------------------- */
-
-static uint64_t g_rng;
-
-static uint64_t next(void)
-{
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return g_rng * 0x2545F4914F6CDD1Dull;
-}
-
-/* Bell-shaped, standard deviation about 1, a multiple of 1/1024, never 0. */
-static double value(void)
-{
-    for (;;) {
-        int64_t s = 0;
-        for (int t = 0; t < 3; t++)
-            s += (int64_t)(next() % 2049) - 1024;
-        if (s != 0)
-            return (double)s / 1024.0;
-    }
-}
-
-/* Rounds x to the storage dtype and back. */
-static float stored(sdpa_dtype dt, double x)
-{
-    float f = (float)x;
-    if (dt == SDPA_DTYPE_F16) return from_f16(to_f16(f));
-    if (dt == SDPA_DTYPE_BF16) return from_bf16(to_bf16(f));
-    return f;
-}
+/* ---- inputs (gen_inputs.h) ---------------------------------------------------- */
 
 static float *values(size_t n, sdpa_dtype dt, double shift)
 {

@@ -15,11 +15,18 @@
  *   - |v| near FLT_MAX / Skv: the documented bound (docs/semantics.md) below
  *     which out is finite and accurate; past it only the overflowing column
  *     may be non-finite.
+ *   - the optional capabilities (ALiBi, sinks, a K/V dtype other than q's,
+ *     q8_0 K/V, paged K/V, the backward with ALiBi or sinks;
+ *     src/core/capabilities.h): a backend that declares one computes it
+ *     (equal to the reference), one that does not refuses the plan with
+ *     SDPA_ERR_UNSUPPORTED naming the first capability it lacks.
  * Values past the f32 range are refused by validation (tests/test_validate.c,
  * bad_scalars). Run time: ~1 s on the host backends, a few minutes with
  * OpenCL (PoCL) and Vulkan (lavapipe).
  */
 #include "testutil.h"
+
+#include "capabilities.h"
 
 #include <float.h>
 #include <math.h>
@@ -332,6 +339,118 @@ START_TEST(v_magnitude_bound)
 }
 END_TEST
 
+/* ---- optional capabilities: computed, or refused by name ------------------- */
+
+enum { CB = 2, CH = 2, CHK = 1, CSQ = 3, CSK = 40, CD = 32, CPG = 8, CT = CSK / CPG,
+       CP = CB * CT };
+
+START_TEST(capabilities_computed_or_named)
+{
+    sdpa_context *ctx = tbackend_ctx(_i, "capabilities_computed_or_named");
+    if (!ctx) return;
+    sdpa_context *ref = tcontext(SDPA_BACKEND_REFERENCE, NULL);
+    ck_assert_ptr_nonnull(ref);
+    const sdpa__backend *be = sdpa__backend_get(tkinds(_i));
+    trng r;
+    trng_seed(&r, 19);
+    static float q[CB * CH * CSQ * CD], k[CB * CHK * CSK * CD], v[CB * CHK * CSK * CD],
+        out[CB * CH * CSQ * CD], want[CB * CH * CSQ * CD], lse[CB * CH * CSQ], slopes[CH],
+        sinks[CH];
+    static uint16_t kh[CB * CHK * CSK * CD], vh[CB * CHK * CSK * CD];
+    static uint8_t kq[CB * CHK * CSK * CD / 32 * 34], vq[CB * CHK * CSK * CD / 32 * 34];
+    static int32_t table[CB * CT], lens[CB] = {CSK, CSK - 11};
+    for (size_t e = 0; e < sizeof q / sizeof *q; e++) q[e] = (float)trng_normal(&r);
+    for (size_t e = 0; e < sizeof k / sizeof *k; e++) {
+        k[e] = (float)trng_normal(&r);
+        v[e] = (float)trng_normal(&r);
+        kh[e] = sdpa__f32_to_f16(k[e]);
+        vh[e] = sdpa__f32_to_f16(v[e]);
+    }
+    for (size_t e = 0; e < sizeof kq; e++) kq[e] = vq[e] = (uint8_t)(trng_next(&r) >> 40);
+    for (size_t blk = 0; blk < sizeof kq / 34; blk++) { /* finite f16 scales */
+        const uint16_t d = sdpa__f32_to_f16(0.01f * (float)(blk % 5 + 1));
+        memcpy(kq + 34 * blk, &d, 2);
+        memcpy(vq + 34 * blk, &d, 2);
+    }
+    for (int e = 0; e < CB * CT; e++) table[e] = (e * 3 + 1) % CP;
+    for (int h = 0; h < CH; h++) {
+        slopes[h] = 0.25f * (float)(h + 1);
+        sinks[h] = (float)h - 0.5f;
+    }
+    /* scenario -> the capabilities it needs, in capabilities.h's order */
+    static const char *const names[] = {"alibi", "sinks", "f16 K/V", "q8_0 K/V", "paged",
+                                        "alibi backward", "sinks backward"};
+    const unsigned needs[] = {SDPA__FEAT_ALIBI, SDPA__FEAT_SINKS, SDPA__FEAT_KV_DTYPE,
+                              SDPA__FEAT_KV_DTYPE | SDPA__FEAT_KV_BLOCK, SDPA__FEAT_PAGED,
+                              SDPA__FEAT_ALIBI | SDPA__FEAT_ALIBI_BACKWARD,
+                              SDPA__FEAT_SINKS | SDPA__FEAT_SINKS_BACKWARD};
+    for (int sc = 0; sc < (int)(sizeof needs / sizeof *needs); sc++) {
+        sdpa_attention_desc d;
+        sdpa_attention_desc_init(&d);
+        sdpa_attention_desc_set_causal(&d, SDPA_DIAGONAL_BOTTOM_RIGHT);
+        sdpa_forward_tensors *t = &d.tensors;
+        t->q = sdpa_tensor_host(q, SDPA_DTYPE_F32, CB, CH, CSQ, CD);
+        t->k = sdpa_tensor_host(k, SDPA_DTYPE_F32, CB, CHK, CSK, CD);
+        t->v = sdpa_tensor_host(v, SDPA_DTYPE_F32, CB, CHK, CSK, CD);
+        t->lse = sdpa_tensor_host(lse, SDPA_DTYPE_F32, CB, CH, CSQ, 1);
+        if (needs[sc] & SDPA__FEAT_ALIBI)
+            t->alibi_slopes = sdpa_tensor_host(slopes, SDPA_DTYPE_F32, 1, CH, 1, 1);
+        if (needs[sc] & SDPA__FEAT_SINKS)
+            t->sinks = sdpa_tensor_host(sinks, SDPA_DTYPE_F32, 1, CH, 1, 1);
+        if (needs[sc] == SDPA__FEAT_KV_DTYPE) {
+            t->k = sdpa_tensor_host(kh, SDPA_DTYPE_F16, CB, CHK, CSK, CD);
+            t->v = sdpa_tensor_host(vh, SDPA_DTYPE_F16, CB, CHK, CSK, CD);
+        }
+        if (needs[sc] & SDPA__FEAT_KV_BLOCK) {
+            t->k = sdpa_tensor_host(kq, SDPA_DTYPE_Q8_0, CB, CHK, CSK, CD);
+            t->v = sdpa_tensor_host(vq, SDPA_DTYPE_Q8_0, CB, CHK, CSK, CD);
+        }
+        if (needs[sc] & SDPA__FEAT_PAGED) { /* the same arrays as a pool of CP pages */
+            t->k.dtype = t->v.dtype = SDPA_DTYPE_NONE;
+            t->k_pages = sdpa_tensor_host(k, SDPA_DTYPE_F32, CP, CHK, CPG, CD);
+            t->v_pages = sdpa_tensor_host(v, SDPA_DTYPE_F32, CP, CHK, CPG, CD);
+            t->block_table = sdpa_tensor_host(table, SDPA_DTYPE_I32, CB, 1, 1, CT);
+            t->kv_len = sdpa_tensor_host(lens, SDPA_DTYPE_I32, CB, 1, 1, 1);
+        }
+        const bool backward = needs[sc] & (SDPA__FEAT_ALIBI_BACKWARD | SDPA__FEAT_SINKS_BACKWARD);
+        sdpa_plan_options po;
+        sdpa_plan_options_init(&po);
+        if (backward) po.flags = SDPA_PLAN_BACKWARD;
+        sdpa_plan *plan = NULL;
+        t->out = sdpa_tensor_host(want, SDPA_DTYPE_F32, CB, CH, CSQ, CD);
+        ck_assert_int_eq(sdpa_attention_forward(ref, &d), SDPA_OK);
+        t->out = sdpa_tensor_host(out, SDPA_DTYPE_F32, CB, CH, CSQ, CD);
+        sdpa_status st = sdpa_plan_create(ctx, &d, &po, &plan);
+        const unsigned missing = needs[sc] & ~be->features;
+        if (missing) {
+            int first = __builtin_ctz(missing);
+            sdpa_error_info info;
+            ck_assert_msg(st == SDPA_ERR_UNSUPPORTED, "%s: %s lacks %s but got %s", names[sc],
+                          be->name, sdpa__feature_name(first), sdpa_status_name(st));
+            ck_assert_int_eq(sdpa_context_last_error(ctx, &info), SDPA_OK);
+            ck_assert_msg(strstr(info.message, sdpa__feature_name(first)) != NULL,
+                          "%s: message '%s' does not name %s", names[sc], info.message,
+                          sdpa__feature_name(first));
+            ck_assert_ptr_null(plan);
+            fprintf(stderr, "note: %s: %s: unsupported (%s)\n", be->name, names[sc],
+                    info.message);
+            continue;
+        }
+        ck_assert_msg(st == SDPA_OK, "%s on %s: %s", names[sc], be->name, sdpa_status_name(st));
+        for (size_t e = 0; e < sizeof out / sizeof *out; e++) out[e] = NAN;
+        ck_assert_int_eq(sdpa_plan_forward(plan, t), SDPA_OK);
+        ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+        for (size_t e = 0; e < sizeof out / sizeof *out; e++)
+            ck_assert_msg(fabsf(out[e] - want[e]) <= 2e-4f * (1 + fabsf(want[e])),
+                          "%s on %s: out[%zu] %g vs %g", names[sc], be->name, e, out[e],
+                          want[e]);
+        sdpa_plan_destroy(plan);
+    }
+    sdpa_context_destroy(ref);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("badinput");
@@ -341,6 +460,7 @@ int main(void)
     tcase_add_loop_test(t, softcap_range, 0, TKINDS);
     tcase_add_loop_test(t, scalar_attr_limits, 0, TKINDS);
     tcase_add_loop_test(t, v_magnitude_bound, 0, TKINDS);
+    tcase_add_loop_test(t, capabilities_computed_or_named, 0, TKINDS);
     suite_add_tcase(s, t);
     return trun_suite(s);
 }

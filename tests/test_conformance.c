@@ -3,10 +3,16 @@
  * the tools' sdpa-case/1 loader (tools/common/case.c, case_run.c).
  *
  * - Every case of the repository's corpus (tests/conformance) passes on the
- *   reference backend, and on the cpu backend when it is compiled in; cases
- *   of an extra corpus ($SDPA_CONFORMANCE_DIR, where it exists) pass or are
- *   SKIPPED, never FAIL. The corpus equals what tests/gen_conformance.c
- *   writes now (corpus_is_fresh).
+ *   reference backend, and on the cpu backend when it is compiled in; so do
+ *   the cases of an extra corpus ($SDPA_CONFORMANCE_DIR, where it exists).
+ *   The corpus equals what tests/gen_conformance.c writes now
+ *   (corpus_is_fresh).
+ * - The wave-2 corpus (tests/conformance-wave2: ALiBi, sinks, mixed,
+ *   quantized and paged K/V) on every compiled backend that declares any of
+ *   those capabilities (sdpa__backend.features, capabilities.h): a case
+ *   passes, or is UNSUPPORTED naming a capability that backend lacks; a
+ *   backend with all of them (the reference) passes every case. So a
+ *   backend is checked as soon as it sets its feature bits.
  * - The runner is not vacuous: a perturbed expected output, a misplaced
  *   infinity and a wrong -inf all FAIL; permuted stats columns (by name) and
  *   an i64 kv_len still PASS.
@@ -16,14 +22,17 @@
  *   as FAIL with a reason naming the problem, never a crash; so do hostile
  *   ones (text after the JSON object, a NUL byte, symlinks resolving outside
  *   the case folder, a FIFO that must not block), and a folder of
- *   self-symlinks yields each case once. Inputs of sdpa-case/1 the runner
- *   does not support yet (alibi_slopes, sinks, paged K/V, q8_0/q4_0, mixed
- *   K/V dtypes, dsinks) are SKIPPED with the input named.
+ *   self-symlinks yields each case once. The wave-2 inputs are checked
+ *   like the others (wave2_inputs_checked): K and V in one dtype, paged
+ *   inputs only with a block table (and k, v not with one), block-table
+ *   entries inside the pool, a block dtype only for K/V and with a last axis
+ *   a multiple of 32, dsinks only with sinks.
  * Runs in a few seconds (small cases, reference backend); writes only below
  * a mkdtemp folder that it removes.
  */
 #include "testutil.h"
 
+#include "capabilities.h"
 #include "case.h"
 #include "corpus.h"
 
@@ -99,11 +108,11 @@ static void tmp_setup(void)
 static void tmp_teardown(void) { rm_rf(g_tmp); }
 
 /* Copies the shared case `name` to g_tmp/dst and returns its path. */
-static const char *copy_case(const char *name, const char *dst)
+static const char *copy_case_from(const char *root, const char *name, const char *dst)
 {
     static char out[512];
-    char src[512];
-    snprintf(src, sizeof src, "%s/%s", conf_dir(), name);
+    char src[1200];
+    snprintf(src, sizeof src, "%s/%s", root, name);
     snprintf(out, sizeof out, "%s/%s", g_tmp, dst);
     ck_assert_int_eq(mkdir(out, 0755), 0);
     DIR *d = opendir(src);
@@ -112,7 +121,7 @@ static const char *copy_case(const char *name, const char *dst)
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char a[1024], b[1024];
+        char a[1500], b[1024];
         size_t n;
         snprintf(a, sizeof a, "%s/%s", src, e->d_name);
         snprintf(b, sizeof b, "%s/%s", out, e->d_name);
@@ -122,6 +131,11 @@ static const char *copy_case(const char *name, const char *dst)
     }
     closedir(d);
     return out;
+}
+
+static const char *copy_case(const char *name, const char *dst)
+{
+    return copy_case_from(conf_dir(), name, dst);
 }
 
 static cJSON *read_json(const char *dir)
@@ -187,9 +201,8 @@ static void expect_pass(const char *dir)
 
 /* ---- the shared cases ------------------------------------------------------------------ */
 
-/* Every case of the repository's corpus passes; cases of an extra corpus
- * (SDPA_CONFORMANCE_DIR) pass or are SKIPPED (inputs this runner does not
- * know yet), never FAIL. */
+/* Every case of the repository's corpus and of an extra corpus
+ * (SDPA_CONFORMANCE_DIR) passes. */
 static void run_all_on(sdpa_backend_kind kind)
 {
     sdpa_status st;
@@ -205,10 +218,6 @@ static void run_all_on(sdpa_backend_kind kind)
         for (size_t i = 0; i < list.n; i++) {
             sc_result r;
             sc_check_dir(ctx, list.paths[i], &r);
-            if (k > 0 && r.verdict == SC_SKIPPED) {
-                fprintf(stderr, "%s: skipped (%s)\n", list.paths[i], r.reason);
-                continue;
-            }
             ck_assert_msg(r.verdict == SC_PASS, "%s on %s: %s", list.paths[i],
                           sdpa_backend_name(kind), r.reason);
             ck_assert_int_gt(r.ncmp, 0);
@@ -233,6 +242,106 @@ START_TEST(all_cases_cpu)
         return;
     }
     run_all_on(SDPA_BACKEND_CPU);
+}
+END_TEST
+
+/* The wave-2 corpus beside the repository's: tests/conformance-wave2. */
+static void wave2_dir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s-wave2", tcorpus_main());
+}
+
+/* Runs the wave-2 corpus on backend `kind` if it is compiled in, loadable
+ * and declares any wave-2 capability: each case passes, or (only where the
+ * backend lacks a capability) is UNSUPPORTED naming one it lacks. Returns
+ * the number of cases that passed (-1: not run). */
+static int run_wave2_dir_on(sdpa_backend_kind kind, const char *dir, size_t min_cases);
+static int run_wave2_on(sdpa_backend_kind kind)
+{
+    char dir[1100];
+    wave2_dir(dir, sizeof dir);
+    return run_wave2_dir_on(kind, dir, 11);
+}
+
+static int run_wave2_dir_on(sdpa_backend_kind kind, const char *dir, size_t min_cases)
+{
+    const sdpa__backend *be = sdpa__backend_get(kind);
+    if (!be || !sdpa_backend_compiled(kind) || be->features == 0)
+        return -1;
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(kind, &st);
+    if (!ctx) {
+        fprintf(stderr, "note: wave-2 corpus not run on %s: %s\n", sdpa_backend_name(kind),
+                sdpa_status_name(st));
+        return -1;
+    }
+    char err[512];
+    sc_list list = {0};
+    ck_assert_msg(sc_find(dir, &list, err, sizeof err), "%s", err);
+    ck_assert_uint_ge(list.n, min_cases);
+    int passed = 0;
+    for (size_t i = 0; i < list.n; i++) {
+        sc_result r;
+        sc_check_dir(ctx, list.paths[i], &r);
+        if (r.verdict == SC_UNSUPPORTED && be->features != SDPA__FEAT_ALL) {
+            int named = 0; /* the refusal names a capability the backend lacks */
+            for (int b = 0; b < SDPA__FEAT_COUNT; b++)
+                named |= !(be->features >> b & 1u) && strstr(r.reason, sdpa__feature_name(b));
+            ck_assert_msg(named, "%s on %s: UNSUPPORTED without a missing capability: %s",
+                          list.paths[i], be->name, r.reason);
+            continue;
+        }
+        ck_assert_msg(r.verdict == SC_PASS, "%s on %s: %s", list.paths[i], be->name, r.reason);
+        passed++;
+    }
+    fprintf(stderr, "wave-2 cases of %s on %s: %d of %zu pass\n", dir, be->name, passed, list.n);
+    sc_list_free(&list);
+    sdpa_context_destroy(ctx);
+    return passed;
+}
+
+START_TEST(wave2_reference_passes_all)
+{
+    char dir[1100], err[512];
+    wave2_dir(dir, sizeof dir);
+    sc_list list = {0};
+    ck_assert_msg(sc_find(dir, &list, err, sizeof err), "%s", err);
+    ck_assert_uint_eq(sdpa__backend_get(SDPA_BACKEND_REFERENCE)->features, SDPA__FEAT_ALL);
+    ck_assert_int_eq(run_wave2_on(SDPA_BACKEND_REFERENCE), (int)list.n);
+    sc_list_free(&list);
+}
+END_TEST
+
+START_TEST(wave2_backends_by_features)
+{
+    const sdpa_backend_kind kinds[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
+                                       SDPA_BACKEND_VULKAN};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        run_wave2_on(kinds[k]);
+}
+END_TEST
+
+/* The generated wave-2 cases (tests/gen_wave2.c: every feature and
+ * combination at lengths 1, 7, 63, 65, 257, 1000, expected from its own
+ * float64 oracle) on the reference, all passing, and on every backend that
+ * declares wave-2 capabilities. */
+START_TEST(wave2_generated_by_features)
+{
+    const char *gen = getenv("SDPA_GEN_WAVE2");
+    ck_assert_msg(gen && *gen, "SDPA_GEN_WAVE2 is not set (tests/meson.build sets it)");
+    char dir[1024], cmd[2200];
+    snprintf(dir, sizeof dir, "%s/gen_wave2", g_tmp);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' >/dev/null", gen, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    sc_list list = {0};
+    char err[512];
+    ck_assert_msg(sc_find(dir, &list, err, sizeof err), "%s", err);
+    ck_assert_int_eq(run_wave2_dir_on(SDPA_BACKEND_REFERENCE, dir, 14), (int)list.n);
+    sc_list_free(&list);
+    const sdpa_backend_kind kinds[] = {SDPA_BACKEND_CPU, SDPA_BACKEND_OPENCL,
+                                       SDPA_BACKEND_VULKAN};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        run_wave2_dir_on(kinds[k], dir, 14);
 }
 END_TEST
 
@@ -581,7 +690,7 @@ START_TEST(malformed_fields)
     expect_fail(d, "inputs.q: shape[2]");
     FRESH();
     set_field(d, "inputs", "k", "shape", shape4(1, 2, 16, 65)); /* same bytes, D differs */
-    expect_fail(d, "inputs.k: shape must be");
+    expect_fail(d, "inputs.k: shape [1,2,16,65], expected [1,2,16,16]");
     FRESH();
     set_field(d, "inputs", "q", "shape", shape4(2147483647.0, 2147483647.0, 2147483647.0, 8));
     expect_fail(d, "overflows");
@@ -798,79 +907,91 @@ END_TEST
 
 /* ---- inputs this runner does not know yet: SKIPPED, named ------------------------------ */
 
-static void add_input(const char *d, const char *key, const char *dtype, const double *shape,
-                      int rank, const char *file, size_t bytes)
+/* A wave-2 case (tests/conformance-wave2) copied into the temp folder. */
+static const char *copy_w2(const char *name, const char *dst)
 {
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "dtype", dtype);
-    cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(shape, rank));
-    cJSON_AddStringToObject(e, "file", file);
-    set_field(d, "inputs", key, NULL, e);
+    char root[1100];
+    wave2_dir(root, sizeof root);
+    return copy_case_from(root, name, dst);
+}
+
+static void rewrite_i32(const char *d, const char *file, size_t at, int32_t v)
+{
     char p[1024];
+    size_t n;
     snprintf(p, sizeof p, "%s/%s", d, file);
-    char *zero = calloc(1, bytes);
-    spit(p, zero, bytes);
-    free(zero);
+    int32_t *x = (int32_t *)slurp(p, &n);
+    ck_assert_uint_gt(n, at * 4);
+    x[at] = v;
+    spit(p, x, n);
+    free(x);
 }
 
-static void expect_skipped(const char *dir, const char *needle)
+START_TEST(wave2_inputs_checked)
 {
-    sc_result r = run_dir(dir);
-    ck_assert_msg(r.verdict == SC_SKIPPED, "%s: expected SKIPPED, got %d (%s)", dir,
-                  (int)r.verdict, r.reason);
-    ck_assert_msg(strstr(r.reason, needle) != NULL, "%s: reason \"%s\" lacks \"%s\"", dir,
-                  r.reason, needle);
-    ck_assert_int_eq(r.ncmp, 0);
-}
-
-START_TEST(unknown_inputs_skipped)
-{
-    const double h[1] = {2}, pages[4] = {4, 2, 32, 16}, table[2] = {1, 3}, kv[1] = {1},
-                 kq[4] = {1, 2, 65, 32};
-    const char *d = copy_case("basic", "alibi");
-    add_input(d, "alibi_slopes", "f32", h, 1, "alibi_slopes.f32", 8);
-    expect_skipped(d, "input 'alibi_slopes' not supported yet");
-    d = copy_case("basic", "sinks");
-    add_input(d, "sinks", "f32", h, 1, "sinks.f32", 8);
-    expect_skipped(d, "input 'sinks' not supported yet");
-    /* paged K/V: k and v replaced by pages and a block table */
-    d = copy_case("basic", "paged");
-    set_field(d, "inputs", "k", NULL, NULL);
-    set_field(d, "inputs", "v", NULL, NULL);
-    add_input(d, "k_pages", "f32", pages, 4, "k_pages.f32", 4 * 2 * 32 * 16 * 4);
-    add_input(d, "v_pages", "f32", pages, 4, "v_pages.f32", 4 * 2 * 32 * 16 * 4);
-    add_input(d, "block_table", "i32", table, 2, "block_table.i32", 12);
-    add_input(d, "kv_len", "i32", kv, 1, "kv_len.i32", 4);
-    expect_skipped(d, "input 'k_pages' not supported yet");
-    /* block-quantized K/V: the dtype is named */
-    d = copy_case("basic", "q8_0");
-    add_input(d, "k", "q8_0", kq, 4, "k.q8_0", 2 * 65 * 34);
-    add_input(d, "v", "q8_0", kq, 4, "v.q8_0", 2 * 65 * 34);
-    expect_skipped(d, "dtype 'q8_0' not supported yet");
-    d = copy_case("basic", "q4_0");
-    add_input(d, "k", "q4_0", kq, 4, "k.q4_0", 2 * 65 * 18);
-    expect_skipped(d, "dtype 'q4_0' not supported yet");
-    /* mixed precision: k and v in bf16 under an f32 case */
-    d = copy_case("basic", "mixed");
-    const double ks[4] = {1, 2, 65, 16};
-    add_input(d, "k", "bf16", ks, 4, "k.bf16", 2 * 65 * 16 * 2);
-    add_input(d, "v", "bf16", ks, 4, "v.bf16", 2 * 65 * 16 * 2);
-    expect_skipped(d, "k/v dtype 'bf16' with q's 'f32' (mixed precision) not supported yet");
-    /* an expected output of those features */
-    d = copy_case("backward_softcap", "dsinks");
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "dtype", "f32");
-    cJSON_AddItemToObject(e, "shape", cJSON_CreateDoubleArray(h, 1));
-    cJSON_AddStringToObject(e, "file", "dsinks.expected.f32");
-    set_field(d, "expected", "dsinks", NULL, e);
-    expect_skipped(d, "output 'dsinks' not supported yet");
-    /* still malformed, not skipped: k and v in different dtypes, a typo */
-    d = copy_case("basic", "kv_differ");
-    add_input(d, "k", "bf16", ks, 4, "k.bf16", 2 * 65 * 16 * 2);
-    expect_fail(d, "inputs.v: dtype f32 differs from k's bf16");
-    d = copy_case("basic", "typo");
-    add_input(d, "alibi_slope", "f32", h, 1, "alibi_slope.f32", 8);
+    /* the wave-2 inputs load and run: each case passes as copied */
+    expect_pass(copy_w2("w2_paged", "paged_ok"));
+    /* paged: k and v only without a block table, pages only with one */
+    const char *d = copy_w2("w2_paged", "paged_with_k");
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "dtype", "f32");
+    cJSON_AddItemToObject(k, "shape", shape4(1, 1, 1, 64)); /* q.f32's 256 bytes */
+    cJSON_AddStringToObject(k, "file", "q.f32");
+    set_field(d, "inputs", "k", NULL, k);
+    expect_fail(d, "\"k\" given in a paged case");
+    d = copy_w2("w2_paged", "pages_without_table");
+    set_field(d, "inputs", "block_table", NULL, NULL);
+    expect_fail(d, "needs block_table");
+    d = copy_w2("w2_paged", "table_without_pages");
+    set_field(d, "inputs", "v_pages", NULL, NULL);
+    expect_fail(d, "missing \"v_pages\" (paged K/V");
+    /* a block-table entry outside the pool */
+    d = copy_w2("w2_paged", "table_outside_pool");
+    rewrite_i32(d, "block_table.i32", 1, 1000);
+    expect_fail(d, "block_table[1] = 1000 is outside [0, pages-1 = ");
+    rewrite_i32(d, "block_table.i32", 1, -1);
+    expect_fail(d, "block_table[1] = -1");
+    /* K and V in one dtype */
+    d = copy_w2("w2_mixed_f16q_bf16kv", "kv_differ");
+    set_field(d, "inputs", "v", "dtype", cJSON_CreateString("f16"));
+    expect_fail(d, "inputs.v: dtype f16 differs from k's bf16");
+    /* a block dtype: last axis a multiple of 32, K/V only */
+    d = copy_w2("w2_q8_0_kv", "q8_0_axis");
+    cJSON *j = read_json(d);
+    cJSON *sh = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputs"), "k"),
+                                    "shape");
+    ck_assert_ptr_nonnull(sh);
+    double s4[4];
+    for (int a = 0; a < 4; a++)
+        s4[a] = cJSON_GetArrayItem(sh, a)->valuedouble;
+    cJSON_Delete(j);
+    set_field(d, "inputs", "k", "shape", shape4(s4[0], s4[1], s4[2] * 2, s4[3] / 2));
+    expect_fail(d, "inputs.k: a q8_0 tensor's last axis (16) must be a multiple of 32");
+    d = copy_w2("w2_q8_0_kv", "q8_0_mask");
+    set_field(d, "inputs", "q", "dtype", cJSON_CreateString("q8_0"));
+    expect_fail(d, "inputs.q");
+    /* dsinks needs sinks; a typo is unknown */
+    d = copy_w2("w2_backward_sinks_alibi_softcap", "dsinks_no_sinks");
+    set_field(d, "inputs", "sinks", NULL, NULL);
+    expect_fail(d, "expected.dsinks: needs inputs.sinks");
+    d = copy_w2("w2_alibi_causal", "typo");
+    j = read_json(d);
+    cJSON *slopes = cJSON_Duplicate(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputs"), "alibi_slopes"), 1);
+    cJSON_Delete(j);
+    set_field(d, "inputs", "alibi_slopes", NULL, NULL);
+    set_field(d, "inputs", "alibi_slope", NULL, slopes);
     expect_fail(d, "unknown input \"alibi_slope\"");
+    /* a wrong expected dsinks fails (the output is compared, not ignored) */
+    d = copy_w2("w2_backward_sinks_alibi_softcap", "dsinks_wrong");
+    char p[1024];
+    size_t n;
+    snprintf(p, sizeof p, "%s/dsinks.expected.f32", d);
+    float *ds = (float *)slurp(p, &n);
+    ds[0] += 0.01f;
+    spit(p, ds, n);
+    free(ds);
+    expect_fail(d, "dsinks: max_abs");
 }
 END_TEST
 
@@ -1011,6 +1132,9 @@ static Suite *suite(void)
     tcase_add_test(t, all_cases_reference);
     tcase_add_test(t, all_cases_cpu);
     tcase_add_test(t, find_single_and_nested);
+    tcase_add_test(t, wave2_reference_passes_all);
+    tcase_add_test(t, wave2_backends_by_features);
+    tcase_add_test(t, wave2_generated_by_features);
     suite_add_tcase(s, t);
     t = tcase_create("runner");
     tcase_add_checked_fixture(t, ref_setup, ref_teardown);
@@ -1029,7 +1153,7 @@ static Suite *suite(void)
     tcase_add_test(t, json_truncations_and_flips);
     tcase_add_test(t, malformed_files);
     tcase_add_test(t, malformed_fields);
-    tcase_add_test(t, unknown_inputs_skipped);
+    tcase_add_test(t, wave2_inputs_checked);
     tcase_add_test(t, trailing_text_refused);
     tcase_add_test(t, symlinks_out_of_case_refused);
     tcase_add_test(t, fifo_never_blocks);

@@ -5,7 +5,9 @@
  * present) is compared with (L(x + h) - L(x - h)) / 2h, h = 1e-3, inputs in
  * f32 storage, for: plain, causal bottom-right with Sq != Skv, windows,
  * softcap, bias + mask, GQA (dk/dv summed over the heads sharing a KV head),
- * kv_len, QK-norm rms / layer / l2 with gains, temperature. Rows with no kept
+ * kv_len, QK-norm rms / layer / l2 with gains, temperature, ALiBi (a
+ * constant: it moves dq, dk, dv only) and attention sinks (dsinks, and the
+ * sink-inclusive probabilities in dq, dk, dv). Rows with no kept
  * key must give exactly zero gradients, never NaN; gradients are poisoned
  * with NaN before each backward.
  *
@@ -23,6 +25,7 @@ typedef struct gcase {
     sdpa_plan *plan;
     sdpa_attention_desc d;
     sdpa_backward_tensors g;
+    float *slopes, *sinks, *dsinks; /* (Hq) each, or NULL: ALiBi, sinks */
 } gcase;
 
 static sdpa_context *g_ctx;
@@ -37,6 +40,12 @@ static void gc_plan(gcase *c)
     c->p.want_lse = true;
     nv_desc(&c->p, &c->d);
     nv_bwd(&c->p, &c->g);
+    if (c->slopes)
+        c->d.tensors.alibi_slopes = sdpa_tensor_host(c->slopes, SDPA_DTYPE_F32, 1, c->p.Hq, 1, 1);
+    if (c->sinks) {
+        c->d.tensors.sinks = sdpa_tensor_host(c->sinks, SDPA_DTYPE_F32, 1, c->p.Hq, 1, 1);
+        c->g.dsinks = sdpa_tensor_host(c->dsinks, SDPA_DTYPE_F32, 1, c->p.Hq, 1, 1);
+    }
     ck_assert_int_eq(sdpa_plan_create(g_ctx, &c->d, &po, &c->plan), SDPA_OK);
 }
 
@@ -119,12 +128,33 @@ static void gc_run(gcase *c, const char *name)
         snprintf(what, sizeof what, "%s dtemperature", name);
         gc_check(c, p->temperature, p->dtemperature, (size_t)p->Hq, what);
     }
+    if (c->sinks) {
+        snprintf(what, sizeof what, "%s dsinks", name);
+        gc_check(c, c->sinks, c->dsinks, (size_t)p->Hq, what);
+    }
 }
 
 static void gc_free(gcase *c)
 {
     sdpa_plan_destroy(c->plan);
     nv_free(&c->p);
+    free(c->slopes);
+    free(c->sinks);
+    free(c->dsinks);
+}
+
+/* ALiBi slopes and sinks for every query head (the sink values spread
+ * around the scores' range so that p_sink is neither 0 nor 1). */
+static void gc_add_alibi(gcase *c, float first)
+{
+    c->slopes = nv_floats((size_t)c->p.Hq);
+    for (int64_t h = 0; h < c->p.Hq; h++) c->slopes[h] = first / (float)(1 << h);
+}
+static void gc_add_sinks(gcase *c, trng *r)
+{
+    c->sinks = nv_floats((size_t)c->p.Hq);
+    c->dsinks = nv_floats((size_t)c->p.Hq);
+    for (int64_t h = 0; h < c->p.Hq; h++) c->sinks[h] = (float)(trng_normal(r) * 0.8);
 }
 
 static void gc_make(gcase *c, uint64_t seed, int64_t B, int64_t Hq, int64_t Hkv,
@@ -291,6 +321,68 @@ START_TEST(temperature)
     nv_add_temperature(&c.p, &r);
     for (int64_t h = 0; h < 2; h++) c.p.temperature[h] *= 0.1f;
     gc_run(&c, "temperature");
+    gc_free(&c);
+}
+END_TEST
+
+/* ALiBi alone, sinks alone and both, with causal bands, an explicit
+ * diagonal, softcap, GQA and kv_len: every gradient, dsinks included,
+ * against finite differences. */
+START_TEST(alibi_and_sinks)
+{
+    gcase c;
+    trng r;
+    gc_make(&c, 40, 2, 4, 2, 3, 5, 4, 3, &r);
+    c.p.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+    c.p.window_right = 0;
+    gc_add_alibi(&c, 0.5f);
+    gc_run(&c, "alibi causal");
+    gc_free(&c);
+    gc_make(&c, 41, 2, 4, 2, 3, 5, 4, 3, &r);
+    gc_add_sinks(&c, &r);
+    gc_run(&c, "sinks");
+    gc_free(&c);
+    gc_make(&c, 42, 2, 4, 2, 4, 6, 4, 3, &r);
+    c.p.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    c.p.diagonal_offset = 3;
+    c.p.window_left = 2;
+    c.p.softcap = 3.0;
+    const int32_t lens[2] = {6, 4};
+    nv_add_kv_len(&c.p, lens);
+    gc_add_alibi(&c, 0.7f);
+    gc_add_sinks(&c, &r);
+    gc_run(&c, "alibi sinks explicit window softcap kv_len");
+    gc_free(&c);
+}
+END_TEST
+
+/* A -inf sink is no sink: the same gradients as without one and dsinks
+ * exactly 0; rows with no kept key give 0 to dsinks (their output is 0
+ * whatever the sink) and zero gradients elsewhere. */
+START_TEST(sinks_limits)
+{
+    gcase c, ref;
+    trng r;
+    gc_make(&ref, 43, 1, 2, 1, 3, 4, 4, 3, &r);
+    gc_plan(&ref);
+    gc_backward(&ref);
+    gc_make(&c, 43, 1, 2, 1, 3, 4, 4, 3, &r);
+    gc_add_sinks(&c, &r);
+    c.sinks[0] = c.sinks[1] = -INFINITY;
+    gc_plan(&c);
+    gc_backward(&c);
+    ck_assert(c.dsinks[0] == 0.0f && c.dsinks[1] == 0.0f);
+    ck_assert_mem_eq(c.p.dq, ref.p.dq, 2 * 3 * 4 * sizeof(float));
+    ck_assert_mem_eq(c.p.dk, ref.p.dk, 1 * 4 * 4 * sizeof(float));
+    gc_free(&c);
+    gc_free(&ref);
+    /* batch 1 has no key: its rows add nothing to dsinks */
+    gc_make(&c, 44, 2, 2, 1, 3, 4, 4, 3, &r);
+    const int32_t lens[2] = {4, 0};
+    nv_add_kv_len(&c.p, lens);
+    gc_add_sinks(&c, &r);
+    gc_run(&c, "sinks with an empty batch");
+    for (size_t e = 3 * 2 * 4; e < 2 * 3 * 2 * 4; e++) ck_assert(c.p.dq[e] == 0.0f);
     gc_free(&c);
 }
 END_TEST
@@ -538,6 +630,8 @@ static Suite *gradcheck_suite(void)
     tcase_add_test(t, qk_norm);
     tcase_add_test(t, temperature);
     tcase_add_test(t, empty_rows_zero_gradients);
+    tcase_add_test(t, alibi_and_sinks);
+    tcase_add_test(t, sinks_limits);
     suite_add_tcase(s, t);
     t = tcase_create("layouts");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -6,6 +6,10 @@
  * (and NaN garbage in their outputs) contribute nothing; rows empty in every
  * partial give 0 and -inf; the result may overwrite one of the partials;
  * partials may live in device buffers; bad arguments get their statuses.
+ * With attention sinks, partials computed without the sinks and merged by
+ * sdpa_merge_sinks equal one call over all keys with them (the sink counted
+ * once; rows empty everywhere get lse = sink), while a sink given to every
+ * partial would be counted once per partial.
  *
  * Run time: well under a second (reference backend, small shapes).
  */
@@ -118,6 +122,114 @@ START_TEST(split_by_slicing)
         ck_assert_int_eq(run_slice(&p, cuts[i], cuts[i + 1], &parts[i], true), SDPA_OK);
     ck_assert(parts[2].lse[0] == -INFINITY); /* row 0 sees keys <= 30 only */
     merge_and_check(parts, 3, full->out, full->lse, "causal slices");
+    free(parts);
+    free(full);
+    nv_free(&p);
+}
+END_TEST
+
+/* One call over all keys of p with the sinks (1, HQ, 1, 1) into pt, or
+ * keys [lo, hi) when lo >= 0 (a slice, with the sinks too). */
+static void run_with_sinks(const nv_problem *p, const float *sinks, part *pt)
+{
+    sdpa_attention_desc d;
+    nv_desc(p, &d);
+    nv_fill_nan(pt->out, NO);
+    nv_fill_nan(pt->lse, NL);
+    d.tensors.out = sdpa_tensor_host(pt->out, SDPA_DTYPE_F32, B, HQ, SQ, DV);
+    d.tensors.lse = sdpa_tensor_host(pt->lse, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    d.tensors.sinks = sdpa_tensor_host((void *)sinks, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    ck_assert_int_eq(sdpa_attention_forward(g_ctx, &d), SDPA_OK);
+}
+
+/* Keys [lo, hi) of p (causal from its explicit offset, its kv_len cut to
+ * the slice into kvl) into pt, with the sinks when sk is given. */
+static void run_slice_sinks(const nv_problem *p, int64_t lo, int64_t hi, int32_t kvl[B],
+                            const sdpa_tensor *sk, part *pt)
+{
+    sdpa_attention_desc d;
+    nv_desc(p, &d);
+    d.tensors.k.shape[2] = d.tensors.v.shape[2] = hi - lo;
+    d.tensors.k.offset = (size_t)(lo * D);
+    d.tensors.v.offset = (size_t)(lo * DV);
+    d.diagonal_offset = p->diagonal_offset - lo;
+    for (int b = 0; b < B; b++) {
+        int64_t n = p->kv_len[b] - lo;
+        kvl[b] = (int32_t)(n < 0 ? 0 : n > hi - lo ? hi - lo : n);
+    }
+    d.tensors.kv_len = sdpa_tensor_host(kvl, SDPA_DTYPE_I32, B, 1, 1, 1);
+    nv_fill_nan(pt->out, NO);
+    nv_fill_nan(pt->lse, NL);
+    part_tensors(pt);
+    d.tensors.out = pt->to;
+    d.tensors.lse = pt->tl;
+    if (sk) d.tensors.sinks = *sk;
+    ck_assert_int_eq(sdpa_attention_forward(g_ctx, &d), SDPA_OK);
+}
+
+START_TEST(sinks_counted_once)
+{
+    int32_t kvl[B];
+    trng r;
+    nv_problem p;
+    part *parts = malloc(3 * sizeof *parts), *full = malloc(sizeof *full);
+    const int64_t cuts[4] = {0, 20, 41, SKV};
+    const float sinks[HQ] = {0.5f, -1.0f, 3.0f, -INFINITY}; /* the last head: none */
+    trng_seed(&r, 11);
+    nv_make(&p, &r, B, HQ, HKV, SQ, SKV, D, DV);
+    /* causal from offset 30 (the last slice has empty rows), batch 1 with
+     * no key at all: its rows are empty in every partial */
+    p.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    p.diagonal_offset = 30;
+    p.window_right = 0;
+    const int32_t lens[B] = {SKV, 0};
+    nv_add_kv_len(&p, lens);
+    run_with_sinks(&p, sinks, full);
+    ck_assert(full->lse[NL / 2] == 0.5f); /* batch 1, head 0: lse = the sink */
+    sdpa_tensor outs[3], lses[3], sk = sdpa_tensor_host((void *)sinks, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    for (int i = 0; i < 3; i++) {
+        run_slice_sinks(&p, cuts[i], cuts[i + 1], kvl, NULL, &parts[i]);
+        outs[i] = parts[i].to;
+        lses[i] = parts[i].tl;
+    }
+    part *res = malloc(sizeof *res);
+    nv_fill_nan(res->out, NO);
+    nv_fill_nan(res->lse, NL);
+    part_tensors(res);
+    ck_assert_int_eq(sdpa_merge_sinks(g_ctx, 3, outs, lses, &sk, &res->to, &res->tl), SDPA_OK);
+    for (size_t e = 0; e < NL; e++) {
+        if (full->lse[e] == -INFINITY)
+            ck_assert_msg(res->lse[e] == -INFINITY, "lse[%zu] %g", e, res->lse[e]);
+        else
+            ck_assert_msg(fabsf(res->lse[e] - full->lse[e]) <= 2e-6f * fmaxf(1, fabsf(full->lse[e])),
+                          "lse[%zu] %g vs %g", e, res->lse[e], full->lse[e]);
+    }
+    for (size_t e = 0; e < NO; e++)
+        ck_assert_msg(fabsf(res->out[e] - full->out[e]) <= 2e-6f, "out[%zu] %g vs %g", e,
+                      res->out[e], full->out[e]);
+    /* NULL sinks is sdpa_merge; the sinks given to each partial instead
+     * count n times, which is what the merge with sinks avoids */
+    ck_assert_int_eq(sdpa_merge_sinks(g_ctx, 3, outs, lses, NULL, &res->to, &res->tl), SDPA_OK);
+    ck_assert(res->lse[NL / 2] == -INFINITY);
+    double worst = 0;
+    for (int i = 0; i < 3; i++) /* each slice with the sinks */
+        run_slice_sinks(&p, cuts[i], cuts[i + 1], kvl, &sk, &parts[i]);
+    ck_assert_int_eq(sdpa_merge(g_ctx, 3, outs, lses, &res->to, &res->tl), SDPA_OK);
+    for (size_t e = 0; e < NO / 2; e++) worst = fmax(worst, fabs(res->out[e] - full->out[e]));
+    ck_assert_msg(worst > 1e-3, "sinks in every partial should differ (%g)", worst);
+    /* a sinks tensor of the wrong shape or dtype, or overlapping a result */
+    sdpa_tensor bad = sk;
+    bad.shape[1] = HQ - 1;
+    ck_assert_int_eq(sdpa_merge_sinks(g_ctx, 3, outs, lses, &bad, &res->to, &res->tl),
+                     SDPA_ERR_SHAPE);
+    bad = sk;
+    bad.dtype = SDPA_DTYPE_F16;
+    ck_assert_int_eq(sdpa_merge_sinks(g_ctx, 3, outs, lses, &bad, &res->to, &res->tl),
+                     SDPA_ERR_DTYPE);
+    bad = sdpa_tensor_host(res->lse, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    ck_assert_int_eq(sdpa_merge_sinks(g_ctx, 3, outs, lses, &bad, &res->to, &res->tl),
+                     SDPA_ERR_INVALID_ARG);
+    free(res);
     free(parts);
     free(full);
     nv_free(&p);
@@ -361,6 +473,7 @@ static Suite *merge_suite(void)
     tcase_add_test(t, split_by_slicing);
     tcase_add_test(t, split_by_masks);
     tcase_add_test(t, split_by_kv_len);
+    tcase_add_test(t, sinks_counted_once);
     tcase_add_test(t, neg_inf_partials);
     tcase_add_test(t, in_place);
     tcase_add_test(t, buffers_and_strides);

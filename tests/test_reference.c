@@ -5,7 +5,12 @@
  * huge-margin key, LSE as a direct logsumexp, causal diagonals on Sq != Skv,
  * empty rows from a negative offset, windows, kv_len, mask + bias, softcap,
  * GQA head mapping, QK-norm against pre-normalised inputs, temperature,
- * f16/bf16 storage, all 11 statistics, NaN and Inf inputs.
+ * f16/bf16 storage, all 11 statistics, NaN and Inf inputs. The wave-2
+ * inputs by their identities: zero slopes and -inf sinks change nothing;
+ * ALiBi equals the same distances given as a bias; a sink equals one more
+ * key of score sink_h whose value is 0 (out, lse, and the statistics' p);
+ * q8_0 K/V equal f32 K/V holding the dequantized values; f16 K/V equal f32
+ * K/V holding the same values; paged K/V equal the same keys gathered.
  *
  * Every output is poisoned with NaN before each run. Run time: about a
  * second (shapes are small; the reference is O(B H Sq Skv D) in float64).
@@ -877,6 +882,189 @@ START_TEST(garbage_in_dropped_keys)
 }
 END_TEST
 
+/* ---- wave 2: identities ------------------------------------------------------ */
+
+enum { WB = 2, WH = 4, WHK = 2, WSQ = 5, WSK = 64, WD = 32 };
+#define WNQ ((size_t)WB * WH * WSQ * WD)
+#define WNK ((size_t)WB * WHK * WSK * WD)
+#define WNO ((size_t)WB * WH * WSQ * WD)
+#define WNL ((size_t)WB * WH * WSQ)
+
+typedef struct wrun { float out[WNO], lse[WNL], stats[WNL / WSQ * SDPA_STAT_COUNT]; } wrun;
+
+/* Runs d (q, k, v and attributes set) into r with out, lse and stats. */
+static void wrun_into(sdpa_attention_desc *d, wrun *r)
+{
+    nv_fill_nan(r->out, WNO);
+    nv_fill_nan(r->lse, WNL);
+    nv_fill_nan(r->stats, sizeof r->stats / sizeof *r->stats);
+    d->tensors.out = sdpa_tensor_host(r->out, SDPA_DTYPE_F32, WB, WH, WSQ, WD);
+    d->tensors.lse = sdpa_tensor_host(r->lse, SDPA_DTYPE_F32, WB, WH, WSQ, 1);
+    d->tensors.stats = sdpa_tensor_host(r->stats, SDPA_DTYPE_F32, WB, WH, 1, SDPA_STAT_COUNT);
+    ck_assert_int_eq(sdpa_attention_forward(g_ctx, d), SDPA_OK);
+}
+
+static void wsame(const wrun *a, const wrun *b, double tol, const char *what)
+{
+    for (size_t e = 0; e < WNO; e++)
+        ck_assert_msg(fabs(a->out[e] - b->out[e]) <= tol, "%s out[%zu] %g vs %g", what, e,
+                      a->out[e], b->out[e]);
+    for (size_t e = 0; e < WNL; e++)
+        ck_assert_msg(a->lse[e] == b->lse[e] || fabs(a->lse[e] - b->lse[e]) <= tol,
+                      "%s lse[%zu] %g vs %g", what, e, a->lse[e], b->lse[e]);
+}
+
+START_TEST(wave2_identities)
+{
+    trng r;
+    trng_seed(&r, 77);
+    float *q = nv_randn(&r, WNQ, 1.0), *k = nv_randn(&r, WNK, 1.0), *v = nv_randn(&r, WNK, 1.0);
+    float slopes[WH] = {0.5f, 0.25f, 0.125f, 0.0625f}, sinks[WH] = {0.5f, -1.0f, 2.0f, 0.0f};
+    float zero[WH] = {0}, none[WH] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    wrun *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    sdpa_attention_desc d;
+#define BASE()                                                                              \
+    (sdpa_attention_desc_init(&d), sdpa_attention_desc_set_causal(&d, SDPA_DIAGONAL_BOTTOM_RIGHT), \
+     d.tensors.q = sdpa_tensor_host(q, SDPA_DTYPE_F32, WB, WH, WSQ, WD),                    \
+     d.tensors.k = sdpa_tensor_host(k, SDPA_DTYPE_F32, WB, WHK, WSK, WD),                   \
+     d.tensors.v = sdpa_tensor_host(v, SDPA_DTYPE_F32, WB, WHK, WSK, WD))
+    BASE();
+    wrun_into(&d, a);
+    /* zero slopes and -inf sinks are nothing */
+    BASE();
+    d.tensors.alibi_slopes = sdpa_tensor_host(zero, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    d.tensors.sinks = sdpa_tensor_host(none, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    wrun_into(&d, b);
+    wsame(a, b, 0, "zero slopes, -inf sinks");
+    ck_assert_mem_eq(a->stats, b->stats, sizeof a->stats);
+
+    /* ALiBi = a bias of -slope |i + off - j|, off = Skv - Sq (bottom right) */
+    float *bias = nv_floats((size_t)WH * WSQ * WSK);
+    for (int h = 0; h < WH; h++)
+        for (int i = 0; i < WSQ; i++)
+            for (int j = 0; j < WSK; j++)
+                bias[(h * WSQ + i) * WSK + j] = -slopes[h] * fabsf((float)(i + WSK - WSQ - j));
+    BASE();
+    d.tensors.bias = sdpa_tensor_host(bias, SDPA_DTYPE_F32, 1, WH, WSQ, WSK);
+    wrun_into(&d, a);
+    BASE();
+    d.tensors.alibi_slopes = sdpa_tensor_host(slopes, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    wrun_into(&d, b);
+    wsame(a, b, 1e-6, "ALiBi vs the same bias");
+
+    /* a sink = one more key with score sink_h and value 0: key WSK - 1 made
+     * that key by a bias (its score replaced) and a zero value row; the
+     * causal band keeps it for the last query row only, so use no band */
+    float *k2 = malloc(WNK * sizeof *k2), *v2 = malloc(WNK * sizeof *v2);
+    memcpy(k2, k, WNK * sizeof *k2);
+    memcpy(v2, v, WNK * sizeof *v2);
+    for (int bb = 0; bb < WB; bb++)
+        for (int hk = 0; hk < WHK; hk++)
+            for (int x = 0; x < WD; x++) {
+                k2[((bb * WHK + hk) * WSK + WSK - 1) * WD + x] = 0; /* q.k = 0 */
+                v2[((bb * WHK + hk) * WSK + WSK - 1) * WD + x] = 0;
+            }
+    for (int h = 0; h < WH; h++)
+        for (int i = 0; i < WSQ; i++)
+            for (int j = 0; j < WSK; j++)
+                bias[(h * WSQ + i) * WSK + j] = j == WSK - 1 ? sinks[h] : 0.0f;
+    sdpa_attention_desc_init(&d);
+    d.tensors.q = sdpa_tensor_host(q, SDPA_DTYPE_F32, WB, WH, WSQ, WD);
+    d.tensors.k = sdpa_tensor_host(k2, SDPA_DTYPE_F32, WB, WHK, WSK, WD);
+    d.tensors.v = sdpa_tensor_host(v2, SDPA_DTYPE_F32, WB, WHK, WSK, WD);
+    d.tensors.bias = sdpa_tensor_host(bias, SDPA_DTYPE_F32, 1, WH, WSQ, WSK);
+    wrun_into(&d, a);
+    d.tensors.bias.dtype = SDPA_DTYPE_NONE;
+    d.tensors.k.shape[2] = d.tensors.v.shape[2] = WSK - 1; /* the real keys only */
+    d.tensors.sinks = sdpa_tensor_host(sinks, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    wrun_into(&d, b);
+    wsame(a, b, 1e-6, "sink vs a zero-value key");
+    for (int bh = 0; bh < WB * WH; bh++) /* the sink as an outcome, not a logit */
+        for (int c = SDPA_STAT_ENTROPY_MEAN; c <= SDPA_STAT_JACOBIAN_FRO_MEAN; c++)
+            ck_assert_msg(fabsf(a->stats[bh * SDPA_STAT_COUNT + c] -
+                                b->stats[bh * SDPA_STAT_COUNT + c]) <= 1e-5f,
+                          "stat %d of head %d: %g vs %g", c, bh, a->stats[bh * SDPA_STAT_COUNT + c],
+                          b->stats[bh * SDPA_STAT_COUNT + c]);
+
+    /* q8_0 K/V = f32 K/V holding the dequantized values; f16 K/V = f32 K/V
+     * holding the f16 values (q in f32 either way) */
+    uint8_t *kq = malloc(WNK / 32 * 34), *vq = malloc(WNK / 32 * 34);
+    float *kd = malloc(WNK * sizeof *kd), *vd = malloc(WNK * sizeof *vd);
+    uint16_t *kh = malloc(WNK * 2), *vh = malloc(WNK * 2);
+    for (size_t blk = 0; blk < WNK / 32; blk++)
+        for (int t = 0; t < 2; t++) {
+            uint8_t *o = (t ? vq : kq) + blk * 34;
+            float *dq = (t ? vd : kd) + blk * 32;
+            const uint16_t d16 = to_f16(0.03125f * (float)(blk % 7 + 1) * (blk % 2 ? -1 : 1));
+            memcpy(o, &d16, 2);
+            for (int e = 0; e < 32; e++) {
+                int8_t qv = (int8_t)((int)(trng_next(&r) % 256) - 128);
+                o[2 + e] = (uint8_t)qv;
+                dq[e] = from_f16(d16) * (float)qv;
+            }
+        }
+    for (size_t e = 0; e < WNK; e++) {
+        kh[e] = to_f16(k[e]);
+        vh[e] = to_f16(v[e]);
+    }
+    BASE();
+    d.tensors.k.host = kd;
+    d.tensors.v.host = vd;
+    wrun_into(&d, a);
+    BASE();
+    d.tensors.k = sdpa_tensor_host(kq, SDPA_DTYPE_Q8_0, WB, WHK, WSK, WD);
+    d.tensors.v = sdpa_tensor_host(vq, SDPA_DTYPE_Q8_0, WB, WHK, WSK, WD);
+    wrun_into(&d, b);
+    wsame(a, b, 0, "q8_0 vs its dequantized values");
+    for (size_t e = 0; e < WNK; e++) {
+        kd[e] = from_f16(kh[e]);
+        vd[e] = from_f16(vh[e]);
+    }
+    BASE();
+    d.tensors.k.host = kd;
+    d.tensors.v.host = vd;
+    wrun_into(&d, a);
+    BASE();
+    d.tensors.k = sdpa_tensor_host(kh, SDPA_DTYPE_F16, WB, WHK, WSK, WD);
+    d.tensors.v = sdpa_tensor_host(vh, SDPA_DTYPE_F16, WB, WHK, WSK, WD);
+    wrun_into(&d, b);
+    wsame(a, b, 0, "f16 K/V vs f32 K/V of the same values");
+
+    /* paged: pages of 8 keys in a shuffled pool, batch 1 sharing batch 0's
+     * first page, equal the same keys gathered */
+    enum { PGS = 8, TW = WSK / PGS, NP = WB * TW + 1 };
+    float *kp = nv_randn(&r, (size_t)NP * WHK * PGS * WD, 1.0),
+          *vp = nv_randn(&r, (size_t)NP * WHK * PGS * WD, 1.0);
+    int32_t table[WB * TW], lens[WB] = {WSK, WSK - 20};
+    for (int e = 0; e < WB * TW; e++) table[e] = (e * 5 + 2) % NP;
+    table[TW] = table[0];
+    for (int bb = 0; bb < WB; bb++)
+        for (int hk = 0; hk < WHK; hk++)
+            for (int j = 0; j < WSK; j++) {
+                size_t src = (((size_t)table[bb * TW + j / PGS] * WHK + hk) * PGS + j % PGS) * WD;
+                memcpy(kd + ((bb * WHK + hk) * WSK + j) * WD, kp + src, WD * sizeof(float));
+                memcpy(vd + ((bb * WHK + hk) * WSK + j) * WD, vp + src, WD * sizeof(float));
+            }
+    BASE();
+    d.tensors.k.host = kd;
+    d.tensors.v.host = vd;
+    d.tensors.kv_len = sdpa_tensor_host(lens, SDPA_DTYPE_I32, WB, 1, 1, 1);
+    d.tensors.alibi_slopes = sdpa_tensor_host(slopes, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    d.tensors.sinks = sdpa_tensor_host(sinks, SDPA_DTYPE_F32, 1, WH, 1, 1);
+    wrun_into(&d, a);
+    d.tensors.k.dtype = d.tensors.v.dtype = SDPA_DTYPE_NONE;
+    d.tensors.k_pages = sdpa_tensor_host(kp, SDPA_DTYPE_F32, NP, WHK, PGS, WD);
+    d.tensors.v_pages = sdpa_tensor_host(vp, SDPA_DTYPE_F32, NP, WHK, PGS, WD);
+    d.tensors.block_table = sdpa_tensor_host(table, SDPA_DTYPE_I32, WB, 1, 1, TW);
+    wrun_into(&d, b);
+    wsame(a, b, 0, "paged vs gathered");
+    ck_assert_mem_eq(a->stats, b->stats, sizeof a->stats);
+#undef BASE
+    free(q); free(k); free(v); free(k2); free(v2); free(bias); free(kq); free(vq);
+    free(kd); free(vd); free(kh); free(vh); free(kp); free(vp); free(a); free(b);
+}
+END_TEST
+
 static Suite *reference_suite(void)
 {
     Suite *s = suite_create("reference");
@@ -906,6 +1094,7 @@ static Suite *reference_suite(void)
     tcase_add_test(t, temperature_replaces_scale);
     tcase_add_test(t, half_storage);
     tcase_add_test(t, statistics_all_columns);
+    tcase_add_test(t, wave2_identities);
     suite_add_tcase(s, t);
     t = tcase_create("nonfinite");
     tcase_add_checked_fixture(t, setup, teardown);

@@ -34,39 +34,41 @@ typedef struct want_slot {
     const char *axes;
     int broadcast;
     const char *pair; /* the other group's slot, or NULL */
+    int kv;           /* dtype NONE means K/V's */
+    int paged;        /* 1: exactly in paged calls; -1: never in them */
 } want_slot;
 
 #define F(f) #f, offsetof(sdpa_forward_tensors, f)
 static const want_slot k_fwd[] = {
-    {F(q), 0, 0, 1, SDPA_DTYPE_NONE, "BQsD", 0, "dq"},
-    {F(k), 0, 0, 1, SDPA_DTYPE_NONE, "BKkD", 0, "dk"},
-    {F(v), 0, 0, 1, SDPA_DTYPE_NONE, "BKkV", 0, "dv"},
-    {F(out), 1, 1, 1, SDPA_DTYPE_NONE, "BQsV", 0, "dout"},
-    {F(mask), 0, 0, 0, SDPA_DTYPE_U8, "BQsk", 3, NULL},
-    {F(bias), 0, 0, 0, SDPA_DTYPE_F32, "BQsk", 3, NULL},
-    {F(kv_len), 0, 0, 0, SDPA_DTYPE_I32, "B111", 0, NULL},
-    {F(q_gain), 0, 0, 0, SDPA_DTYPE_F32, "111D", 0, "dq_gain"},
-    {F(k_gain), 0, 0, 0, SDPA_DTYPE_F32, "111D", 0, "dk_gain"},
-    {F(temperature), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dtemperature"},
-    {F(lse), 1, 1, 0, SDPA_DTYPE_F32, "BQs1", 0, NULL},
-    {F(stats), 1, 0, 0, SDPA_DTYPE_F32, "BQ1C", 0, NULL},
-    {F(alibi_slopes), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, NULL},
-    {F(sinks), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dsinks"},
-    {F(k_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGD", 0, NULL},
-    {F(v_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGV", 0, NULL},
-    {F(block_table), 0, 0, 0, SDPA_DTYPE_I32, "B11T", 0, NULL},
+    {F(q), 0, 0, 1, SDPA_DTYPE_NONE, "BQsD", 0, "dq", 0, 0},
+    {F(k), 0, 0, 1, SDPA_DTYPE_NONE, "BKkD", 0, "dk", 1, -1},
+    {F(v), 0, 0, 1, SDPA_DTYPE_NONE, "BKkV", 0, "dv", 1, -1},
+    {F(out), 1, 1, 1, SDPA_DTYPE_NONE, "BQsV", 0, "dout", 0, 0},
+    {F(mask), 0, 0, 0, SDPA_DTYPE_U8, "BQsk", 3, NULL, 0, 0},
+    {F(bias), 0, 0, 0, SDPA_DTYPE_F32, "BQsk", 3, NULL, 0, 0},
+    {F(kv_len), 0, 0, 0, SDPA_DTYPE_I32, "B111", 0, NULL, 0, 0},
+    {F(q_gain), 0, 0, 0, SDPA_DTYPE_F32, "111D", 0, "dq_gain", 0, 0},
+    {F(k_gain), 0, 0, 0, SDPA_DTYPE_F32, "111D", 0, "dk_gain", 0, 0},
+    {F(temperature), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dtemperature", 0, 0},
+    {F(lse), 1, 1, 0, SDPA_DTYPE_F32, "BQs1", 0, NULL, 0, 0},
+    {F(stats), 1, 0, 0, SDPA_DTYPE_F32, "BQ1C", 0, NULL, 0, 0},
+    {F(alibi_slopes), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, NULL, 0, 0},
+    {F(sinks), 0, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "dsinks", 0, 0},
+    {F(k_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGD", 0, NULL, 1, 1},
+    {F(v_pages), 0, 0, 0, SDPA_DTYPE_NONE, "PKGV", 0, NULL, 1, 1},
+    {F(block_table), 0, 0, 0, SDPA_DTYPE_I32, "B11T", 0, NULL, 0, 1},
 };
 #undef F
 #define G(f) #f, offsetof(sdpa_backward_tensors, f)
 static const want_slot k_bwd[] = {
-    {G(dout), 0, 0, 1, SDPA_DTYPE_NONE, "BQsV", 0, "out"},
-    {G(dq), 1, 0, 1, SDPA_DTYPE_NONE, "BQsD", 0, "q"},
-    {G(dk), 1, 0, 1, SDPA_DTYPE_NONE, "BKkD", 0, "k"},
-    {G(dv), 1, 0, 1, SDPA_DTYPE_NONE, "BKkV", 0, "v"},
-    {G(dq_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "q_gain"},
-    {G(dk_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "k_gain"},
-    {G(dtemperature), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "temperature"},
-    {G(dsinks), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "sinks"},
+    {G(dout), 0, 0, 1, SDPA_DTYPE_NONE, "BQsV", 0, "out", 0, 0},
+    {G(dq), 1, 0, 1, SDPA_DTYPE_NONE, "BQsD", 0, "q", 0, 0},
+    {G(dk), 1, 0, 1, SDPA_DTYPE_NONE, "BKkD", 0, "k", 1, -1},
+    {G(dv), 1, 0, 1, SDPA_DTYPE_NONE, "BKkV", 0, "v", 1, -1},
+    {G(dq_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "q_gain", 0, 0},
+    {G(dk_gain), 1, 0, 0, SDPA_DTYPE_F32, "111D", 0, "k_gain", 0, 0},
+    {G(dtemperature), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "temperature", 0, 0},
+    {G(dsinks), 1, 0, 0, SDPA_DTYPE_F32, "1Q11", 0, "sinks", 0, 0},
 };
 #undef G
 #define NF ((int)(sizeof k_fwd / sizeof k_fwd[0]))
@@ -98,6 +100,8 @@ static void check_group(sdpa_slot_group group, const want_slot *want, int n, voi
         ck_assert_msg(strcmp(info.axes, w->axes) == 0, "%s: axes %s, want %s", w->name,
                       info.axes, w->axes);
         ck_assert_int_eq(info.broadcast, w->broadcast);
+        ck_assert_msg(info.kv == w->kv && info.paged == w->paged, "%s: kv %d paged %d", w->name,
+                      info.kv, info.paged);
         int pair = w->pair ? sdpa_slot_find(other, w->pair) : -1;
         ck_assert_msg(info.pair == pair, "%s: pair %d, want %d (%s)", w->name, info.pair, pair,
                       w->pair ? w->pair : "none");
@@ -125,34 +129,36 @@ START_TEST(table_matches_structs)
 }
 END_TEST
 
-/* The case loader's indices name the slots (the keys of sdpa-case/1). */
+/* The case loader's keys are the slots (the keys of sdpa-case/1), derived
+ * from the slot API: forward slots, then backward ones, each with its
+ * name and description; checked against the table written out above, so a
+ * swapped row or a key the loader invents fails. */
 START_TEST(case_keys_are_slot_names)
 {
-    static const struct { int w; const char *name; } in[] = {
-        {SC_IN_Q, "q"}, {SC_IN_K, "k"}, {SC_IN_V, "v"}, {SC_IN_MASK, "mask"},
-        {SC_IN_BIAS, "bias"}, {SC_IN_KV_LEN, "kv_len"}, {SC_IN_Q_GAIN, "q_gain"},
-        {SC_IN_K_GAIN, "k_gain"}, {SC_IN_TEMPERATURE, "temperature"}, {SC_IN_DOUT, "dout"}};
-    static const struct { int w; const char *name; } out[] = {
-        {SC_OUT_OUT, "out"}, {SC_OUT_LSE, "lse"}, {SC_OUT_STATS, "stats"},
-        {SC_OUT_DQ, "dq"}, {SC_OUT_DK, "dk"}, {SC_OUT_DV, "dv"},
-        {SC_OUT_DQ_GAIN, "dq_gain"}, {SC_OUT_DK_GAIN, "dk_gain"},
-        {SC_OUT_DTEMPERATURE, "dtemperature"}};
-    ck_assert_int_eq(SC_IN_COUNT, (int)(sizeof in / sizeof in[0]));
-    ck_assert_int_eq(SC_OUT_COUNT, (int)(sizeof out / sizeof out[0]));
-    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
-        ck_assert_str_eq(sc_input_name(in[i].w), in[i].name);
-    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
-        ck_assert_str_eq(sc_output_name(out[i].w), out[i].name);
-    /* every slot is a key: inputs + outputs cover both groups */
-    ck_assert_int_eq(SC_IN_COUNT + SC_OUT_COUNT, NF + NB);
-    ck_assert_str_eq(sc_input_name(SC_IN_COUNT), "?");
+    ck_assert_int_eq(sc_key_count(), NF + NB);
+    ck_assert_int_le(sc_key_count(), SC_MAX_KEYS);
+    for (int k = 0; k < NF + NB; k++) {
+        const want_slot *w = k < NF ? &k_fwd[k] : &k_bwd[k - NF];
+        ck_assert_str_eq(sc_key_name(k), w->name);
+        ck_assert_int_eq(sc_key_find(w->name), k);
+        sdpa_slot_info info;
+        sdpa_slot_group g;
+        ck_assert(sc_key_info(k, &info, &g));
+        ck_assert_int_eq(g, k < NF ? SDPA_SLOT_FORWARD : SDPA_SLOT_BACKWARD);
+        ck_assert_str_eq(info.name, w->name);
+        ck_assert_int_eq(info.output, w->output);
+    }
+    ck_assert_str_eq(sc_key_name(NF + NB), "?");
+    ck_assert_str_eq(sc_key_name(-1), "?");
+    ck_assert_int_eq(sc_key_find("nope"), -1);
+    ck_assert_int_eq(sc_key_find(NULL), -1);
 }
 END_TEST
 
 /* ---- validation driven by the table ---------------------------------------- */
 
 static sdpa_context *g_ctx;
-static void *g_data[32];
+static void *g_data[64]; /* forward slot i at i, backward slot i at 32 + i */
 
 static int64_t extent(char c)
 {
@@ -165,6 +171,9 @@ static int64_t extent(char c)
     case 'D': return D;
     case 'V': return DV;
     case 'C': return SDPA_STAT_COUNT;
+    case 'P': return SKV + 1; /* pool pages (block-table values SKV stay inside) */
+    case 'G': return 1;       /* key slots per page: logical Skv = T * G = SKV */
+    case 'T': return SKV;
     default: return 1;
     }
 }
@@ -187,25 +196,35 @@ static sdpa_tensor make(const sdpa_slot_info *info, int k)
     return sdpa_tensor_host(g_data[k], dt, s[0], s[1], s[2], s[3]);
 }
 
-/* Every forward slot present (gains need a qk norm). */
-static void full(sdpa_attention_desc *d)
+/* Whether a slot is given in a call that is (paged) or is not paged: every
+ * slot but the other kind's K/V (k and v, or k_pages, v_pages and
+ * block_table), from the slot API's `paged` column. */
+static int in_call(const sdpa_slot_info *info, int paged)
+{
+    return info->paged == 0 || (info->paged > 0) == (paged != 0);
+}
+
+/* Every forward slot present that a call of its kind (paged or not) takes
+ * (gains need a qk norm). */
+static void full_kind(sdpa_attention_desc *d, int paged)
 {
     sdpa_attention_desc_init(d);
     d->qk_norm = SDPA_QK_NORM_RMS;
     for (int i = 0; i < sdpa_slot_count(SDPA_SLOT_FORWARD); i++) {
         sdpa_slot_info info;
         ck_assert_int_eq(sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, &info), SDPA_OK);
-        if (strchr(info.axes, 'P') || strchr(info.axes, 'T')) continue; /* paged: not with k, v */
-        *sdpa_forward_tensors_get_slot(&d->tensors, i) = make(&info, i);
+        if (in_call(&info, paged))
+            *sdpa_forward_tensors_get_slot(&d->tensors, i) = make(&info, i);
     }
 }
+static void full(sdpa_attention_desc *d) { full_kind(d, 0); }
 static void grads(sdpa_backward_tensors *g)
 {
     memset(g, 0, sizeof *g);
     for (int i = 0; i < sdpa_slot_count(SDPA_SLOT_BACKWARD); i++) {
         sdpa_slot_info info;
         ck_assert_int_eq(sdpa_slot_get_info(SDPA_SLOT_BACKWARD, i, &info), SDPA_OK);
-        *sdpa_backward_tensors_get_slot(g, i) = make(&info, 16 + i);
+        *sdpa_backward_tensors_get_slot(g, i) = make(&info, 32 + i);
     }
 }
 
@@ -247,30 +266,45 @@ static sdpa_status create(const sdpa_attention_desc *d, unsigned flags)
     return st;
 }
 
-/* The slot that defines axis letter c (the first required slot having it):
- * changing its extent there changes the problem, so another slot is named. */
-static int defines(int slot, int axis)
+/* Whether a slot must be present in a call that is (paged) or is not paged. */
+static int required_in(const sdpa_slot_info *info, int paged)
+{
+    return info->paged ? in_call(info, paged) : info->required;
+}
+
+/* The slot that defines axis letter c (the first slot required in the call
+ * having it): changing its extent there changes the problem, so another
+ * slot is named. In a paged call the logical key count comes from the block
+ * table and the page size, so k (keys) counts as defined there too. */
+static int defines(int slot, int axis, int paged)
 {
     sdpa_slot_info info, s;
     sdpa_slot_get_info(SDPA_SLOT_FORWARD, slot, &info);
+    if (paged && strchr("TG", info.axes[axis]) && required_in(&info, paged)) return 1;
     for (int i = 0; i < slot; i++) {
         sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, &s);
-        if (s.required && strchr(s.axes, info.axes[axis])) return 0;
+        if (required_in(&s, paged) && strchr(s.axes, info.axes[axis])) return 0;
     }
-    return info.required;
+    return required_in(&info, paged);
 }
 
 START_TEST(forward_rules_per_slot)
 {
     sdpa_attention_desc d;
-    full(&d);
-    expect(create(&d, 0), SDPA_OK, NULL, "every slot present");
-    expect(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, "every slot present runs");
+    for (int paged = 0; paged < 2; paged++) {
+        full_kind(&d, paged);
+        expect(create(&d, 0), SDPA_OK, NULL, paged ? "every paged-call slot present"
+                                                   : "every slot present");
+        expect(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL, "every slot present runs");
+    }
     char what[128], name[64];
     for (int i = 0; i < sdpa_slot_count(SDPA_SLOT_FORWARD); i++) {
         sdpa_slot_info info;
         sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, &info);
         snprintf(name, sizeof name, "tensors.%s", info.name);
+        /* each slot in a call of its kind: the paged slots in a paged call */
+        const int paged = info.paged > 0;
+#define full(d) full_kind(d, paged)
 
         /* dtype: the rule's dtype and no other */
         full(&d);
@@ -284,7 +318,8 @@ START_TEST(forward_rules_per_slot)
         x = sdpa_forward_tensors_get_slot(&d.tensors, i);
         x->dtype = SDPA_DTYPE_NONE;
         snprintf(what, sizeof what, "%s absent", name);
-        expect(create(&d, 0), info.required ? SDPA_ERR_INVALID_ARG : SDPA_OK, name, what);
+        expect(create(&d, 0), required_in(&info, paged) ? SDPA_ERR_INVALID_ARG : SDPA_OK, name,
+               what);
 
         /* shape: one more on each axis; extent 1 on the broadcast axes only */
         for (int a = 0; a < 4; a++) {
@@ -292,8 +327,8 @@ START_TEST(forward_rules_per_slot)
             x = sdpa_forward_tensors_get_slot(&d.tensors, i);
             x->shape[a] += 1;
             snprintf(what, sizeof what, "%s.shape[%d] + 1", name, a);
-            expect(create(&d, 0), SDPA_ERR_SHAPE, defines(i, a) ? NULL : name, what);
-            if (extent(info.axes[a]) == 1 || defines(i, a)) continue;
+            expect(create(&d, 0), SDPA_ERR_SHAPE, defines(i, a, paged) ? NULL : name, what);
+            if (extent(info.axes[a]) == 1 || defines(i, a, paged)) continue;
             full(&d);
             x = sdpa_forward_tensors_get_slot(&d.tensors, i);
             x->shape[a] = 1;
@@ -301,12 +336,16 @@ START_TEST(forward_rules_per_slot)
             expect(create(&d, 0), info.broadcast >> a & 1 ? SDPA_OK : SDPA_ERR_SHAPE, name, what);
         }
 
-        /* i32 slots hold key counts: host values past Skv are refused */
+        /* i32 slots hold key counts (past Skv refused) or pool pages (past
+         * P - 1 = SKV refused) */
         if (info.dtype == SDPA_DTYPE_I32) {
             full(&d);
             int32_t *v = sdpa_forward_tensors_get_slot(&d.tensors, i)->host;
             v[1] = SKV + 1;
-            snprintf(what, sizeof what, "%s[1] = Skv + 1", name);
+            snprintf(what, sizeof what, "%s[1] = SKV + 1", name);
+            expect(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, name, what);
+            v[1] = -1;
+            snprintf(what, sizeof what, "%s[1] = -1", name);
             expect(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, name, what);
             v[1] = SKV;
         }
@@ -319,6 +358,7 @@ START_TEST(forward_rules_per_slot)
             snprintf(what, sizeof what, "%s aliasing q", name);
             expect(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, name, what);
         }
+#undef full
     }
 }
 END_TEST

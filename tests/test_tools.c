@@ -8,9 +8,10 @@
  * Each command's stdout and stderr are captured to files under a mkdtemp
  * folder. Checks: sdpa-check passes every case of the corpus on the reference
  * backend with the exact summary line (extra corpora: nothing fails), fails a
- * broken case with exit 1, reports cases with inputs it does not know yet
- * (alibi_slopes, sinks, paged K/V, q8_0, mixed K/V dtypes) as SKIPPED naming
- * the input, runs a case once through a folder of self-symlinks, and
+ * broken case with exit 1, passes the wave-2 corpus (tests/conformance-wave2)
+ * on the reference, checks the wave-2 inputs like the others, counts an
+ * UNSUPPORTED case as a failure unless --allow-unsupported, runs a case once
+ * through a folder of self-symlinks, and
  * rejects bad flags with exit 2; sdpa-info --json is valid JSON with the
  * version, the reference backend and the shipped-profile folder the
  * environment names; sdpa-bench prints a row per backend and
@@ -132,28 +133,37 @@ static int count_cases_in(const char *dir)
 
 static int count_cases(void) { return count_cases_in(conf_dir()); }
 
+static int count_cases_wave2(void)
+{
+    char d[1100];
+    snprintf(d, sizeof d, "%s-wave2", conf_dir());
+    return count_cases_in(d);
+}
+#define count_cases_in_wave2 count_cases_wave2
+
 /* sdpa-check on every corpus with `backend`: the repository's passes whole
- * with the exact summary line; in an extra one nothing fails (cases with
- * inputs the runner does not know yet are skipped). */
+ * with the exact summary line; in an extra one nothing fails (a case the
+ * backend refuses is UNSUPPORTED, allowed here). */
 static void check_all_corpora(const char *backend)
 {
     char dirs[TCORPUS_MAX][1024], args[1100], want[64];
     int nd = tcorpus_dirs(dirs, TCORPUS_MAX);
     for (int k = 0; k < nd; k++) {
-        int n = count_cases_in(dirs[k]), passed, failed, skipped;
-        snprintf(args, sizeof args, "--backend %.32s '%.1023s'", backend, dirs[k]);
+        int n = count_cases_in(dirs[k]), passed, failed, unsupported;
+        snprintf(args, sizeof args, "--backend %.32s %s '%.1023s'", backend,
+                 k ? "--allow-unsupported" : "", dirs[k]);
         ck_assert_msg(run("sdpa-check", args) == 0, "%s:\n%.2000s", dirs[k], g_out);
         ck_assert_ptr_null(strstr(g_out, "FAIL"));
         if (k == 0) {
             ck_assert_int_ge(n, 18);
-            snprintf(want, sizeof want, "%d passed, 0 failed, 0 skipped", n);
+            snprintf(want, sizeof want, "%d passed, 0 failed, 0 unsupported", n);
             ck_assert_str_eq(last_line(g_out), want);
             continue;
         }
-        ck_assert_int_eq(sscanf(last_line(g_out), "%d passed, %d failed, %d skipped", &passed,
-                                &failed, &skipped), 3);
+        ck_assert_int_eq(sscanf(last_line(g_out), "%d passed, %d failed, %d unsupported",
+                                &passed, &failed, &unsupported), 3);
         ck_assert_int_eq(failed, 0);
-        ck_assert_int_eq(passed + skipped, n);
+        ck_assert_int_eq(passed + unsupported, n);
     }
 }
 
@@ -171,8 +181,16 @@ START_TEST(check_reference_all_pass)
     /* one case folder, verbose */
     snprintf(args, sizeof args, "-v --backend=reference '%s/basic'", conf_dir());
     ck_assert_int_eq(run("sdpa-check", args), 0);
-    ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 skipped");
+    ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 unsupported");
     ck_assert_ptr_nonnull(strstr(g_out, "# backend reference"));
+    /* the wave-2 corpus: every case, dsinks compared */
+    snprintf(args, sizeof args, "--backend reference '%s-wave2'", conf_dir());
+    ck_assert_msg(run("sdpa-check", args) == 0, "%.3000s", g_out);
+    char want[64];
+    snprintf(want, sizeof want, "%d passed, 0 failed, 0 unsupported",
+             count_cases_in_wave2());
+    ck_assert_str_eq(last_line(g_out), want);
+    ck_assert_ptr_nonnull(strstr(g_out, " dsinks max_abs="));
 }
 END_TEST
 
@@ -197,11 +215,11 @@ static void spit(const char *dir, const char *name, const void *data, size_t n)
     fclose(f);
 }
 
-START_TEST(check_unsupported_is_skipped)
+START_TEST(check_unsupported_fails_unless_allowed)
 {
     /* One key, D = 65536: out = v. The reference computes it; the cpu
-     * backend may refuse it, which sdpa-check reports as UNSUPPORTED and
-     * counts as skipped (exit 0). */
+     * backend may refuse it, which sdpa-check reports as UNSUPPORTED: a
+     * failure (exit 1) unless --allow-unsupported (exit 0). */
     enum { D = 65536 };
     char dir[600], args[800];
     snprintf(dir, sizeof dir, "%s/big_d", g_tmp);
@@ -229,16 +247,21 @@ START_TEST(check_unsupported_is_skipped)
     spit(dir, "case.json", json, (size_t)n);
     snprintf(args, sizeof args, "--backend reference '%s'", dir);
     ck_assert_int_eq(run("sdpa-check", args), 0);
-    ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 skipped");
+    ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 unsupported");
     if (!sdpa_backend_compiled(SDPA_BACKEND_CPU))
         return;
     snprintf(args, sizeof args, "--backend cpu '%s'", dir);
-    ck_assert_int_eq(run("sdpa-check", args), 0);
+    int rc = run("sdpa-check", args);
     if (strstr(g_out, "UNSUPPORTED")) {
+        ck_assert_int_eq(rc, 1);
         ck_assert_ptr_nonnull(strstr(g_out, "UNSUPPORTED big_d  (sdpa_plan_create: SDPA_ERR_UNSUPPORTED"));
-        ck_assert_str_eq(last_line(g_out), "0 passed, 0 failed, 1 skipped");
+        ck_assert_str_eq(last_line(g_out), "0 passed, 0 failed, 1 unsupported");
+        snprintf(args, sizeof args, "--backend cpu --allow-unsupported '%s'", dir);
+        ck_assert_int_eq(run("sdpa-check", args), 0);
+        ck_assert_str_eq(last_line(g_out), "0 passed, 0 failed, 1 unsupported (allowed)");
     } else {
-        ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 skipped");
+        ck_assert_int_eq(rc, 0);
+        ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 0 unsupported");
     }
 }
 END_TEST
@@ -282,47 +305,29 @@ static const char *variant(const char *src, const char *name, const char *key,
     return dir;
 }
 
-/* Cases like ../shared/conformance-wave2's (inputs the runner does not know
- * yet) are SKIPPED with the input named, counted as skipped, exit 0; a
- * folder of self-symlinks does not repeat them. */
-START_TEST(check_unknown_inputs_skipped)
+/* The wave-2 inputs are read and checked like the others: zero ALiBi
+ * slopes are no ALiBi (PASS), pages without a block table and a K/V pair in
+ * two dtypes FAIL naming the problem; a folder of self-symlinks does not
+ * repeat them. */
+START_TEST(check_wave2_inputs)
 {
-    const int h[1] = {2}, pages[4] = {4, 2, 32, 16}, kq[4] = {1, 2, 65, 32},
-              kb[4] = {1, 2, 65, 16};
+    const int h[1] = {2}, pages[4] = {4, 2, 32, 16}, kq[4] = {1, 2, 65, 32};
     char args[800], p[800];
     variant("basic", "a_plain", NULL, NULL, NULL, 0, 0);
     variant("basic", "alibi", "alibi_slopes", "f32", h, 1, 8);
-    variant("basic", "sinks", "sinks", "f32", h, 1, 8);
     variant("basic", "paged", "k_pages", "f32", pages, 4, 4 * 2 * 32 * 16 * 4);
     variant("basic", "q8_0", "k", "q8_0", kq, 4, 2 * 65 * 34);
-    const char *d = variant("basic", "mixed", "k", "bf16", kb, 4, 2 * 65 * 16 * 2);
-    /* v in bf16 as well: mixed precision, K/V in one dtype */
-    snprintf(p, sizeof p, "%s/case.json", d);
-    char *text = slurp(p);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputs"), "v");
-    cJSON_ReplaceItemInObject(v, "dtype", cJSON_CreateString("bf16"));
-    cJSON_ReplaceItemInObject(v, "file", cJSON_CreateString("k.bf16"));
-    text = cJSON_Print(j);
-    spit(d, "case.json", text, strlen(text));
-    cJSON_free(text);
-    cJSON_Delete(j);
     for (int i = 0; i < 6; i++) {
         snprintf(p, sizeof p, "%s/suite/self%d", g_tmp, i);
         ck_assert_int_eq(symlink(".", p), 0);
     }
     snprintf(args, sizeof args, "--backend reference '%s/suite'", g_tmp);
-    ck_assert_msg(run("sdpa-check", args) == 0, "%.2000s", g_out);
-    ck_assert_str_eq(last_line(g_out), "1 passed, 0 failed, 5 skipped");
+    ck_assert_msg(run("sdpa-check", args) == 1, "%.2000s", g_out);
+    ck_assert_str_eq(last_line(g_out), "2 passed, 2 failed, 0 unsupported");
     ck_assert_ptr_nonnull(strstr(g_out, "PASS a_plain "));
-    ck_assert_ptr_nonnull(strstr(g_out, "SKIPPED alibi  (input 'alibi_slopes' not supported yet)\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, "SKIPPED sinks  (input 'sinks' not supported yet)\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, "SKIPPED paged  (input 'k_pages' not supported yet)\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, "SKIPPED q8_0  (inputs.k: dtype 'q8_0' not supported yet)\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, "SKIPPED mixed  (inputs: k/v dtype 'bf16' with q's 'f32' "
-                                        "(mixed precision) not supported yet)\n"));
-    ck_assert_ptr_null(strstr(g_out, "PASS alibi"));
+    ck_assert_ptr_nonnull(strstr(g_out, "PASS alibi "));
+    ck_assert_ptr_nonnull(strstr(g_out, "FAIL paged  (inputs: \"k_pages\" needs block_table"));
+    ck_assert_ptr_nonnull(strstr(g_out, "FAIL q8_0  (inputs.v: dtype f32 differs from k's q8_0"));
 }
 END_TEST
 
@@ -338,7 +343,7 @@ START_TEST(check_broken_case_fails)
     snprintf(args, sizeof args, "--backend reference '%s' '%s/basic' /nonexistent/cases", dir,
              conf_dir());
     ck_assert_int_eq(run("sdpa-check", args), 1);
-    ck_assert_str_eq(last_line(g_out), "1 passed, 2 failed, 0 skipped");
+    ck_assert_str_eq(last_line(g_out), "1 passed, 2 failed, 0 unsupported");
     ck_assert_ptr_nonnull(strstr(g_out, "FAIL broken  (case.json: invalid JSON"));
     ck_assert_ptr_nonnull(strstr(g_out, "FAIL /nonexistent/cases  (/nonexistent/cases: not a folder)"));
     /* a folder without any case */
@@ -371,13 +376,17 @@ START_TEST(check_usage_errors)
 END_TEST
 
 /* --unfused forces tile.unfused = 1: the reference backend has no such path,
- * so every case is UNSUPPORTED (skipped, exit 0) and says why. */
+ * so every case is UNSUPPORTED and says why: exit 1, or 0 with
+ * --allow-unsupported. */
 START_TEST(check_unfused_flag)
 {
     char args[1024], want[64];
     snprintf(args, sizeof args, "--backend reference --unfused '%s'", conf_dir());
+    ck_assert_int_eq(run("sdpa-check", args), 1);
+    snprintf(args, sizeof args, "--backend reference --unfused --allow-unsupported '%s'",
+             conf_dir());
     ck_assert_int_eq(run("sdpa-check", args), 0);
-    snprintf(want, sizeof want, "0 passed, 0 failed, %d skipped", count_cases());
+    snprintf(want, sizeof want, "0 passed, 0 failed, %d unsupported (allowed)", count_cases());
     ck_assert_str_eq(last_line(g_out), want);
     ck_assert_ptr_nonnull(strstr(g_out, "OpenCL backend only"));
 }
@@ -394,9 +403,10 @@ START_TEST(check_tile_flag)
     ck_assert_int_eq(run("sdpa-check", args), 0);
     snprintf(want, sizeof want, "%d passed", count_cases());
     ck_assert_msg(strncmp(last_line(g_out), want, strlen(want)) == 0, "%s", g_out);
-    snprintf(args, sizeof args, "--backend cpu --tile q_tile=20 '%s'", conf_dir());
+    snprintf(args, sizeof args, "--backend cpu --tile q_tile=20 --allow-unsupported '%s'",
+             conf_dir());
     ck_assert_int_eq(run("sdpa-check", args), 0);
-    snprintf(want, sizeof want, "0 passed, 0 failed, %d skipped", count_cases());
+    snprintf(want, sizeof want, "0 passed, 0 failed, %d unsupported (allowed)", count_cases());
     ck_assert_str_eq(last_line(g_out), want);
     ck_assert_ptr_nonnull(strstr(g_out, "cpu: tile.q_tile 20 is out of range"));
     ck_assert_int_eq(run("sdpa-check", "--tile bogus=1 x"), 2);
@@ -1107,8 +1117,8 @@ static Suite *suite(void)
     tcase_add_test(t, check_reference_all_pass);
     tcase_add_test(t, check_cpu_when_compiled);
     tcase_add_test(t, check_broken_case_fails);
-    tcase_add_test(t, check_unsupported_is_skipped);
-    tcase_add_test(t, check_unknown_inputs_skipped);
+    tcase_add_test(t, check_unsupported_fails_unless_allowed);
+    tcase_add_test(t, check_wave2_inputs);
     tcase_add_test(t, check_usage_errors);
     tcase_add_test(t, check_unfused_flag);
     tcase_add_test(t, check_tile_flag);

@@ -721,6 +721,145 @@ START_TEST(backward_preconditions)
 }
 END_TEST
 
+/* ---- ALiBi, sinks, mixed, quantized and paged K/V: inconsistent inputs ---------- */
+
+enum { PP = 4, PG = 4, PT = 2, DQ = 64 }; /* pool pages, slots per page, table width, D */
+static float g_kp[PP * HKV * PG * D], g_vp[PP * HKV * PG * DV], g_slopes[HQ], g_sinks[HQ],
+    g_dsinks[HQ];
+static int32_t g_table[B * PT];
+static float g_q64[B * HQ * SQ * DQ], g_o64[B * HQ * SQ * DQ];
+static uint8_t g_kq8[B * HKV * SKV * (DQ / 32) * 34], g_vq8[B * HKV * SKV * (DQ / 32) * 34];
+
+/* A valid paged description: pool pages in any order, kv_len given. */
+static void paged(sdpa_attention_desc *d)
+{
+    base(d);
+    d->tensors.k.dtype = d->tensors.v.dtype = SDPA_DTYPE_NONE;
+    d->tensors.k_pages = sdpa_tensor_host(g_kp, SDPA_DTYPE_F32, PP, HKV, PG, D);
+    d->tensors.v_pages = sdpa_tensor_host(g_vp, SDPA_DTYPE_F32, PP, HKV, PG, DV);
+    const int32_t table[B * PT] = {3, 1, 0, 2};
+    memcpy(g_table, table, sizeof table);
+    d->tensors.block_table = sdpa_tensor_host(g_table, SDPA_DTYPE_I32, B, 1, 1, PT);
+    g_kvl[0] = 7;
+    g_kvl[1] = 3;
+    d->tensors.kv_len = sdpa_tensor_host(g_kvl, SDPA_DTYPE_I32, B, 1, 1, 1);
+}
+
+/* A valid description with q8_0 K/V (D = Dv = 64: two blocks per row). */
+static void quantized(sdpa_attention_desc *d)
+{
+    sdpa_attention_desc_init(d);
+    d->tensors.q = sdpa_tensor_host(g_q64, SDPA_DTYPE_F32, B, HQ, SQ, DQ);
+    d->tensors.k = sdpa_tensor_host(g_kq8, SDPA_DTYPE_Q8_0, B, HKV, SKV, DQ);
+    d->tensors.v = sdpa_tensor_host(g_vq8, SDPA_DTYPE_Q8_0, B, HKV, SKV, DQ);
+    d->tensors.out = sdpa_tensor_host(g_o64, SDPA_DTYPE_F32, B, HQ, SQ, DQ);
+}
+
+START_TEST(wave2_inconsistent_inputs)
+{
+    sdpa_attention_desc d;
+    sdpa_plan *plan = NULL;
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.flags = SDPA_PLAN_BACKWARD;
+    /* the valid forms run */
+    paged(&d);
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL);
+    quantized(&d);
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL);
+    full(&d);
+    d.tensors.alibi_slopes = sdpa_tensor_host(g_slopes, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    d.tensors.sinks = sdpa_tensor_host(g_sinks, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_OK, NULL);
+
+    /* paged: k with a block table, pages without one, no kv_len, an entry
+     * outside the pool (negative too), K and V pages in two dtypes, a
+     * non-i32 table */
+    paged(&d);
+    d.tensors.k = sdpa_tensor_host(g_k, SDPA_DTYPE_F32, B, HKV, SKV, D);
+    EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "tensors.k is given in a paged call");
+    paged(&d);
+    d.tensors.block_table.dtype = SDPA_DTYPE_NONE;
+    EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "tensors.k_pages is given without tensors.block_table");
+    paged(&d);
+    d.tensors.kv_len.dtype = SDPA_DTYPE_NONE;
+    EXPECT_DESC(&d, SDPA_ERR_INVALID_ARG, "need tensors.kv_len");
+    paged(&d);
+    g_table[3] = PP;
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG,
+           "tensors.block_table[3] is 4: must lie in [0, pages-1=3]");
+    g_table[3] = -1;
+    EXPECT(sdpa_attention_forward(g_ctx, &d), SDPA_ERR_INVALID_ARG, "tensors.block_table[3]");
+    paged(&d);
+    d.tensors.v_pages.dtype = SDPA_DTYPE_F16;
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.v_pages");
+    paged(&d);
+    d.tensors.block_table.dtype = SDPA_DTYPE_F32;
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.block_table");
+    paged(&d);
+    d.tensors.v_pages.shape[2] = PG + 1; /* pages of one size */
+    EXPECT_DESC(&d, SDPA_ERR_SHAPE, "tensors.v_pages");
+    /* forward only: paged and block-quantized K/V refuse SDPA_PLAN_BACKWARD */
+    paged(&d);
+    d.tensors.lse = sdpa_tensor_host(g_lse, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_INVALID_ARG, "forward only");
+    ck_assert_ptr_null(plan);
+    quantized(&d);
+    d.tensors.lse = sdpa_tensor_host(g_lse, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_ERR_INVALID_ARG, "q8_0 is forward only");
+    ck_assert_ptr_null(plan);
+
+    /* block types: D a multiple of 32, consecutive blocks, K/V only, k and
+     * v in one dtype */
+    base(&d);
+    d.tensors.k.dtype = d.tensors.v.dtype = SDPA_DTYPE_Q8_0; /* D = 8 */
+    EXPECT_DESC(&d, SDPA_ERR_SHAPE, "a q8_0 tensor's last axis must be a multiple of 32");
+    quantized(&d);
+    d.tensors.k.stride[3] = 2;
+    EXPECT_DESC(&d, SDPA_ERR_STRIDE, "tensors.k.stride[3] is 2");
+    quantized(&d);
+    d.tensors.v.dtype = SDPA_DTYPE_Q4_0;
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.v.dtype is q4_0, expected q8_0");
+    quantized(&d);
+    d.tensors.q = sdpa_tensor_host(g_kq8, SDPA_DTYPE_Q8_0, B, HKV, SKV, DQ);
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.q.dtype is q8_0");
+    quantized(&d);
+    d.tensors.out.dtype = SDPA_DTYPE_Q8_0;
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.out");
+    base(&d); /* mixed precision: k and v in one dtype, q's may differ */
+    d.tensors.k.dtype = SDPA_DTYPE_F16;
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.v.dtype is f32, expected f16");
+
+    /* ALiBi slopes and sinks: one f32 per query head */
+    base(&d);
+    d.tensors.alibi_slopes = sdpa_tensor_host(g_slopes, SDPA_DTYPE_F32, 1, HKV, 1, 1);
+    EXPECT_DESC(&d, SDPA_ERR_SHAPE, "tensors.alibi_slopes");
+    base(&d);
+    d.tensors.sinks = sdpa_tensor_host(g_sinks, SDPA_DTYPE_F16, 1, HQ, 1, 1);
+    EXPECT_DESC(&d, SDPA_ERR_DTYPE, "tensors.sinks");
+
+    /* dsinks: only with sinks, one per query head */
+    sdpa_backward_tensors g;
+    base(&d);
+    d.tensors.lse = sdpa_tensor_host(g_lse, SDPA_DTYPE_F32, B, HQ, SQ, 1);
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_OK, NULL);
+    EXPECT(sdpa_plan_forward(plan, &d.tensors), SDPA_OK, NULL);
+    bwd_tensors(&g, 0);
+    g.dsinks = sdpa_tensor_host(g_dsinks, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    EXPECT(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_INVALID_ARG, "bwd.dsinks");
+    sdpa_plan_destroy(plan);
+    d.tensors.sinks = sdpa_tensor_host(g_sinks, SDPA_DTYPE_F32, 1, HQ, 1, 1);
+    EXPECT(sdpa_plan_create(g_ctx, &d, &po, &plan), SDPA_OK, NULL);
+    EXPECT(sdpa_plan_forward(plan, &d.tensors), SDPA_OK, NULL);
+    EXPECT(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_OK, NULL);
+    g.dsinks.shape[1] = 1;
+    EXPECT(sdpa_plan_backward(plan, &d.tensors, &g), SDPA_ERR_SHAPE, "bwd.dsinks");
+    sdpa_plan_destroy(plan);
+    g_kvl[0] = SKV;
+    g_kvl[1] = 3;
+}
+END_TEST
+
 /* ---- valid non-contiguous layouts ------------------------------------------------ */
 
 static void expect_same(const float *a, const float *b, size_t n, const char *what)
@@ -1191,6 +1330,7 @@ static Suite *validate_suite(void)
     tcase_add_test(t, broadcast_mask);
     tcase_add_test(t, extent_one_any_stride);
     tcase_add_test(t, legal_interleavings_run);
+    tcase_add_test(t, wave2_inconsistent_inputs);
     suite_add_tcase(s, t);
     return s;
 }

@@ -209,8 +209,8 @@ int lab_cmd_inspect(lab_env *env, int argc, char **argv)
         }
         if (!warned)
             printf("\nno saturated or collapsed heads\n");
-        if (have_case && cs.want[SC_OUT_STATS].present) {
-            const sc_tensor *w = &cs.want[SC_OUT_STATS];
+        if (have_case && cs.want[sc_key_find("stats")].present) {
+            const sc_tensor *w = &cs.want[sc_key_find("stats")];
             double worst = 0;
             for (int64_t i = 0; i < B * H; i++)
                 for (int col = 0; col < cs.stats_cols; col++) {

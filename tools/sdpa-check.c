@@ -1,18 +1,19 @@
 /*
  * sdpa-check — runs conformance cases (sdpa-case/1, tests/conformance/README.md) on one
- * backend and prints one line per case, then `N passed, N failed, N skipped`.
+ * backend and prints one line per case, then `N passed, N failed, N unsupported`.
  *
- *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC] [-v] [--help] PATH...
+ *   sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC]
+ *              [--allow-unsupported] [-v] [--help] PATH...
  *
  * PATH is a case folder (holding case.json) or a folder of case folders
  * (searched a few levels deep, in name order, symlinks below PATH not
  * followed). Exit status: 0 when nothing failed, 1 when a case failed (a
  * malformed case, an unreadable PATH or a library error counts as a failure)
  * or no context can be created on the requested backend (e.g. no such
- * device), 2 for usage errors. UNSUPPORTED cases (the backend answered
- * SDPA_ERR_UNSUPPORTED) and SKIPPED ones (an sdpa-case/1 input, dtype or
- * output this runner does not support yet, named in the line) are counted
- * as skipped.
+ * device), 2 for usage errors. An UNSUPPORTED case (the backend answered
+ * SDPA_ERR_UNSUPPORTED: it does not implement what the case needs, named in
+ * the line) is a failure too, unless --allow-unsupported is given; it is
+ * never counted as passed.
  * Thin program over sdpa.h and tools/common (case.c, case_run.c, args.c).
  */
 #include <stdio.h>
@@ -27,8 +28,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC] [-v]\n"
-            "                  [--help] PATH...\n"
+            "usage: sdpa-check [--backend NAME] [--device SEL] [--unfused] [--tile SPEC]\n"
+            "                  [--allow-unsupported] [-v] [--help] PATH...\n"
             "\n"
             "Runs sdpa-case/1 conformance cases and compares every expected output.\n"
             "PATH is a case folder (with case.json) or a folder of case folders\n"
@@ -45,24 +46,24 @@ static void usage(FILE *f)
             "  --tile SPEC     force a kernel configuration, e.g. q_tile=32,k_tile=64\n"
             "                  (names and ranges: sdpa-info --tiles); a value outside the\n"
             "                  backend's range makes every case UNSUPPORTED\n"
+            "  --allow-unsupported  do not count UNSUPPORTED cases as failures (they are\n"
+            "                  still printed and counted as unsupported, never as passed)\n"
             "  -v, --verbose   print the backend and device, each case's folder, its\n"
             "                  tolerance and run time, and the library's INFO log\n"
             "  -h, --help      this text\n"
             "\n"
-            "Output: one line per case, `PASS|FAIL|UNSUPPORTED|SKIPPED name  out\n"
+            "Output: one line per case, `PASS|FAIL|UNSUPPORTED name  out\n"
             "max_abs=.. rel_l2=..  lse ...` (a reason in parentheses unless PASS), then\n"
-            "`N passed, N failed, N skipped`. UNSUPPORTED: the backend refused the case\n"
-            "(SDPA_ERR_UNSUPPORTED); SKIPPED: the case uses an sdpa-case/1 input this\n"
-            "runner does not support yet (alibi_slopes, sinks, paged K/V, q8_0/q4_0,\n"
-            "mixed K/V dtypes). Both count as skipped.\n"
-            "Exit status: 0 all passed or skipped, 1 a case failed or no context (e.g. no\n"
-            "such device), 2 usage error.\n");
+            "`N passed, N failed, N unsupported`. UNSUPPORTED: the backend refused the\n"
+            "case (SDPA_ERR_UNSUPPORTED, e.g. a feature it does not implement, named in\n"
+            "the reason); it fails the run unless --allow-unsupported.\n"
+            "Exit status: 0 all passed (or unsupported with --allow-unsupported), 1 a case\n"
+            "failed or no context (e.g. no such device), 2 usage error.\n");
 }
 
 static const char *verdict_name(sc_verdict v)
 {
-    return v == SC_PASS ? "PASS" : v == SC_UNSUPPORTED ? "UNSUPPORTED"
-         : v == SC_SKIPPED ? "SKIPPED" : "FAIL";
+    return v == SC_PASS ? "PASS" : v == SC_UNSUPPORTED ? "UNSUPPORTED" : "FAIL";
 }
 
 static void print_result(const sc_result *r, int verbose)
@@ -70,7 +71,7 @@ static void print_result(const sc_result *r, int verbose)
     printf("%s %s", verdict_name(r->verdict), r->name);
     for (int i = 0; i < r->ncmp; i++) {
         const sc_compare *c = &r->cmp[i];
-        printf("  %s max_abs=%.2e rel_l2=%.2e", sc_output_name(c->which), c->max_abs,
+        printf("  %s max_abs=%.2e rel_l2=%.2e", sc_key_name(c->which), c->max_abs,
                c->rel_l2);
         if (c->bad_nonfinite)
             printf(" nonfinite_mismatch=%zu", c->bad_nonfinite);
@@ -91,7 +92,7 @@ static void print_result(const sc_result *r, int verbose)
 int main(int argc, char **argv)
 {
     const char *backend = NULL, *device = NULL;
-    int verbose = 0, help = 0, forced = 0;
+    int verbose = 0, help = 0, forced = 0, allow_unsupported = 0;
     sdpa_tile_config tile; /* --unfused, --tile */
     sdpa_tile_config_init(&tile);
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
@@ -109,6 +110,8 @@ int main(int argc, char **argv)
             help = 1;
         else if (ta_flag(&a, "-v") || ta_flag(&a, "--verbose"))
             verbose = 1;
+        else if (ta_flag(&a, "--allow-unsupported"))
+            allow_unsupported = 1;
         else if (ta_flag(&a, "--unfused"))
             forced = sdpa_tile_config_set(&tile, SDPA_TILE_UNFUSED, 1) == SDPA_OK;
         else if (ta_value(&a, "--tile", &val)) {
@@ -163,7 +166,7 @@ int main(int argc, char **argv)
                sdpa_backend_name(sdpa_context_backend(ctx)), sdpa_context_device_name(ctx),
                sdpa_version_string());
 
-    int passed = 0, failed = 0, skipped = 0;
+    int passed = 0, failed = 0, unsupported = 0;
     for (int p = 0; p < npaths; p++) {
         sc_list list = {0};
         char err[512];
@@ -187,15 +190,16 @@ int main(int argc, char **argv)
             print_result(&r, verbose);
             if (r.verdict == SC_PASS)
                 passed++;
-            else if (r.verdict == SC_UNSUPPORTED || r.verdict == SC_SKIPPED)
-                skipped++;
+            else if (r.verdict == SC_UNSUPPORTED)
+                unsupported++;
             else
                 failed++;
         }
         sc_list_free(&list);
     }
-    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    printf("%d passed, %d failed, %d unsupported%s\n", passed, failed, unsupported,
+           unsupported && allow_unsupported ? " (allowed)" : "");
     sdpa_context_destroy(ctx);
     free(paths);
-    return failed ? TA_EXIT_FAIL : TA_EXIT_OK;
+    return failed || (unsupported && !allow_unsupported) ? TA_EXIT_FAIL : TA_EXIT_OK;
 }

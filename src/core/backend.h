@@ -44,6 +44,10 @@ typedef struct sdpa__problem {
      * edges that can never bind are -1 (unbounded), so kernels may compute
      * with 32-bit ints when Sq + Skv < 2^30. */
     SDPA__ATTRS(SDPA__X_ATTR_FIELD)
+    /* ALiBi's diagonal offset for an EXPLICIT diagonal: the offset as given
+     * (|value| < 2^62), which the band's canonical form above may move; 0
+     * without ALiBi or for the other diagonals. Use sdpa__alibi_offset. */
+    int64_t alibi_offset;
     /* has_<field> for every optional forward slot (has_mask, has_bias, ...) */
     SDPA__FWD_SLOTS(SDPA__X_HAS)
 } sdpa__problem;
@@ -262,6 +266,15 @@ static inline int64_t sdpa__diag_offset(const sdpa__problem *p, int64_t keys_b)
     case SDPA_DIAGONAL_EXPLICIT: return p->diagonal_offset;
     default: return 0;
     }
+}
+
+/* The diagonal offset ALiBi measures distances from, for batch b whose
+ * first `keys_b` keys are valid: the band's offset as the caller gave it
+ * (not its canonical form), so key j of row i gets -slope * |i + off - j|. */
+static inline int64_t sdpa__alibi_offset(const sdpa__problem *p, int64_t keys_b)
+{
+    return p->diagonal == SDPA_DIAGONAL_EXPLICIT ? p->alibi_offset
+                                                 : sdpa__diag_offset(p, keys_b);
 }
 
 /* Kept-key range [*lo, *hi) of row i from the batch's valid key count and

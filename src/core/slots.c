@@ -172,6 +172,7 @@ sdpa_status sdpa_slot_get_info(sdpa_slot_group group, int index, sdpa_slot_info 
     /* NONE: q's dtype, or (kv) the K/V storage dtype */
     info->dtype = sdpa__slot_dtype(fwd, SDPA_DTYPE_NONE, SDPA_DTYPE_NONE);
     info->kv = rule->dtype == SDPA__DT_KV;
+    info->paged = rule->presence == SDPA__PRES_PAGED ? 1 : rule->presence == SDPA__PRES_KV ? -1 : 0;
     memcpy(info->axes, rule->axes, 4);
     info->broadcast = group == SDPA_SLOT_BACKWARD ? 0 : (int)s->broadcast;
     info->pair = group == SDPA_SLOT_BACKWARD ? fwd : s->pair;

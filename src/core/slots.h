@@ -42,7 +42,8 @@
  * broadcast NONE, or BH: the batch and head axes may also be 1.
  * presence  REQ (always present), OPT (dtype SDPA_DTYPE_NONE = absent),
  *           KV (present unless the call is paged, i.e. has block_table) or
- *           PAGED (present exactly when the call is paged). The REQ, KV and
+ *           PAGED (present exactly when the call is paged; block_table's
+ *           presence is what makes it paged). The REQ, KV and
  *           PAGED slots present in a call define the problem's extents.
  * grad      the backward slot holding this slot's gradient, or NONE. */
 #define SDPA__FWD_SLOTS(X)                                               \
@@ -62,7 +63,7 @@
     X(SINKS, sinks, IN, F32, "1Q11", NONE, OPT, DSINKS)                  \
     X(K_PAGES, k_pages, IN, KV, "PKGD", NONE, PAGED, NONE)               \
     X(V_PAGES, v_pages, IN, KV, "PKGV", NONE, PAGED, NONE)               \
-    X(BLOCK_TABLE, block_table, IN, I32, "B11T", NONE, OPT, NONE)
+    X(BLOCK_TABLE, block_table, IN, I32, "B11T", NONE, PAGED, NONE)
 
 /* Backward slots, in the declaration order of sdpa_backward_tensors:
  *   X(ID, field, role, presence)

@@ -267,6 +267,10 @@ static sdpa_status validate_scalars(sdpa_context *ctx, const sdpa_attention_desc
     else if (d->scale == SDPA_SCALE_MUP) p->scale = 1.0 / (double)p->D;
     for (size_t i = 0; i < n; i++) SDPA__TRY(check_f32_attr(ctx, p, &k_attrs[i]));
     canonical_band(p, d->diagonal_offset, d->window_left, d->window_right);
+    /* ALiBi needs the offset itself, not the band's canonical form (only
+     * set with ALiBi, so it splits no plan cache entry otherwise) */
+    p->alibi_offset =
+        p->has_alibi_slopes && p->diagonal == SDPA_DIAGONAL_EXPLICIT ? d->diagonal_offset : 0;
     return SDPA_OK;
 }
 
@@ -307,15 +311,19 @@ sdpa_status sdpa__validate_desc(sdpa_context *ctx, const sdpa_attention_desc *de
      * B, Hq, Sq, D; k: Hkv, Skv; v: Dv); the shape checks below hold every
      * tensor to them. */
     const bool paged = t->block_table.dtype != SDPA_DTYPE_NONE;
-    for (int i = 0; i < SDPA__T_COUNT; i++) {
-        const sdpa_tensor *x = sdpa__fwd_slot(t, i);
-        const char *name = sdpa__fwd_info[i].name;
-        SDPA__CHECK(ctx, !sdpa__slot_forbidden(i, paged) || x->dtype == SDPA_DTYPE_NONE,
+    /* the other kind's K/V first: a missing block table is named as such,
+     * not as a missing k */
+    for (int i = 0; i < SDPA__T_COUNT; i++)
+        SDPA__CHECK(ctx,
+                    !sdpa__slot_forbidden(i, paged) || sdpa__fwd_slot(t, i)->dtype == SDPA_DTYPE_NONE,
                     SDPA_ERR_INVALID_ARG,
                     paged ? "%s is given in a paged call (tensors.block_table is given): paged "
                             "K/V come in tensors.k_pages and tensors.v_pages"
                           : "%s is given without tensors.block_table (paged K/V need it)",
-                    name);
+                    sdpa__fwd_info[i].name);
+    for (int i = 0; i < SDPA__T_COUNT; i++) {
+        const sdpa_tensor *x = sdpa__fwd_slot(t, i);
+        const char *name = sdpa__fwd_info[i].name;
         if (!sdpa__slot_required(i, paged)) continue;
         SDPA__CHECK(ctx, x->dtype != SDPA_DTYPE_NONE, SDPA_ERR_INVALID_ARG,
                     "%s is required but absent (dtype SDPA_DTYPE_NONE)", name);

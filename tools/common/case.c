@@ -29,48 +29,69 @@
 /* The extra file dtype that only kv_len may use. */
 #define SC_FILE_I64 100
 
-/* The case-file keys are the library's slot names (sdpa_slot_get_info):
- * the which-th slot that is an input (output = 0) or output (1), forward
- * slots first, then backward ones; "?" past the end. */
-static const char *slot_key(int which, int output)
+/* ---- keys: the library's slots ------------------------------------------------ */
+
+int sc_key_count(void)
 {
-    const sdpa_slot_group groups[2] = {SDPA_SLOT_FORWARD, SDPA_SLOT_BACKWARD};
-    for (int g = 0; g < 2; g++)
-        for (int i = 0; i < sdpa_slot_count(groups[g]); i++) {
-            sdpa_slot_info info;
-            if (sdpa_slot_get_info(groups[g], i, &info) == SDPA_OK && info.output == output &&
-                which-- == 0)
-                return info.name;
-        }
-    return "?";
+    int n = sdpa_slot_count(SDPA_SLOT_FORWARD) + sdpa_slot_count(SDPA_SLOT_BACKWARD);
+    return n <= SC_MAX_KEYS ? n : 0;
 }
 
-const char *sc_input_name(int which)
+int sc_key_info(int k, sdpa_slot_info *info, sdpa_slot_group *group)
 {
-    return which >= 0 && which < SC_IN_COUNT ? slot_key(which, 0) : "?";
+    const int nf = sdpa_slot_count(SDPA_SLOT_FORWARD);
+    if (k < 0 || k >= sc_key_count())
+        return 0;
+    *group = k < nf ? SDPA_SLOT_FORWARD : SDPA_SLOT_BACKWARD;
+    return sdpa_slot_get_info(*group, k < nf ? k : k - nf, info) == SDPA_OK;
 }
 
-const char *sc_output_name(int which)
+const char *sc_key_name(int k)
 {
-    return which >= 0 && which < SC_OUT_COUNT ? slot_key(which, 1) : "?";
+    sdpa_slot_info info;
+    sdpa_slot_group g;
+    return sc_key_info(k, &info, &g) ? info.name : "?";
+}
+
+int sc_key_find(const char *name)
+{
+    for (int k = 0; name && k < sc_key_count(); k++)
+        if (strcmp(sc_key_name(k), name) == 0)
+            return k;
+    return -1;
+}
+
+/* The case's extent for a slot axis letter (sdpa_slot_info.axes), as a
+ * pointer so the loader can set it from the tensors that define it; NULL
+ * for the unit axis and for C (the statistics' columns, fixed). */
+static int64_t *extent_of(sc_case *c, char letter)
+{
+    switch (letter) {
+    case 'B': return &c->B;
+    case 'Q': return &c->Hq;
+    case 'K': return &c->Hkv;
+    case 's': return &c->Sq;
+    case 'k': return &c->Skv;
+    case 'D': return &c->D;
+    case 'V': return &c->Dv;
+    case 'P': return &c->pages;
+    case 'G': return &c->page;
+    case 'T': return &c->max_pages;
+    default: return NULL;
+    }
 }
 
 int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4])
 {
     sdpa_slot_info info;
-    int g = SDPA_SLOT_FORWARD, i = sdpa_slot_find(SDPA_SLOT_FORWARD, key);
-    if (i < 0) {
-        g = SDPA_SLOT_BACKWARD;
-        i = sdpa_slot_find(SDPA_SLOT_BACKWARD, key);
-    }
-    if (i < 0 || sdpa_slot_get_info((sdpa_slot_group)g, i, &info) != SDPA_OK)
+    sdpa_slot_group g;
+    if (!sc_key_info(sc_key_find(key), &info, &g))
         return 0;
-    const int64_t ext[] = {c->B, c->Hq, c->Hkv, c->Sq, c->Skv, c->D, c->Dv, SDPA_STAT_COUNT};
     int rank = 0;
     for (int a = 0; a < 4; a++) {
-        const char *at = strchr("BQKskDVC", info.axes[a]);
-        lib[a] = at ? ext[at - "BQKskDVC"] : 1;
-        if (at)
+        const int64_t *e = extent_of((sc_case *)c, info.axes[a]);
+        lib[a] = e ? *e : info.axes[a] == 'C' ? SDPA_STAT_COUNT : 1;
+        if (info.axes[a] != '1')
             file[rank++] = lib[a];
     }
     return rank;
@@ -81,7 +102,6 @@ typedef struct loader {
     char *err;
     size_t errcap;
     char *real_dir; /* realpath of the case folder (malloc'd) */
-    int skip;       /* the failure is an input this runner does not know yet */
 } loader;
 
 static int fail(loader *L, const char *fmt, ...)
@@ -271,7 +291,8 @@ static int parse_dtype(const char *s, int *out)
 {
     static const struct { const char *n; int d; } t[] = {
         {"f32", SDPA_DTYPE_F32}, {"f16", SDPA_DTYPE_F16}, {"bf16", SDPA_DTYPE_BF16},
-        {"u8", SDPA_DTYPE_U8},   {"i32", SDPA_DTYPE_I32}, {"i64", SC_FILE_I64}};
+        {"u8", SDPA_DTYPE_U8},   {"i32", SDPA_DTYPE_I32}, {"i64", SC_FILE_I64},
+        {"q8_0", SDPA_DTYPE_Q8_0}, {"q4_0", SDPA_DTYPE_Q4_0}};
     if (!s)
         return 0;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -294,6 +315,12 @@ static int is_float(int d)
     return d == SDPA_DTYPE_F32 || d == SDPA_DTYPE_F16 || d == SDPA_DTYPE_BF16;
 }
 
+/* Elements per storage unit of a file dtype (32 for q8_0 / q4_0 blocks). */
+static int64_t file_block_elems(int d)
+{
+    return d == SC_FILE_I64 ? 1 : sdpa_dtype_block_elems((sdpa_dtype)d);
+}
+
 /* Reads {dtype, shape, file}: checks the shape, reads the file and stores
  * the data with its file dtype (i64 stays 8-byte here; see to_i32). */
 static int read_entry(loader *L, const cJSON *e, const char *what, sc_tensor *t,
@@ -307,7 +334,8 @@ static int read_entry(loader *L, const cJSON *e, const char *what, sc_tensor *t,
     if (!ds)
         return fail(L, "%s: missing string \"dtype\"", what);
     if (!parse_dtype(ds, file_dtype))
-        return fail(L, "%s: unknown dtype \"%s\" (f32, f16, bf16, u8, i32, i64)", what, ds);
+        return fail(L, "%s: unknown dtype \"%s\" (f32, f16, bf16, u8, i32, i64, q8_0, q4_0)",
+                    what, ds);
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     if (!cJSON_IsArray(sh))
         return fail(L, "%s: missing array \"shape\"", what);
@@ -324,16 +352,24 @@ static int read_entry(loader *L, const cJSON *e, const char *what, sc_tensor *t,
     }
     t->rank = rank;
     t->count = count;
+    /* block types: the last axis is cut into blocks of file_block_elems */
+    const int64_t blk = file_block_elems(*file_dtype);
+    if (t->shape[rank - 1] % blk != 0)
+        return fail(L, "%s: a %s tensor's last axis (%lld) must be a multiple of %lld", what,
+                    ds, (long long)t->shape[rank - 1], (long long)blk);
     size_t bytes;
-    if (!tu_mul_size(count, file_dtype_size(*file_dtype), &bytes))
+    if (!tu_mul_size(count / (size_t)blk, file_dtype_size(*file_dtype), &bytes))
         return fail(L, "%s: size overflows", what);
     const char *file = get_string(e, "file");
     if (!file)
         return fail(L, "%s: missing string \"file\"", what);
     if (!read_exact(L, file, bytes, SC_MAX_FILE_BYTES, &t->data, what))
         return 0;
-    if (!host_is_little_endian() && file_dtype_size(*file_dtype) > 1)
+    if (!host_is_little_endian() && blk == 1 && file_dtype_size(*file_dtype) > 1)
         swap_bytes(t->data, count, file_dtype_size(*file_dtype));
+    else if (!host_is_little_endian() && blk > 1) /* each block's f16 scale */
+        for (size_t b = 0; b < count / (size_t)blk; b++)
+            swap_bytes((char *)t->data + b * file_dtype_size(*file_dtype), 1, 2);
     t->present = 1;
     t->dtype = *file_dtype == SC_FILE_I64 ? SDPA_DTYPE_NONE : (sdpa_dtype)*file_dtype;
     return 1;
@@ -358,24 +394,27 @@ static int to_f32(loader *L, sc_tensor *t, const char *what)
     return 1;
 }
 
-/* kv_len from i32 or i64, range-checked against [0, Skv]. */
-static int to_i32(loader *L, sc_tensor *t, int file_dtype, int64_t Skv)
+/* An i32 slot's values from i32 or i64, range-checked against [0, bound]
+ * (bound_name says what bound is: "Skv" for key counts, "pages-1" for page
+ * indices). */
+static int to_i32(loader *L, sc_tensor *t, int file_dtype, const char *key, int64_t bound,
+                  const char *bound_name)
 {
     if (file_dtype != SDPA_DTYPE_I32 && file_dtype != SC_FILE_I64)
-        return fail(L, "kv_len: dtype must be i32 or i64");
+        return fail(L, "%s: dtype must be i32 or i64", key);
     int32_t *v = malloc(t->count * sizeof *v);
     if (!v)
-        return fail(L, "kv_len: out of memory");
+        return fail(L, "%s: out of memory", key);
     for (size_t i = 0; i < t->count; i++) {
         int64_t x;
         if (file_dtype == SC_FILE_I64)
             memcpy(&x, (const char *)t->data + 8 * i, 8);
         else
             x = ((const int32_t *)t->data)[i];
-        if (x < 0 || x > Skv) {
+        if (x < 0 || x > bound) {
             free(v);
-            return fail(L, "kv_len[%zu] = %lld is outside [0, Skv = %lld]", i,
-                        (long long)x, (long long)Skv);
+            return fail(L, "%s[%zu] = %lld is outside [0, %s = %lld]", key, i, (long long)x,
+                        bound_name, (long long)bound);
         }
         v[i] = (int32_t)x;
     }
@@ -395,9 +434,11 @@ static void shape_str(const sc_tensor *t, char *buf, size_t cap)
         snprintf(buf + n, cap - n, "]");
 }
 
-/* The shape is either the short form `s` (rank r) or its 4-D library form. */
-static int expect_shape(loader *L, const sc_tensor *t, const char *what, int r,
-                        const int64_t *s, const int64_t lib[4])
+/* The shape is either the short form `s` (rank r) or its 4-D library form;
+ * an axis whose bit is set in bcast (library axes, sdpa_slot_info.broadcast)
+ * may also be 1 in the 4-D form. */
+static int expect_shape_bc(loader *L, const sc_tensor *t, const char *what, int r,
+                           const int64_t *s, const int64_t lib[4], unsigned bcast)
 {
     int ok = t->rank == r;
     for (int a = 0; ok && a < r; a++)
@@ -405,7 +446,7 @@ static int expect_shape(loader *L, const sc_tensor *t, const char *what, int r,
     if (!ok && t->rank == 4) {
         ok = 1;
         for (int a = 0; a < 4; a++)
-            ok = ok && t->shape[a] == lib[a];
+            ok = ok && (t->shape[a] == lib[a] || ((bcast >> a & 1u) && t->shape[a] == 1));
     }
     if (ok)
         return 1;
@@ -415,7 +456,14 @@ static int expect_shape(loader *L, const sc_tensor *t, const char *what, int r,
     memcpy(tmp.shape, s, (size_t)r * sizeof *s);
     shape_str(t, got, sizeof got);
     shape_str(&tmp, want, sizeof want);
-    return fail(L, "%s: shape %s, expected %s", what, got, want);
+    return fail(L, "%s: shape %s, expected %s%s", what, got, want,
+                bcast ? " (broadcast axes may be 1)" : "");
+}
+
+static int expect_shape(loader *L, const sc_tensor *t, const char *what, int r,
+                        const int64_t *s, const int64_t lib[4])
+{
+    return expect_shape_bc(L, t, what, r, s, lib, 0);
 }
 
 /* ---- attributes ------------------------------------------------------------------- */
@@ -496,66 +544,145 @@ static int parse_attrs(loader *L, const cJSON *attrs)
 
 /* ---- inputs ----------------------------------------------------------------------- */
 
-static int find_index(const char *(*name)(int), int n, const char *s)
+/* The library shape of a tensor read for slot `info`: rank 4 as given, a
+ * short form spread over the slot's non-unit axes; 0 when the rank fits
+ * neither. */
+static int lib_shape_of(const sc_tensor *t, const sdpa_slot_info *info, int64_t lib[4])
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(name(i), s) == 0)
-            return i;
-    return -1;
-}
-
-/* Inputs, dtypes and outputs of sdpa-case/1 this runner cannot express yet
- * (wave 2 of ../shared/conformance/README.md): the case is SKIPPED, naming
- * the first one, before any file is read. Unknown names stay malformed. */
-static int skip(loader *L, const char *fmt, const char *a, const char *b)
-{
-    L->skip = 1;
-    return fail(L, fmt, a, b);
-}
-
-static int check_supported(loader *L, const cJSON *root)
-{
-    static const char *const inputs_later[] = {"alibi_slopes", "sinks", "k_pages", "v_pages",
-                                               "block_table"};
-    static const char *const outputs_later[] = {"dsinks"};
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
-    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(root, "expected");
-    const char *dts = get_string(root, "dtype");
-    for (const cJSON *it = cJSON_IsObject(in) ? in->child : NULL; it; it = it->next) {
-        for (size_t i = 0; i < sizeof inputs_later / sizeof *inputs_later; i++)
-            if (strcmp(it->string, inputs_later[i]) == 0)
-                return skip(L, "input '%s' not supported yet", it->string, NULL);
-        const char *dt = cJSON_IsObject(it) ? get_string(it, "dtype") : NULL;
-        if (dt && (strcmp(dt, "q8_0") == 0 || strcmp(dt, "q4_0") == 0))
-            return skip(L, "inputs.%s: dtype '%s' not supported yet", it->string, dt);
+    if (t->rank == 4) {
+        memcpy(lib, t->shape, 4 * sizeof *lib);
+        return 1;
     }
-    for (const cJSON *it = cJSON_IsObject(exp) ? exp->child : NULL; it; it = it->next)
-        for (size_t i = 0; i < sizeof outputs_later / sizeof *outputs_later; i++)
-            if (strcmp(it->string, outputs_later[i]) == 0)
-                return skip(L, "expected: output '%s' not supported yet", it->string, NULL);
-    /* k and v in one float dtype other than q's: mixed precision */
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(in, "k");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, "v");
-    const char *kd = cJSON_IsObject(k) ? get_string(k, "dtype") : NULL;
-    const char *vd = cJSON_IsObject(v) ? get_string(v, "dtype") : NULL;
-    int kdt, qdt;
-    if (kd && vd && dts && strcmp(kd, vd) == 0 && strcmp(kd, dts) != 0 && parse_dtype(kd, &kdt) &&
-        is_float(kdt) && parse_dtype(dts, &qdt) && is_float(qdt))
-        return skip(L, "inputs: k/v dtype '%s' with q's '%s' (mixed precision) not supported yet",
-                    kd, dts);
+    int r = 0;
+    for (int a = 0; a < 4; a++) {
+        lib[a] = 1;
+        if (info->axes[a] != '1') {
+            if (r >= t->rank)
+                return 0;
+            lib[a] = t->shape[r++];
+        }
+    }
+    return r == t->rank;
+}
+
+/* Whether input slot `info` must be given in case c (1), must not be (-1)
+ * or may be (0), from the slot table alone: required slots always (k and v
+ * unless paged), paged slots (k_pages, v_pages, block_table) exactly when
+ * paged, backward inputs (dout) exactly in a backward case. */
+static int input_rule(const sc_case *c, const sdpa_slot_info *info, sdpa_slot_group g)
+{
+    if (g == SDPA_SLOT_BACKWARD)
+        return c->backward ? 1 : -1;
+    if (info->paged)
+        return (info->paged > 0) == (c->paged != 0) ? 1 : -1;
+    return info->required ? 1 : 0;
+}
+
+/* The presence of every input, and the dtypes of the slots typed after q
+ * (its dtype, the case's) or after K/V (one dtype for all of them). */
+static int check_presence_and_dtypes(loader *L, const int *fdt)
+{
+    sc_case *c = L->c;
+    int kv_key = -1;
+    /* what must not be there first: pages without a block table are named
+     * as such, not as a missing k */
+    for (int w = 0; w < sc_key_count(); w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group g;
+        if (sc_key_info(w, &info, &g) && !info.output && c->in[w].present &&
+            input_rule(c, &info, g) < 0)
+            return fail(L, g == SDPA_SLOT_BACKWARD ? "inputs: \"%s\" given for a forward case"
+                           : c->paged ? "inputs: \"%s\" given in a paged case (block_table is "
+                                        "given: K/V come in k_pages and v_pages)"
+                                      : "inputs: \"%s\" needs block_table (paged K/V)",
+                        info.name);
+    }
+    for (int w = 0; w < sc_key_count(); w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group g;
+        if (!sc_key_info(w, &info, &g) || info.output)
+            continue;
+        const char *name = info.name;
+        if (input_rule(c, &info, g) > 0 && !c->in[w].present)
+            return fail(L, g == SDPA_SLOT_BACKWARD ? "inputs: a backward case needs \"%s\""
+                           : c->paged && info.paged > 0
+                               ? "inputs: missing \"%s\" (paged K/V: block_table is given)"
+                               : "inputs: missing \"%s\"",
+                        name);
+        if (!c->in[w].present || info.dtype != SDPA_DTYPE_NONE)
+            continue;
+        if (!info.kv) {
+            if (fdt[w] != (int)c->dtype)
+                return fail(L, "inputs.%s: dtype %s differs from the case dtype %s", name,
+                            file_dtype_name(fdt[w]), sdpa_dtype_name(c->dtype));
+        } else if (kv_key < 0) { /* the K/V dtype: float or block-quantized */
+            kv_key = w;
+            c->kv_dtype = (sdpa_dtype)fdt[w];
+            if (!is_float(fdt[w]) && file_block_elems(fdt[w]) <= 1)
+                return fail(L, "inputs.%s: dtype %s is not a K/V dtype (f32, f16, bf16, q8_0, "
+                            "q4_0)", name, file_dtype_name(fdt[w]));
+        } else if (fdt[w] != (int)c->kv_dtype) {
+            return fail(L, "inputs.%s: dtype %s differs from %s's %s (K and V share one dtype)",
+                        name, file_dtype_name(fdt[w]), sc_key_name(kv_key),
+                        sdpa_dtype_name(c->kv_dtype));
+        }
+    }
+    return 1; /* a block dtype elsewhere fails its slot's dtype rule */
+}
+
+/* The case's extents from the inputs that define them (q; k, v or k_pages,
+ * v_pages, block_table), the first one that has an axis setting it, as the
+ * library does; the logical Skv of a paged case is max_pages * page. */
+static int set_extents(loader *L)
+{
+    sc_case *c = L->c;
+    for (int w = 0; w < sc_key_count(); w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group g;
+        int64_t lib[4];
+        if (!sc_key_info(w, &info, &g) || info.output || g != SDPA_SLOT_FORWARD ||
+            !c->in[w].present || input_rule(c, &info, g) <= 0)
+            continue;
+        if (!lib_shape_of(&c->in[w], &info, lib)) {
+            int n = 0; /* the slot's non-unit axes */
+            for (int a = 0; a < 4; a++)
+                n += info.axes[a] != '1';
+            return fail(L, "inputs.%s: shape must have %d axes%s (library axes %s)", info.name,
+                        n, n < 4 ? " or 4" : "", info.axes);
+        }
+        for (int a = 0; a < 4; a++) {
+            int64_t *e = extent_of(c, info.axes[a]);
+            if (e && *e == 0)
+                *e = lib[a];
+        }
+    }
+    if (c->paged) {
+        if (c->max_pages > SC_MAX_EXTENT / c->page)
+            return fail(L, "inputs: max_pages (%lld) x page (%lld) keys exceed %lld",
+                        (long long)c->max_pages, (long long)c->page, (long long)SC_MAX_EXTENT);
+        c->Skv = c->max_pages * c->page;
+    }
+    if (c->Hq % c->Hkv != 0)
+        return fail(L, "inputs: Hq = %lld is not a multiple of Hkv = %lld", (long long)c->Hq,
+                    (long long)c->Hkv);
     return 1;
 }
 
 static int parse_inputs(loader *L, const cJSON *inputs)
 {
     sc_case *c = L->c;
-    int fdt[SC_IN_COUNT] = {0};
+    int fdt[SC_MAX_KEYS] = {0};
     char what[64];
+    if (sc_key_count() == 0)
+        return fail(L, "the library has more slots than this runner's SC_MAX_KEYS (%d)",
+                    SC_MAX_KEYS);
     if (!cJSON_IsObject(inputs))
         return fail(L, "inputs: missing object \"inputs\"");
     for (const cJSON *it = inputs->child; it; it = it->next) {
-        int w = find_index(sc_input_name, SC_IN_COUNT, it->string);
-        if (w < 0)
+        int w = sc_key_find(it->string);
+        sdpa_slot_info info;
+        sdpa_slot_group g;
+        if (w < 0 || !sc_key_info(w, &info, &g) || info.output)
             return fail(L, "inputs: unknown input \"%s\"", it->string);
         if (c->in[w].present)
             return fail(L, "inputs: \"%s\" given twice", it->string);
@@ -563,82 +690,32 @@ static int parse_inputs(loader *L, const cJSON *inputs)
         if (!read_entry(L, it, what, &c->in[w], &fdt[w]))
             return 0;
     }
-    for (int w = SC_IN_Q; w <= SC_IN_V; w++)
-        if (!c->in[w].present)
-            return fail(L, "inputs: missing \"%s\"", sc_input_name(w));
-    if (c->backward && !c->in[SC_IN_DOUT].present)
-        return fail(L, "inputs: a backward case needs \"dout\"");
-    if (!c->backward && c->in[SC_IN_DOUT].present)
-        return fail(L, "inputs: \"dout\" given for a forward case");
-
-    /* q, k, v, dout: rank 4 in the storage dtype (k and v in one dtype). */
-    if (fdt[SC_IN_V] != fdt[SC_IN_K])
-        return fail(L, "inputs.v: dtype %s differs from k's %s", file_dtype_name(fdt[SC_IN_V]),
-                    file_dtype_name(fdt[SC_IN_K]));
-    for (int w = SC_IN_Q; w <= SC_IN_DOUT; w++) {
-        if (w > SC_IN_V && w != SC_IN_DOUT)
-            continue;
-        if (!c->in[w].present)
-            continue;
-        if (c->in[w].rank != 4)
-            return fail(L, "inputs.%s: shape must have 4 axes", sc_input_name(w));
-        if (fdt[w] != (int)c->dtype)
-            return fail(L, "inputs.%s: dtype %s differs from the case dtype %s", sc_input_name(w),
-                        file_dtype_name(fdt[w]), sdpa_dtype_name(c->dtype));
-    }
-    const int64_t *q = c->in[SC_IN_Q].shape, *k = c->in[SC_IN_K].shape,
-                  *v = c->in[SC_IN_V].shape;
-    c->B = q[0];
-    c->Hq = q[1];
-    c->Sq = q[2];
-    c->D = q[3];
-    c->Hkv = k[1];
-    c->Skv = k[2];
-    c->Dv = v[3];
-    if (k[0] != c->B || k[3] != c->D)
-        return fail(L, "inputs.k: shape must be (B=%lld, Hkv, Skv, D=%lld)",
-                    (long long)c->B, (long long)c->D);
-    if (v[0] != c->B || v[1] != c->Hkv || v[2] != c->Skv)
-        return fail(L, "inputs.v: shape must be (B=%lld, Hkv=%lld, Skv=%lld, Dv)",
-                    (long long)c->B, (long long)c->Hkv, (long long)c->Skv);
-    if (c->Hq % c->Hkv != 0)
-        return fail(L, "inputs: Hq = %lld is not a multiple of Hkv = %lld", (long long)c->Hq,
-                    (long long)c->Hkv);
-    if (c->in[SC_IN_DOUT].present) {
-        const int64_t *g = c->in[SC_IN_DOUT].shape;
-        if (g[0] != c->B || g[1] != c->Hq || g[2] != c->Sq || g[3] != c->Dv)
-            return fail(L, "inputs.dout: shape must be (B, Hq, Sq, Dv)");
-    }
-
-    /* mask (u8) and bias (float): (B|1, Hq|1, Sq, Skv). */
-    for (int w = SC_IN_MASK; w <= SC_IN_BIAS; w++) {
+    c->paged = c->in[sc_key_find("block_table")].present;
+    if (!check_presence_and_dtypes(L, fdt) || !set_extents(L))
+        return 0;
+    /* every input against the extents: its slot's shape (broadcast axes may
+     * be 1), then its values */
+    for (int w = 0; w < sc_key_count(); w++) {
+        sdpa_slot_info info;
+        sdpa_slot_group g;
         sc_tensor *t = &c->in[w];
-        if (!t->present)
+        if (!t->present || !sc_key_info(w, &info, &g))
             continue;
-        if (w == SC_IN_MASK && fdt[w] != SDPA_DTYPE_U8)
-            return fail(L, "inputs.mask: dtype must be u8");
-        if (w == SC_IN_BIAS && !to_f32(L, t, "inputs.bias"))
-            return 0;
-        if (t->rank != 4 || (t->shape[0] != 1 && t->shape[0] != c->B) ||
-            (t->shape[1] != 1 && t->shape[1] != c->Hq) || t->shape[2] != c->Sq ||
-            t->shape[3] != c->Skv) {
-            char got[96];
-            shape_str(t, got, sizeof got);
-            return fail(L, "inputs.%s: shape %s, expected (B|1, Hq|1, Sq=%lld, Skv=%lld)",
-                        sc_input_name(w), got, (long long)c->Sq, (long long)c->Skv);
-        }
-    }
-    /* the lower-rank inputs (kv_len, gains, temperature): the slot's shape
-     * without its unit axes, or the library's 4-D shape */
-    for (int w = SC_IN_KV_LEN; w <= SC_IN_TEMPERATURE; w++) {
-        sc_tensor *t = &c->in[w];
-        if (!t->present)
-            continue;
-        snprintf(what, sizeof what, "inputs.%s", sc_input_name(w));
+        snprintf(what, sizeof what, "inputs.%s", info.name);
         int64_t lib[4], file[4];
-        int rank = sc_slot_shape(c, sc_input_name(w), lib, file);
-        if (!expect_shape(L, t, what, rank, file, lib) ||
-            !(w == SC_IN_KV_LEN ? to_i32(L, t, fdt[w], c->Skv) : to_f32(L, t, what)))
+        int rank = sc_slot_shape(c, info.name, lib, file);
+        if (!expect_shape_bc(L, t, what, rank, file, lib, (unsigned)info.broadcast))
+            return 0;
+        if (info.dtype == SDPA_DTYPE_U8 && fdt[w] != SDPA_DTYPE_U8)
+            return fail(L, "%s: dtype must be u8", what);
+        if (info.dtype == SDPA_DTYPE_F32 && !to_f32(L, t, what))
+            return 0;
+        /* i32 slots hold key counts (kv_len: [0, Skv]) or, with a block-table
+         * axis, pool page indices ([0, pages - 1]) */
+        const int page_index = strchr(info.axes, 'T') != NULL;
+        if (info.dtype == SDPA_DTYPE_I32 &&
+            !to_i32(L, t, fdt[w], info.name, page_index ? c->pages - 1 : c->Skv,
+                    page_index ? "pages-1" : "Skv"))
             return 0;
     }
     return 1;
@@ -686,12 +763,14 @@ static int parse_expected(loader *L, const cJSON *exp)
     if (!cJSON_IsObject(exp) || !exp->child)
         return fail(L, "expected: missing or empty object \"expected\"");
     for (const cJSON *it = exp->child; it; it = it->next) {
-        int w = find_index(sc_output_name, SC_OUT_COUNT, it->string);
-        if (w < 0)
+        int w = sc_key_find(it->string);
+        sdpa_slot_info oinfo;
+        sdpa_slot_group og;
+        if (w < 0 || !sc_key_info(w, &oinfo, &og) || !oinfo.output)
             return fail(L, "expected: unknown output \"%s\"", it->string);
         if (c->want[w].present)
             return fail(L, "expected: \"%s\" given twice", it->string);
-        if (w >= SC_OUT_DQ && !c->backward)
+        if (og == SDPA_SLOT_BACKWARD && !c->backward)
             return fail(L, "expected: \"%s\" needs op \"backward\"", it->string);
         snprintf(what, sizeof what, "expected.%s", it->string);
         int fdt;
@@ -700,7 +779,7 @@ static int parse_expected(loader *L, const cJSON *exp)
             return 0;
         if (!is_float(fdt))
             return fail(L, "%s: dtype must be f32, f16 or bf16", what);
-        if (w == SC_OUT_STATS) { /* (B, Hq, cols): the columns are named */
+        if (strchr(oinfo.axes, 'C')) { /* statistics (B, Hq, cols): the columns are named */
             int64_t cols = t->shape[t->rank - 1];
             const int64_t s[3] = {c->B, c->Hq, cols}, lib[4] = {c->B, c->Hq, 1, cols};
             if (!expect_shape(L, t, what, 3, s, lib) || !parse_stats_names(L, it, cols))
@@ -712,7 +791,7 @@ static int parse_expected(loader *L, const cJSON *exp)
         int g = sdpa_slot_find(SDPA_SLOT_BACKWARD, it->string);
         if (g >= 0 && sdpa_slot_get_info(SDPA_SLOT_BACKWARD, g, &info) == SDPA_OK &&
             !info.required && sdpa_slot_get_info(SDPA_SLOT_FORWARD, info.pair, &of) == SDPA_OK &&
-            !c->in[find_index(sc_input_name, SC_IN_COUNT, of.name)].present)
+            !c->in[sc_key_find(of.name)].present)
             return fail(L, "%s: needs inputs.%s", what, of.name);
         /* the slot's shape without its unit axes, or the 4-D one */
         int64_t lib[4], file[4];
@@ -793,7 +872,7 @@ static void copy_name(char *dst, size_t cap, const char *src)
 
 int sc_load(const char *dir, sc_case *c, char *err, size_t errcap)
 {
-    loader L = {c, err, errcap, NULL, 0};
+    loader L = {c, err, errcap, NULL};
     char *text = NULL;
     size_t len = 0;
     cJSON *root = NULL;
@@ -864,8 +943,7 @@ int sc_load(const char *dir, sc_case *c, char *err, size_t errcap)
         goto done;
     }
     c->dtype = (sdpa_dtype)dt;
-    if (!check_supported(&L, root) ||
-        !parse_attrs(&L, cJSON_GetObjectItemCaseSensitive(root, "attrs")) ||
+    if (!parse_attrs(&L, cJSON_GetObjectItemCaseSensitive(root, "attrs")) ||
         !parse_inputs(&L, cJSON_GetObjectItemCaseSensitive(root, "inputs")) ||
         !parse_expected(&L, cJSON_GetObjectItemCaseSensitive(root, "expected")))
         goto done;
@@ -891,7 +969,6 @@ done:
         memcpy(keep, c->name, sizeof keep);
         sc_free(c);
         memcpy(c->name, keep, sizeof keep);
-        c->skipped = L.skip;
     }
     return ok;
 }
@@ -900,9 +977,9 @@ void sc_free(sc_case *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < SC_IN_COUNT; i++)
+    for (int i = 0; i < SC_MAX_KEYS; i++) {
         free(c->in[i].data);
-    for (int i = 0; i < SC_OUT_COUNT; i++)
         free(c->want[i].data);
+    }
     memset(c, 0, sizeof *c);
 }

@@ -25,22 +25,26 @@
 #define SC_MAX_EXTENT ((int64_t)INT32_MAX)    /* one axis */
 #define SC_MAX_DEPTH 4                        /* folder nesting for sc_find */
 
-/* The case-file keys are the library's slot names: inputs are the slots
- * sdpa_slot_get_info reports as inputs (forward slots, then backward), outputs
- * the ones it reports as outputs, in its order; these indices follow that
- * order (tests/test_slots.c checks them against the slot table). */
-enum {
-    SC_IN_Q, SC_IN_K, SC_IN_V, SC_IN_MASK, SC_IN_BIAS, SC_IN_KV_LEN,
-    SC_IN_Q_GAIN, SC_IN_K_GAIN, SC_IN_TEMPERATURE, SC_IN_DOUT, SC_IN_COUNT
-};
-enum {
-    SC_OUT_OUT, SC_OUT_LSE, SC_OUT_STATS, SC_OUT_DQ, SC_OUT_DK, SC_OUT_DV,
-    SC_OUT_DQ_GAIN, SC_OUT_DK_GAIN, SC_OUT_DTEMPERATURE, SC_OUT_COUNT
-};
+/* The case-file keys are the library's slot names (sdpa_slot_get_info):
+ * key k < sdpa_slot_count(SDPA_SLOT_FORWARD) is that forward slot, the
+ * following keys the backward slots in their order. A case holds one tensor
+ * per key; whether it is an input or an expected output is the slot's
+ * `output` flag (the forward's saved outputs out and lse are expected
+ * outputs of a backward case too). Nothing here lists the slots: a new slot
+ * is a new key without an edit. At most SC_MAX_KEYS keys (sc_key_count
+ * returns 0 if the library has more, and every load then fails saying so). */
+#define SC_MAX_KEYS 64
+int sc_key_count(void);
+/* Key index of a case-file key, -1 for an unknown name. */
+int sc_key_find(const char *name);
+/* The key's name ("?" out of range) and its slot description. */
+const char *sc_key_name(int k);
+int sc_key_info(int k, sdpa_slot_info *info, sdpa_slot_group *group);
 
-/* One tensor as read from its file. Integer kv_len files (i32 or i64) are
- * held as i32; bias, gains and temperature as f32; q/k/v/dout in the case's
- * storage dtype; expected outputs in their file's float dtype. */
+/* One tensor as read from its file. Integer files (i32, or i64 for i32
+ * slots) are held as i32; other f32 slots (bias, gains, ...) as f32; q, dout
+ * in the case's storage dtype, k/v/k_pages/v_pages in the K/V dtype (blocks
+ * of q8_0 / q4_0 as stored); expected outputs in their file's float dtype. */
 typedef struct sc_tensor {
     int present;
     sdpa_dtype dtype;   /* dtype of `data` */
@@ -54,28 +58,28 @@ typedef struct sc_case {
     char name[128];
     char dir[4096];
     int backward;                 /* op = "backward" */
-    sdpa_dtype dtype;             /* storage dtype of q, k, v, out */
+    sdpa_dtype dtype;             /* storage dtype of q, out, dout */
+    sdpa_dtype kv_dtype;          /* storage dtype of k, v (or k_pages, v_pages) */
+    int paged;                    /* block_table given: K/V in pages */
     int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+    int64_t pages, page, max_pages; /* paged: pool pages, slots per page, table width */
     sdpa_attention_desc attrs;    /* attributes only; tensors unset */
-    sc_tensor in[SC_IN_COUNT];
-    sc_tensor want[SC_OUT_COUNT];
+    sc_tensor in[SC_MAX_KEYS];    /* inputs, by key */
+    sc_tensor want[SC_MAX_KEYS];  /* expected outputs, by key */
     int stats_cols;               /* columns of the expected stats */
     int stats_map[32];            /* expected column -> sdpa_stat index */
     double tol_max_abs, tol_rel_l2;
-    int skipped;                  /* after a failed sc_load: the case is valid as far
-                                     as read but uses an sdpa-case/1 input, dtype or
-                                     output this runner does not support yet */
 } sc_case;
 
-/* SC_UNSUPPORTED: the library answered SDPA_ERR_UNSUPPORTED. SC_SKIPPED: the
- * case uses an sdpa-case/1 input this runner cannot express yet (reason names
- * it). Both count as skipped, never as passed. */
+/* SC_UNSUPPORTED: the library answered SDPA_ERR_UNSUPPORTED (the backend
+ * does not implement what the case needs; the reason names it). Never a
+ * pass: sdpa-check counts it as a failure unless --allow-unsupported. */
 typedef enum sc_verdict {
-    SC_PASS = 0, SC_FAIL = 1, SC_UNSUPPORTED = 2, SC_SKIPPED = 3
+    SC_PASS = 0, SC_FAIL = 1, SC_UNSUPPORTED = 2
 } sc_verdict;
 
 typedef struct sc_compare {
-    int which;            /* SC_OUT_* */
+    int which;            /* key index of the output */
     double max_abs;       /* worst |got - want| over finite expected entries */
     double rel_l2;        /* ||got - want|| / ||want|| over finite entries */
     size_t bad_nonfinite; /* non-finite expected entries not matched exactly */
@@ -88,15 +92,15 @@ typedef struct sc_result {
     char name[128];
     char reason[512];     /* empty on PASS */
     int ncmp;
-    sc_compare cmp[SC_OUT_COUNT];
+    sc_compare cmp[SC_MAX_KEYS];
     double seconds;       /* plan + run time */
     double tol_max_abs, tol_rel_l2; /* the case's tolerance (0 if not loaded) */
 } sc_result;
 
 /* The shapes of the slot named `key` (a case-file key) for case c: its
- * library shape (lib, from the slot's axis letters, sdpa_slot_get_info) and
- * its sdpa-case/1 file shape (file: lib without the unit axes). Returns the
- * file rank, 0 for an unknown key. */
+ * library shape (lib, from the slot's axis letters, sdpa_slot_get_info, and
+ * the case's extents) and its sdpa-case/1 file shape (file: lib without the
+ * unit axes). Returns the file rank, 0 for an unknown key. */
 int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t file[4]);
 
 /* Clears t (and bt) and points every present input of the loaded case at
@@ -104,13 +108,8 @@ int sc_slot_shape(const sc_case *c, const char *key, int64_t lib[4], int64_t fil
  * slot's library shape); bt may be NULL (then dout is left out). */
 void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_tensors *bt);
 
-/* "q", "mask", ... / "out", "lse", "stats", "dq", ... */
-const char *sc_input_name(int which);
-const char *sc_output_name(int which);
-
 /* Loads the case in folder `dir`. Returns 1 on success; otherwise 0 with a
- * reason in err (and *c holds nothing that needs freeing but its name and
- * `skipped`). Files are read only from inside the folder: a name that is
+ * reason in err (and *c holds nothing that needs freeing but its name). Files are read only from inside the folder: a name that is
  * absolute, holds "..", or resolves through a symlink outside the folder is
  * refused, as is anything but a regular file (a FIFO never blocks). */
 int sc_load(const char *dir, sc_case *c, char *err, size_t errcap);
@@ -124,9 +123,8 @@ void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r);
 void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *tile,
                  sc_result *r);
 
-/* Loads and runs the case in `dir`: a load failure is a FAIL with the reason
- * (SKIPPED when sc_load set `skipped`); the name falls back to the folder's
- * base name. */
+/* Loads and runs the case in `dir`: a load failure is a FAIL with the reason;
+ * the name falls back to the folder's base name. */
 void sc_check_dir(sdpa_context *ctx, const char *dir, sc_result *r);
 void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_config *tile,
                        sc_result *r);

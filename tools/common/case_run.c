@@ -108,21 +108,16 @@ static sdpa_tensor host4(void *p, sdpa_dtype dt, int64_t a, int64_t b, int64_t c
     return sdpa_tensor_host(p, dt, a, b, c, d);
 }
 
-/* The slot named `key` (a case-file key is a slot name, sdpa_slot_find):
- * its tensor inside t or bt, its description in *info and its group in
- * *group; NULL when no slot has that name. */
-static sdpa_tensor *slot_of(const char *key, sdpa_forward_tensors *t, sdpa_backward_tensors *bt,
+/* The slot of key w (sc_key_info): its tensor inside t or bt, its
+ * description in *info and its group in *group; NULL for no such key. */
+static sdpa_tensor *slot_of(int w, sdpa_forward_tensors *t, sdpa_backward_tensors *bt,
                             sdpa_slot_info *info, sdpa_slot_group *group)
 {
-    int i = sdpa_slot_find(SDPA_SLOT_FORWARD, key);
-    *group = SDPA_SLOT_FORWARD;
-    if (i >= 0 && sdpa_slot_get_info(SDPA_SLOT_FORWARD, i, info) == SDPA_OK)
-        return sdpa_forward_tensors_get_slot(t, i);
-    i = sdpa_slot_find(SDPA_SLOT_BACKWARD, key);
-    *group = SDPA_SLOT_BACKWARD;
-    if (i >= 0 && sdpa_slot_get_info(SDPA_SLOT_BACKWARD, i, info) == SDPA_OK)
-        return sdpa_backward_tensors_get_slot(bt, i);
-    return NULL;
+    if (!sc_key_info(w, info, group))
+        return NULL;
+    const int nf = sdpa_slot_count(SDPA_SLOT_FORWARD);
+    return *group == SDPA_SLOT_FORWARD ? sdpa_forward_tensors_get_slot(t, w)
+                                       : sdpa_backward_tensors_get_slot(bt, w - nf);
 }
 
 /* Case input w as a host tensor: rank-4 files as given (mask and bias keep
@@ -134,7 +129,7 @@ static sdpa_tensor input_tensor(const sc_case *c, int w)
     if (t->rank == 4)
         memcpy(s, t->shape, sizeof s);
     else
-        sc_slot_shape(c, sc_input_name(w), s, file);
+        sc_slot_shape(c, sc_key_name(w), s, file);
     return host4(t->data, t->dtype, s[0], s[1], s[2], s[3]);
 }
 
@@ -144,10 +139,10 @@ void sc_case_inputs(const sc_case *c, sdpa_forward_tensors *t, sdpa_backward_ten
     memset(t, 0, sizeof *t);
     if (bt)
         memset(bt, 0, sizeof *bt);
-    for (int w = 0; w < SC_IN_COUNT; w++) {
+    for (int w = 0; w < sc_key_count(); w++) {
         sdpa_slot_info info;
         sdpa_slot_group group;
-        sdpa_tensor *x = slot_of(sc_input_name(w), t, bt ? bt : &none, &info, &group);
+        sdpa_tensor *x = slot_of(w, t, bt ? bt : &none, &info, &group);
         if (c->in[w].present && x && (bt || group == SDPA_SLOT_FORWARD))
             *x = input_tensor(c, w);
     }
@@ -165,7 +160,7 @@ static int compare_output(const sc_case *c, int w, const outbuf *o, sc_compare *
     }
     for (size_t i = 0; i < t->count; i++)
         e[i] = tu_load(t->data, t->dtype, i);
-    if (w == SC_OUT_STATS) {
+    if (c->stats_cols && w == sc_key_find("stats")) { /* named columns */
         size_t cols = (size_t)c->stats_cols, rows = t->count / cols;
         for (size_t r = 0; r < rows; r++)
             for (size_t col = 0; col < cols; col++)
@@ -205,7 +200,7 @@ void sc_run(sdpa_context *ctx, const sc_case *c, sc_result *r)
 void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *tile,
                  sc_result *r)
 {
-    outbuf o[SC_OUT_COUNT];
+    outbuf o[SC_MAX_KEYS];
     sdpa_plan *plan = NULL;
     sdpa_status st;
     memset(o, 0, sizeof o);
@@ -223,11 +218,11 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
     sdpa_forward_tensors *t = &desc.tensors;
     sdpa_backward_tensors bt;
     sc_case_inputs(c, t, &bt);
-    for (int w = 0; w < SC_OUT_COUNT; w++) {
+    for (int w = 0; w < sc_key_count(); w++) {
         sdpa_slot_info info;
         sdpa_slot_group group;
-        sdpa_tensor *x = slot_of(sc_output_name(w), t, &bt, &info, &group);
-        if (!x)
+        sdpa_tensor *x = slot_of(w, t, &bt, &info, &group);
+        if (!x || !info.output)
             continue;
         int fwd = group == SDPA_SLOT_FORWARD;
         int need = c->want[w].present || (fwd && info.required) ||
@@ -235,10 +230,11 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
         if (!need)
             continue;
         int64_t s[4], file[4];
-        sc_slot_shape(c, sc_output_name(w), s, file);
-        sdpa_dtype dt = info.dtype == SDPA_DTYPE_NONE ? c->dtype : info.dtype;
+        sc_slot_shape(c, sc_key_name(w), s, file);
+        sdpa_dtype dt = info.dtype != SDPA_DTYPE_NONE ? info.dtype : info.kv ? c->kv_dtype
+                                                                              : c->dtype;
         if (!out_alloc(&o[w], dt, s[0], s[1], s[2], s[3])) {
-            rfail(r, SC_FAIL, "output %s: too large or out of memory", sc_output_name(w));
+            rfail(r, SC_FAIL, "output %s: too large or out of memory", sc_key_name(w));
             goto done;
         }
         *x = host4(o[w].data, dt, s[0], s[1], s[2], s[3]);
@@ -275,12 +271,12 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
 
     r->verdict = SC_PASS;
     size_t n = 0;
-    for (int w = 0; w < SC_OUT_COUNT; w++) {
+    for (int w = 0; w < sc_key_count(); w++) {
         if (!c->want[w].present)
             continue;
         sc_compare *cmp = &r->cmp[r->ncmp];
         if (!compare_output(c, w, &o[w], cmp)) {
-            rfail(r, SC_FAIL, "out of memory while comparing %s", sc_output_name(w));
+            rfail(r, SC_FAIL, "out of memory while comparing %s", sc_key_name(w));
             goto done;
         }
         r->ncmp++;
@@ -293,11 +289,11 @@ void sc_run_tile(sdpa_context *ctx, const sc_case *c, const sdpa_tile_config *ti
             if (cmp->bad_nonfinite)
                 n += (size_t)snprintf(r->reason + n, sizeof r->reason - n,
                                       "%s%s: %zu non-finite expected entries not matched (first %s)",
-                                      n ? "; " : "", sc_output_name(w), cmp->bad_nonfinite, where);
+                                      n ? "; " : "", sc_key_name(w), cmp->bad_nonfinite, where);
             else
                 n += (size_t)snprintf(r->reason + n, sizeof r->reason - n,
                                       "%s%s: max_abs %.3g (tol %.3g) at %s, rel_l2 %.3g (tol %.3g)",
-                                      n ? "; " : "", sc_output_name(w), cmp->max_abs,
+                                      n ? "; " : "", sc_key_name(w), cmp->max_abs,
                                       c->tol_max_abs, where, cmp->rel_l2, c->tol_rel_l2);
         }
     }
@@ -305,7 +301,7 @@ done:
     if (r->seconds == 0)
         r->seconds = tu_now() - t0;
     sdpa_plan_destroy(plan);
-    for (int w = 0; w < SC_OUT_COUNT; w++)
+    for (int w = 0; w < SC_MAX_KEYS; w++)
         free(o[w].data);
 }
 
@@ -327,7 +323,7 @@ void sc_check_dir_tile(sdpa_context *ctx, const char *dir, const sdpa_tile_confi
     char err[512];
     if (!sc_load(dir, c, err, sizeof err)) {
         snprintf(r->name, sizeof r->name, "%s", c->name);
-        rfail(r, c->skipped ? SC_SKIPPED : SC_FAIL, "%s", err);
+        rfail(r, SC_FAIL, "%s", err);
     } else {
         sc_run_tile(ctx, c, tile, r);
     }

@@ -86,7 +86,7 @@ int64_t sdpa__ref_scores(const sdpa__problem *p, const sdpa__fwd_args *a, int64_
                      : p->scale;
     int64_t lo, hi, nkept = 0;
     sdpa__row_range(p, keys, i, &lo, &hi);
-    const int64_t off = sdpa__diag_offset(p, keys);
+    const int64_t off = sdpa__alibi_offset(p, keys);
     const double slope =
         p->has_alibi_slopes
             ? ((const float *)a->alibi_slopes.mem)[sdpa__at(&a->alibi_slopes, 0, h, 0, 0)]
