@@ -52,7 +52,7 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
                 st[j * ld + r] = cap(st[j * ld + r], c, t->th ? &t->th[j * ld + r] : &th);
     }
     bool full = true;
-    const int64_t off = p->has_alibi_slopes ? sdpa__diag_offset(p, sdpa__cpu_batch_keys(p, a, t->b)) : 0;
+    const int64_t off = p->has_alibi_slopes ? sdpa__alibi_offset(p, sdpa__cpu_batch_keys(p, a, t->b)) : 0;
     for (int r = 0; r < nq; r++) {
         const int64_t row = t->g0 + r, h = t->h0 + row / p->Sq, i = row % p->Sq;
         int64_t lo = t->lo[r] - t->kt, hi = t->hi[r] - t->kt;
