@@ -5,7 +5,8 @@
  * table, forced tiles and split-KV, determinism (bits independent of reruns
  * and, without gains, of the thread count), empty rows, non-finite inputs,
  * a workspace that does not grow with Skv, the decode kernel choice, the
- * tuning slots, and the whole table again with every other kernel set the
+ * tuning slots, the issue-19 features (ALiBi, sinks and dsinks, K/V dtype
+ * other than q's, q8_0 / q4_0 and paged K/V: TCase features), and the whole table again with every other kernel set the
  * CPU runs (SDPA_CPU_KERNELS=generic, avx2, avx512, neon: TCases kernels_<set>);
  * a set the CPU lacks is named on stderr as not run.
  *
@@ -402,6 +403,496 @@ static void kernels_picked(const char *set, char *details, size_t cap)
     snprintf(details, cap, "%s", st == SDPA_OK ? info.details : sdpa_status_name(st));
 }
 
+/* ---- issue 19: ALiBi, sinks, mixed-precision, q8_0 / q4_0 and paged K/V --
+ * Each case against the float64 reference run on an equivalent problem the
+ * first feature set expresses: q and the dequantized (and, when paged,
+ * gathered) K/V as f32, ALiBi as its bias tensor -slope_h |i + off - j|, and
+ * sinks applied to the reference's result exactly (out * e^{lse - lse_s},
+ * lse_s = log(e^{lse} + e^{sink})). The backward with sinks runs the reference
+ * on one more key with k = v = 0 whose bias is the sink (no band, so it is
+ * kept), and dsinks is checked against -sum_i e^{sink - lse_i} rowsum(dO o O)
+ * from the reference's out and lse. Random inputs (no zeros), outputs
+ * poisoned with NaN, lengths 1, 7, 63, 65, 257, 1000 for decode (Sq 1) and
+ * prefill (Sq = Skv). */
+
+typedef struct xcase {
+    const char *name;
+    sdpa_dtype qdt, kvdt;
+    bool alibi, sinks, paged, causal;
+    int page;
+    int64_t B, Hq, Hkv;
+} xcase;
+
+static const xcase k_xcases[] = {
+    {"alibi", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, false, false, true, 0, 2, 4, 2},
+    {"sinks", SDPA_DTYPE_F16, SDPA_DTYPE_F16, false, true, false, true, 0, 2, 4, 2},
+    {"f32q_f16kv", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, false, false, true, 0, 2, 4, 2},
+    {"bf16q_f32kv_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_F32, true, false, false, false, 0, 1, 4, 1},
+    {"f16q_bf16kv_sinks", SDPA_DTYPE_F16, SDPA_DTYPE_BF16, false, true, false, false, 0, 1, 4, 4},
+    {"f32q_q8_0", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, false, false, false, true, 0, 2, 4, 2},
+    {"f16q_q4_0", SDPA_DTYPE_F16, SDPA_DTYPE_Q4_0, false, false, false, false, 0, 1, 8, 2},
+    {"paged16_f32", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, true, true, 16, 2, 4, 2},
+    {"paged16_q8_0_sinks_alibi_f16q", SDPA_DTYPE_F16, SDPA_DTYPE_Q8_0, true, true, true, true,
+     16, 2, 4, 2},
+    {"paged5_q4_0_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_Q4_0, false, true, true, false, 5, 2, 4, 1},
+    {"split_q8_0_sinks_alibi", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, true, true, false, false, 0, 1, 4,
+     1},
+    {"paged3_bf16_alibi_bf16q", SDPA_DTYPE_BF16, SDPA_DTYPE_BF16, true, false, true, true, 3, 2, 2,
+     2},
+};
+#define N_XCASES ((int)(sizeof k_xcases / sizeof k_xcases[0]))
+static const int64_t k_xlens[] = {1, 7, 63, 65, 257, 1000};
+#define N_XLENS 6
+#define XD 64
+
+static uint32_t xnext(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+/* Uniform in [-1, 1), never 0. */
+static float xuni(uint32_t *s)
+{
+    const float u = (float)(xnext(s) >> 8) / 8388608.0f - 1.0f;
+    return u == 0.0f ? 0.5f : u;
+}
+
+static void xstore(void *base, sdpa_dtype dt, size_t e, float v) { tstore(base, dt, e, v); }
+static float xload(const void *base, sdpa_dtype dt, size_t e) { return (float)tload(base, dt, e); }
+static const char *xerr(sdpa_context *ctx)
+{
+    sdpa_error_info info;
+    memset(&info, 0, sizeof info);
+    sdpa_context_last_error(ctx, &info);
+    return info.message ? info.message : "";
+}
+/* Element d of a row of dtype dt starting at byte p (the test's own decoder). */
+static float xrow_elem(const unsigned char *p, sdpa_dtype dt, int64_t d)
+{
+    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
+        const unsigned char *blk = p + (size_t)(d / 32) * (dt == SDPA_DTYPE_Q8_0 ? 34 : 18);
+        const uint16_t h = (uint16_t)(blk[0] | blk[1] << 8);
+        const float s = xload(&h, SDPA_DTYPE_F16, 0);
+        const int t = (int)(d % 32);
+        if (dt == SDPA_DTYPE_Q8_0) return s * (float)(int8_t)blk[2 + t];
+        return s * (float)((t < 16 ? blk[2 + t] & 15 : blk[2 + t - 16] >> 4) - 8);
+    }
+    return xload(p, dt, (size_t)d);
+}
+/* Fills n rows of D elements of dtype dt with random values (random blocks:
+ * an f16 scale in [0.02, 0.05) and random q, never all zero). */
+static void xfill_rows(unsigned char *p, sdpa_dtype dt, int64_t n, int64_t D, uint32_t *s)
+{
+    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
+        const size_t ub = dt == SDPA_DTYPE_Q8_0 ? 34 : 18;
+        for (int64_t b = 0; b < n * D / 32; b++) {
+            unsigned char *blk = p + (size_t)b * ub;
+            uint16_t h;
+            xstore(&h, SDPA_DTYPE_F16, 0, 0.035f + 0.015f * xuni(s));
+            blk[0] = (unsigned char)(h & 255);
+            blk[1] = (unsigned char)(h >> 8);
+            for (size_t t = 2; t < ub; t++) {
+                unsigned char v = (unsigned char)(xnext(s) >> 11);
+                if (dt == SDPA_DTYPE_Q8_0 && (v == 0 || v == 128)) v = 77;
+                blk[t] = v;
+            }
+        }
+        return;
+    }
+    for (int64_t e = 0; e < n * D; e++) xstore(p, dt, (size_t)e, xuni(s));
+}
+static size_t xrow_bytes(sdpa_dtype dt, int64_t D)
+{
+    return (size_t)(D / sdpa_dtype_block_elems(dt)) * sdpa_dtype_size(dt);
+}
+
+/* One problem: the tested call's tensors and the oracle's f32 equivalents. */
+typedef struct xprob {
+    int64_t B, Hq, Hkv, Sq, Skv, D, pages, maxp;
+    unsigned char *q, *k, *v, *out; /* tested call's storage */
+    int32_t *kv_len, *table;
+    float *slopes, *sinks, *lse, *stats;
+    float *oq, *ok, *ov, *obias, *oout, *olse; /* oracle (f32, SkvL keys) */
+    int64_t oskv;                              /* the oracle's key count */
+} xprob;
+
+static void xprob_free(xprob *x)
+{
+    free(x->q); free(x->k); free(x->v); free(x->out); free(x->kv_len); free(x->table);
+    free(x->slopes); free(x->sinks); free(x->lse); free(x->stats); free(x->oq); free(x->ok);
+    free(x->ov); free(x->obias); free(x->oout); free(x->olse);
+    memset(x, 0, sizeof *x);
+}
+
+/* Builds the problem of case c with Sq queries and Skv keys; fills d (the
+ * tested call) and od (the oracle's). extra_key: one more oracle key with
+ * k = v = 0 and bias = sink (the backward's sink check). */
+static void xprob_make(xprob *x, const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed,
+                       bool extra_key, sdpa_attention_desc *d, sdpa_attention_desc *od)
+{
+    uint32_t s = seed * 2654435761u + 12345u;
+    memset(x, 0, sizeof *x);
+    x->B = c->B; x->Hq = c->Hq; x->Hkv = c->Hkv; x->Sq = Sq; x->D = XD;
+    const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, D = XD;
+    const size_t qe = sdpa_dtype_size(c->qdt), rb = xrow_bytes(c->kvdt, D);
+    x->q = malloc((size_t)(B * Hq * Sq * D) * qe);
+    xfill_rows(x->q, c->qdt, B * Hq * Sq, D, &s);
+    /* keys: logical Skv (paged: max_pages * page) */
+    int64_t nrows; /* K/V rows in storage per head */
+    if (c->paged) {
+        x->maxp = (Skv + c->page - 1) / c->page;
+        x->Skv = x->maxp * c->page;
+        x->pages = B * x->maxp + 3; /* a few pages nobody uses */
+        nrows = x->pages * c->page;
+    } else {
+        x->Skv = Skv;
+        nrows = B * Skv;
+    }
+    x->k = malloc((size_t)(nrows * Hkv) * rb);
+    x->v = malloc((size_t)(nrows * Hkv) * rb);
+    xfill_rows(x->k, c->kvdt, nrows * Hkv, D, &s);
+    xfill_rows(x->v, c->kvdt, nrows * Hkv, D, &s);
+    const bool use_len = c->paged || c->causal;
+    x->kv_len = malloc((size_t)B * sizeof(int32_t));
+    for (int64_t b = 0; b < B; b++) /* batch 0: any count; others at least Skv / 2 */
+        x->kv_len[b] = (int32_t)(b == 0 ? xnext(&s) % (uint32_t)(Skv + 1)
+                                        : Skv - (int64_t)(xnext(&s) % (uint32_t)(Skv / 2 + 1)));
+    if (c->paged) { /* a random permutation of the pool's pages */
+        int32_t *perm = malloc((size_t)x->pages * sizeof(int32_t));
+        for (int64_t i = 0; i < x->pages; i++) perm[i] = (int32_t)i;
+        for (int64_t i = x->pages - 1; i > 0; i--) {
+            const int64_t j = xnext(&s) % (uint32_t)(i + 1);
+            const int32_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+        }
+        x->table = malloc((size_t)(B * x->maxp) * sizeof(int32_t));
+        for (int64_t i = 0; i < B * x->maxp; i++) x->table[i] = perm[i];
+        free(perm);
+    }
+    x->slopes = malloc((size_t)Hq * sizeof(float));
+    x->sinks = malloc((size_t)Hq * sizeof(float));
+    for (int64_t h = 0; h < Hq; h++) {
+        x->slopes[h] = (float)(h + 1) * 0.05f * (0.5f + 0.5f * fabsf(xuni(&s)));
+        x->sinks[h] = h == 1 ? -INFINITY : 2.0f * xuni(&s); /* head 1: no sink */
+    }
+    x->out = malloc((size_t)(B * Hq * Sq * D) * qe);
+    x->lse = malloc((size_t)(B * Hq * Sq) * sizeof(float));
+    for (size_t e = 0; e < (size_t)(B * Hq * Sq * D); e++) xstore(x->out, c->qdt, e, NAN);
+    for (size_t e = 0; e < (size_t)(B * Hq * Sq); e++) x->lse[e] = NAN;
+
+    /* the tested call */
+    sdpa_attention_desc_init(d);
+    if (c->causal) {
+        sdpa_attention_desc_set_causal(d, SDPA_DIAGONAL_BOTTOM_RIGHT);
+    }
+    sdpa_forward_tensors *t = &d->tensors;
+    t->q = sdpa_tensor_host(x->q, c->qdt, B, Hq, Sq, D);
+    if (c->paged) {
+        t->k_pages = sdpa_tensor_host(x->k, c->kvdt, x->pages, Hkv, c->page, D);
+        t->v_pages = sdpa_tensor_host(x->v, c->kvdt, x->pages, Hkv, c->page, D);
+        t->block_table = sdpa_tensor_host(x->table, SDPA_DTYPE_I32, B, 1, 1, x->maxp);
+    } else {
+        t->k = sdpa_tensor_host(x->k, c->kvdt, B, Hkv, Skv, D);
+        t->v = sdpa_tensor_host(x->v, c->kvdt, B, Hkv, Skv, D);
+    }
+    if (use_len) t->kv_len = sdpa_tensor_host(x->kv_len, SDPA_DTYPE_I32, B, 1, 1, 1);
+    if (c->alibi) t->alibi_slopes = sdpa_tensor_host(x->slopes, SDPA_DTYPE_F32, 1, Hq, 1, 1);
+    if (c->sinks) t->sinks = sdpa_tensor_host(x->sinks, SDPA_DTYPE_F32, 1, Hq, 1, 1);
+    t->out = sdpa_tensor_host(x->out, c->qdt, B, Hq, Sq, D);
+    t->lse = sdpa_tensor_host(x->lse, SDPA_DTYPE_F32, B, Hq, Sq, 1);
+
+    /* the oracle: f32 q, the dequantized / gathered K/V, ALiBi as a bias */
+    const int64_t L = x->Skv + (extra_key ? 1 : 0);
+    x->oskv = L;
+    x->oq = malloc((size_t)(B * Hq * Sq * D) * sizeof(float));
+    for (size_t e = 0; e < (size_t)(B * Hq * Sq * D); e++) x->oq[e] = xload(x->q, c->qdt, e);
+    x->ok = calloc((size_t)(B * Hkv * L * D), sizeof(float));
+    x->ov = calloc((size_t)(B * Hkv * L * D), sizeof(float));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t j = 0; j < x->Skv; j++) {
+                size_t row; /* storage row of (b, h, j) */
+                if (c->paged)
+                    row = (size_t)((x->table[b * x->maxp + j / c->page] * Hkv + h) * c->page +
+                                   j % c->page);
+                else
+                    row = (size_t)((b * Hkv + h) * Skv + j);
+                for (int64_t dd = 0; dd < D; dd++) {
+                    const size_t o = (size_t)(((b * Hkv + h) * L + j) * D + dd);
+                    x->ok[o] = xrow_elem(x->k + row * rb, c->kvdt, dd);
+                    x->ov[o] = xrow_elem(x->v + row * rb, c->kvdt, dd);
+                }
+            }
+    x->oout = malloc((size_t)(B * Hq * Sq * D) * sizeof(float));
+    x->olse = malloc((size_t)(B * Hq * Sq) * sizeof(float));
+    sdpa_attention_desc_init(od);
+    od->window_left = d->window_left;
+    od->window_right = d->window_right;
+    od->diagonal = d->diagonal;
+    sdpa_forward_tensors *o = &od->tensors;
+    o->q = sdpa_tensor_host(x->oq, SDPA_DTYPE_F32, B, Hq, Sq, D);
+    o->k = sdpa_tensor_host(x->ok, SDPA_DTYPE_F32, B, Hkv, L, D);
+    o->v = sdpa_tensor_host(x->ov, SDPA_DTYPE_F32, B, Hkv, L, D);
+    o->out = sdpa_tensor_host(x->oout, SDPA_DTYPE_F32, B, Hq, Sq, D);
+    o->lse = sdpa_tensor_host(x->olse, SDPA_DTYPE_F32, B, Hq, Sq, 1);
+    if (use_len) o->kv_len = t->kv_len;
+    if (c->alibi || extra_key) {
+        x->obias = malloc((size_t)(B * Hq * Sq * L) * sizeof(float));
+        for (int64_t b = 0; b < B; b++) {
+            const int64_t off = c->causal ? (use_len ? x->kv_len[b] : x->Skv) - Sq : 0;
+            for (int64_t h = 0; h < Hq; h++)
+                for (int64_t i = 0; i < Sq; i++)
+                    for (int64_t j = 0; j < L; j++) {
+                        const int64_t dist = llabs(i + off - j);
+                        float v = c->alibi ? -x->slopes[h] * (float)dist : 0.0f;
+                        if (extra_key && j == x->Skv) v = x->sinks[h];
+                        x->obias[((b * Hq + h) * Sq + i) * L + j] = v;
+                    }
+        }
+        o->bias = sdpa_tensor_host(x->obias, SDPA_DTYPE_F32, B, Hq, Sq, L);
+    }
+}
+
+static void xrun_forward(sdpa_context *ctx, sdpa_attention_desc *d)
+{
+    sdpa_plan *plan = NULL;
+    const sdpa_status st = sdpa_plan_create(ctx, d, NULL, &plan);
+    ck_assert_msg(st == SDPA_OK, "plan: %s: %s", sdpa_status_name(st),
+                  xerr(ctx));
+    ck_assert_int_eq(sdpa_plan_forward(plan, &d->tensors), SDPA_OK);
+    ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+    sdpa_plan_destroy(plan);
+}
+
+static double xtol(sdpa_dtype dt)
+{
+    return dt == SDPA_DTYPE_BF16 ? 1.6e-2 : dt == SDPA_DTYPE_F16 ? 2.5e-3 : 2e-5;
+}
+
+/* Case c at Sq queries x Skv keys on g_cpu against the oracle. */
+static void xcheck_forward(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+{
+    xprob x;
+    sdpa_attention_desc d, od;
+    xprob_make(&x, c, Sq, Skv, seed, false, &d, &od);
+    xrun_forward(g_cpu, &d);
+    xrun_forward(g_ref, &od);
+    const int64_t rows = x.B * x.Hq * x.Sq;
+    const double tol = xtol(c->qdt);
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t h = r / x.Sq % x.Hq;
+        double lse = x.olse[r], f = 1.0;
+        if (c->sinks && x.sinks[h] > -INFINITY) {
+            const double sk = x.sinks[h];
+            const double ls = lse == -INFINITY ? sk : fmax(lse, sk) + log1p(exp(-fabs(lse - sk)));
+            f = lse == -INFINITY ? 0.0 : exp(lse - ls);
+            lse = ls;
+        }
+        const float gl = x.lse[r];
+        ck_assert_msg(lse == -INFINITY ? gl == -INFINITY : fabs(gl - lse) <= 1e-4 * (1 + fabs(lse)),
+                      "%s Sq%lld Skv%lld: lse[%lld] = %g, want %g", c->name, (long long)Sq,
+                      (long long)Skv, (long long)r, gl, lse);
+        for (int64_t e = 0; e < x.D; e++) {
+            const double want = x.oout[r * x.D + e] * f;
+            const float got = xload(x.out, c->qdt, (size_t)(r * x.D + e));
+            ck_assert_msg(fabs(got - want) <= tol * (1 + fabs(want)),
+                          "%s Sq%lld Skv%lld: out[%lld][%lld] = %g, want %g", c->name,
+                          (long long)Sq, (long long)Skv, (long long)r, (long long)e, got, want);
+        }
+    }
+    xprob_free(&x);
+}
+
+/* Decode (Sq 1) and prefill (Sq = Skv) of case _i / N_XLENS at length _i % N_XLENS. */
+START_TEST(features_forward)
+{
+    const xcase *c = &k_xcases[_i / N_XLENS];
+    const int64_t L = k_xlens[_i % N_XLENS];
+    xcheck_forward(c, 1, L, (uint32_t)_i + 1);
+    xcheck_forward(c, L, L, (uint32_t)_i + 101);
+}
+END_TEST
+
+/* The same with each other kernel set, up to length 257. */
+START_TEST(features_forward_short)
+{
+    const xcase *c = &k_xcases[_i / (N_XLENS - 1)];
+    const int64_t L = k_xlens[_i % (N_XLENS - 1)];
+    xcheck_forward(c, 1, L, (uint32_t)_i + 7);
+    xcheck_forward(c, L, L, (uint32_t)_i + 107);
+}
+END_TEST
+
+/* Backward with ALiBi and / or sinks (dsinks), mixed K/V dtype. */
+static const xcase k_xbcases[] = {
+    {"bwd_alibi", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, false, false, false, 0, 2, 4, 2},
+    {"bwd_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, true, false, false, 0, 2, 4, 2},
+    {"bwd_alibi_sinks_f16q_bf16kv", SDPA_DTYPE_F16, SDPA_DTYPE_BF16, true, true, false, false, 0,
+     1, 4, 1},
+    {"bwd_f32q_f16kv", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, false, false, false, 0, 1, 2, 2},
+};
+#define N_XBCASES ((int)(sizeof k_xbcases / sizeof k_xbcases[0]))
+
+static void xcheck_backward(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+{
+    xprob x;
+    sdpa_attention_desc d, od;
+    xprob_make(&x, c, Sq, Skv, seed, c->sinks, &d, &od);
+    const int64_t B = x.B, Hq = x.Hq, Hkv = x.Hkv, D = x.D, L = x.oskv;
+    const size_t nq = (size_t)(B * Hq * Sq * D), nk = (size_t)(B * Hkv * Skv * D);
+    const size_t qe = sdpa_dtype_size(c->qdt), ke = sdpa_dtype_size(c->kvdt);
+    uint32_t s = seed + 99u;
+    unsigned char *dout = malloc(nq * qe), *dq = malloc(nq * qe), *dk = malloc(nk * ke),
+                  *dv = malloc(nk * ke);
+    float *odout = malloc(nq * sizeof(float)), *odq = malloc(nq * sizeof(float));
+    float *odk = malloc((size_t)(B * Hkv * L * D) * sizeof(float));
+    float *odv = malloc((size_t)(B * Hkv * L * D) * sizeof(float));
+    float dsinks[16];
+    for (size_t e = 0; e < nq; e++) {
+        xstore(dout, c->qdt, e, xuni(&s));
+        odout[e] = xload(dout, c->qdt, e);
+        xstore(dq, c->qdt, e, NAN);
+    }
+    for (size_t e = 0; e < nk; e++) {
+        xstore(dk, c->kvdt, e, NAN);
+        xstore(dv, c->kvdt, e, NAN);
+    }
+    for (int h = 0; h < 16; h++) dsinks[h] = NAN;
+    sdpa_backward_tensors g, og;
+    memset(&g, 0, sizeof g);
+    memset(&og, 0, sizeof og);
+    g.dout = sdpa_tensor_host(dout, c->qdt, B, Hq, Sq, D);
+    g.dq = sdpa_tensor_host(dq, c->qdt, B, Hq, Sq, D);
+    g.dk = sdpa_tensor_host(dk, c->kvdt, B, Hkv, Skv, D);
+    g.dv = sdpa_tensor_host(dv, c->kvdt, B, Hkv, Skv, D);
+    if (c->sinks) g.dsinks = sdpa_tensor_host(dsinks, SDPA_DTYPE_F32, 1, Hq, 1, 1);
+    og.dout = sdpa_tensor_host(odout, SDPA_DTYPE_F32, B, Hq, Sq, D);
+    og.dq = sdpa_tensor_host(odq, SDPA_DTYPE_F32, B, Hq, Sq, D);
+    og.dk = sdpa_tensor_host(odk, SDPA_DTYPE_F32, B, Hkv, L, D);
+    og.dv = sdpa_tensor_host(odv, SDPA_DTYPE_F32, B, Hkv, L, D);
+    sdpa_context *ctxs[2] = {g_cpu, g_ref};
+    sdpa_attention_desc *ds[2] = {&d, &od};
+    sdpa_backward_tensors *gs[2] = {&g, &og};
+    for (int w = 0; w < 2; w++) {
+        sdpa_plan_options po;
+        sdpa_plan_options_init(&po);
+        po.flags = SDPA_PLAN_BACKWARD;
+        sdpa_plan *plan = NULL;
+        const sdpa_status st = sdpa_plan_create(ctxs[w], ds[w], &po, &plan);
+        ck_assert_msg(st == SDPA_OK, "%s: plan: %s", c->name, xerr(ctxs[w]));
+        ck_assert_int_eq(sdpa_plan_forward(plan, &ds[w]->tensors), SDPA_OK);
+        ck_assert_int_eq(sdpa_plan_backward(plan, &ds[w]->tensors, gs[w]), SDPA_OK);
+        ck_assert_int_eq(sdpa_context_finish(ctxs[w]), SDPA_OK);
+        sdpa_plan_destroy(plan);
+    }
+    const double tq = xtol(c->qdt) * 5, tk = xtol(c->kvdt) * 5;
+    for (size_t e = 0; e < nq; e++) {
+        const float got = xload(dq, c->qdt, e);
+        ck_assert_msg(fabs(got - odq[e]) <= tq * (1 + fabs(odq[e])), "%s Sq%lld: dq[%zu] %g want %g",
+                      c->name, (long long)Sq, e, got, odq[e]);
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t j = 0; j < Skv; j++)
+                for (int64_t e = 0; e < D; e++) {
+                    const size_t i = (size_t)(((b * Hkv + h) * Skv + j) * D + e);
+                    const size_t oi = (size_t)(((b * Hkv + h) * L + j) * D + e);
+                    const float gk = xload(dk, c->kvdt, i), gv = xload(dv, c->kvdt, i);
+                    ck_assert_msg(fabs(gk - odk[oi]) <= tk * (1 + fabs(odk[oi])),
+                                  "%s Sq%lld: dk[%zu] %g want %g", c->name, (long long)Sq, i, gk,
+                                  odk[oi]);
+                    ck_assert_msg(fabs(gv - odv[oi]) <= tk * (1 + fabs(odv[oi])),
+                                  "%s Sq%lld: dv[%zu] %g want %g", c->name, (long long)Sq, i, gv,
+                                  odv[oi]);
+                }
+    if (c->sinks)
+        for (int64_t h = 0; h < Hq; h++) {
+            double want = 0, mag = 0;
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t i = 0; i < Sq; i++) {
+                    const int64_t r = (b * Hq + h) * Sq + i;
+                    double dr = 0;
+                    for (int64_t e = 0; e < D; e++) dr += (double)odout[r * D + e] * x.oout[r * D + e];
+                    const double ps = x.sinks[h] == -INFINITY ? 0 : exp(x.sinks[h] - x.olse[r]);
+                    want -= ps * dr;
+                    mag += fabs(ps * dr);
+                }
+            ck_assert_msg(fabs(dsinks[h] - want) <= tq * (1 + mag), "%s Sq%lld: dsinks[%lld] %g want %g",
+                          c->name, (long long)Sq, (long long)h, dsinks[h], want);
+        }
+    free(dout); free(dq); free(dk); free(dv); free(odout); free(odq); free(odk); free(odv);
+    xprob_free(&x);
+}
+
+START_TEST(features_backward)
+{
+    const xcase *c = &k_xbcases[_i / (N_XLENS - 1)];
+    const int64_t L = k_xlens[_i % (N_XLENS - 1)];
+    xcheck_backward(c, L, L, (uint32_t)_i + 3);
+    xcheck_backward(c, 1, L, (uint32_t)_i + 33);
+}
+END_TEST
+
+
+/* With the reference backend's own support (f19ref): the same call on both,
+ * statistics included (sinks count as one more outcome), for the cases with
+ * sinks and a decode and a prefill length each. */
+static void xcheck_stats(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+{
+    xprob x;
+    sdpa_attention_desc d, od;
+    xprob_make(&x, c, Sq, Skv, seed, false, &d, &od);
+    const size_t ns = (size_t)(x.B * x.Hq * SDPA_STAT_COUNT), no = (size_t)(x.B * x.Hq * Sq * x.D);
+    const size_t nl = (size_t)(x.B * x.Hq * Sq), qe = sdpa_dtype_size(c->qdt);
+    float *st[2], *lse[2];
+    unsigned char *out[2];
+    for (int w = 0; w < 2; w++) {
+        st[w] = malloc(ns * sizeof(float));
+        for (size_t e = 0; e < ns; e++) st[w][e] = NAN;
+        d.tensors.stats = sdpa_tensor_host(st[w], SDPA_DTYPE_F32, x.B, x.Hq, 1, SDPA_STAT_COUNT);
+        for (size_t e = 0; e < no; e++) xstore(x.out, c->qdt, e, NAN);
+        for (size_t e = 0; e < nl; e++) x.lse[e] = NAN;
+        xrun_forward(w == 0 ? g_cpu : g_ref, &d);
+        out[w] = malloc(no * qe);
+        memcpy(out[w], x.out, no * qe);
+        lse[w] = malloc(nl * sizeof(float));
+        memcpy(lse[w], x.lse, nl * sizeof(float));
+    }
+    const double tol = xtol(c->qdt);
+    for (size_t e = 0; e < no; e++) {
+        const float g = xload(out[0], c->qdt, e), w = xload(out[1], c->qdt, e);
+        ck_assert_msg(fabs(g - w) <= tol * (1 + fabs(w)), "%s Sq%lld: out[%zu] %g want %g",
+                      c->name, (long long)Sq, e, g, w);
+    }
+    for (size_t e = 0; e < nl; e++)
+        ck_assert_msg(lse[1][e] == -INFINITY ? lse[0][e] == -INFINITY
+                                             : fabs(lse[0][e] - lse[1][e]) <= 1e-4 * (1 + fabs(lse[1][e])),
+                      "%s Sq%lld: lse[%zu] %g want %g", c->name, (long long)Sq, e, lse[0][e], lse[1][e]);
+    for (size_t e = 0; e < ns; e++)
+        ck_assert_msg(fabs(st[0][e] - st[1][e]) <= 2e-3 * (1 + fabs(st[1][e])),
+                      "%s Sq%lld Skv%lld: stats[%zu] (column %zu) %g want %g", c->name,
+                      (long long)Sq, (long long)Skv, e, e % SDPA_STAT_COUNT, st[0][e], st[1][e]);
+    for (int w = 0; w < 2; w++) {
+        free(st[w]);
+        free(out[w]);
+        free(lse[w]);
+    }
+    xprob_free(&x);
+}
+
+START_TEST(features_stats)
+{
+    const int64_t L = k_xlens[_i % (N_XLENS - 1)];
+    for (int i = 0; i < N_XCASES; i++) {
+        xcase c = k_xcases[i];
+        if (!c.sinks && !c.alibi) continue;
+        xcheck_stats(&c, 1, L, (uint32_t)(_i * 31 + i));
+        xcheck_stats(&c, L, L, (uint32_t)(_i * 37 + i));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -421,6 +912,13 @@ int main(void)
     tcase_add_loop_test(tc, backward_parity_one_thread, 0, 3);
     tcase_add_test(tc, backward_deterministic);
     tcase_add_test(tc, empty_rows_are_clean);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("features"); /* issue 19 */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 900);
+    tcase_add_loop_test(tc, features_forward, 0, N_XCASES * N_XLENS);
+    tcase_add_loop_test(tc, features_backward, 0, N_XBCASES * (N_XLENS - 1));
+    tcase_add_loop_test(tc, features_stats, 0, N_XLENS - 1);
     suite_add_tcase(s, tc);
     /* Every kernel set this CPU runs besides its default: the parity cases again. */
     static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
@@ -447,6 +945,7 @@ int main(void)
         tcase_add_loop_test(tc, forward_parity, 0, tparity_n_fcases);
         tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
         tcase_add_loop_test(tc, backward_parity, 0, tparity_n_bcases);
+        tcase_add_loop_test(tc, features_forward_short, 0, N_XCASES * (N_XLENS - 1));
         suite_add_tcase(s, tc);
     }
     return trun_suite(s);

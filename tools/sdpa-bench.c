@@ -3,7 +3,8 @@
  *
  *   sdpa-bench [--backend LIST] [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--preset P]...
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
- *              [--dtype f32|f16|bf16] [--backward] [--stats] [--threads N]
+ *              [--dtype f32|f16|bf16] [--kv-dtype T] [--page-size N] [--alibi]
+ *              [--sinks] [--backward] [--stats] [--threads N]
  *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--json | --csv]
  *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
  *              [--refresh-peak] [--profile-dir DIR]
@@ -59,6 +60,10 @@ typedef struct shape {
     int64_t wl, wr;        /* window; -1 = unbounded */
     sdpa_diagonal diagonal;
     sdpa_dtype dtype;      /* storage of q, k, v, out (and the gradients) */
+    sdpa_dtype kv_dtype;   /* storage of k, v (--kv-dtype; else dtype) */
+    int page;              /* --page-size: paged K/V with pages of this many keys */
+    int alibi, sinks;      /* --alibi, --sinks */
+    char dtname[24];       /* "f32" or "f32/q8_0" (q / K/V) */
 } shape;
 
 typedef struct options {
@@ -72,6 +77,8 @@ typedef struct options {
     sdpa_diagonal diagonal;
     sdpa_dtype dtype;
     int has_dtype;          /* --dtype given: it overrides the presets' dtypes */
+    sdpa_dtype kv_dtype;    /* --kv-dtype, NONE = each shape's dtype */
+    int page, alibi, sinks; /* --page-size (0 = contiguous K/V), --alibi, --sinks */
     int backward, stats, threads, repeat, warmup, json, csv, no_peak, refresh_peak;
     int gemm_params;        /* opencl-unfused: CLBlast parameter set, SDPA_AUTO = in force */
     const char *device;
@@ -86,7 +93,7 @@ typedef struct job {
     sdpa_backend_kind kind;
     int unfused;                /* forced unfused (CLBlast) path, forward only */
     sdpa_context *ctx;          /* borrowed */
-    sdpa_buffer *buf[10];
+    sdpa_buffer *buf[14];
     sdpa_plan *plan;
     sdpa_forward_tensors fwd;
     sdpa_backward_tensors bwd;
@@ -126,6 +133,12 @@ static void usage(FILE *f)
             "  --diagonal D     top_left | bottom_right (default bottom_right: off = Skv-Sq)\n"
             "  --dtype T        f32 | f16 | bf16 storage for every shape (default: f32 for\n"
             "                   --shape, a preset's own dtype for its rows)\n"
+            "  --kv-dtype T     K/V storage f32 | f16 | bf16 | q8_0 | q4_0 (default: --dtype;\n"
+            "                   q8_0/q4_0: random blocks, forward only, D multiple of 32)\n"
+            "  --page-size N    paged K/V: pages of N keys in a shuffled pool, a block\n"
+            "                   table and kv_len = Skv (forward only)\n"
+            "  --alibi          ALiBi slopes 2^(-8(h+1)/Hq) per query head\n"
+            "  --sinks          an attention sink logit (0.5) per query head\n"
             "  --backward       also time the backward pass (rows with op bwd)\n"
             "  --stats          request the in-kernel statistics output\n"
             "  --threads N      CPU threads (default: all cores)\n"
@@ -161,7 +174,8 @@ static void usage(FILE *f)
             "read it; a new driver version is measured again. A row above 100 %% makes\n"
             "the tool measure that peak again; a row still above is shown as >100? with a\n"
             "warning. Decode rows (forward, Sq <= 16) also show `GB/s`, the bytes of K\n"
-            "and V read per second (every kept key once per KV head), and `%% bw`, that\n"
+            "and V read per second in their storage type (every kept key once per KV\n"
+            "head; q8_0 34 and q4_0 18 bytes per 32 elements), and `%% bw`, that\n"
             "over the read bandwidth of the device (a STREAM-like read loop on the CPU\n"
             "backends, cached beside the peak; none for OpenCL and Vulkan). The CPU peak\n"
             "is measured at the vector width of the kernels in use (SDPA_CPU_KERNELS).\n"
@@ -242,7 +256,8 @@ static double kv_bytes(const shape *s)
             hi = h > hi ? h : hi;
         }
     }
-    const double esz = s->dtype == SDPA_DTYPE_F32 ? 4.0 : 2.0;
+    const double esz = (double)sdpa_dtype_size(s->kv_dtype) /
+                       (double)sdpa_dtype_block_elems(s->kv_dtype); /* bytes per element */
     return hi < lo ? 0.0
                    : (double)s->B * (double)s->Hkv * (double)(hi - lo + 1) *
                          (double)(s->D + s->Dv) * esz;
@@ -269,6 +284,12 @@ static void band_str(const shape *s, char *buf, size_t cap)
         snprintf(buf, cap, "causal-%s", dg);
     else
         snprintf(buf, cap, "win(%lld,%lld)-%s", (long long)s->wl, (long long)s->wr, dg);
+    const size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s%s", s->alibi ? "+alibi" : "", s->sinks ? "+sinks" : "");
+    if (s->page > 0) {
+        const size_t m = strlen(buf);
+        snprintf(buf + m, cap - m, "+paged%d", s->page);
+    }
 }
 
 /* ---- argument parsing ------------------------------------------------------------- */
@@ -386,6 +407,8 @@ static int parse_args(options *o, int argc, char **argv, int *help)
             if (val && !ta_parse_float_dtype(val, &o->dtype))
                 ta_fail(&a, "--dtype: expected f32, f16 or bf16, got \"%s\"", val);
             o->has_dtype = 1;
+        } else if (ta_kv_option(&a, &o->kv_dtype, &o->page, &o->alibi, &o->sinks)) {
+            /* --kv-dtype, --page-size, --alibi, --sinks (tools/common/args.c) */
         } else if (ta_flag(&a, "--backward")) {
             o->backward = 1;
         } else if (ta_flag(&a, "--stats")) {
@@ -452,6 +475,15 @@ static int parse_args(options *o, int argc, char **argv, int *help)
         shape *s = &o->shapes[i];
         if (o->has_dtype || s->dtype == SDPA_DTYPE_NONE)
             s->dtype = o->dtype;
+        s->kv_dtype = o->kv_dtype != SDPA_DTYPE_NONE ? o->kv_dtype : s->dtype;
+        s->page = o->page;
+        s->alibi = o->alibi;
+        s->sinks = o->sinks;
+        if (s->kv_dtype == s->dtype)
+            snprintf(s->dtname, sizeof s->dtname, "%s", sdpa_dtype_name(s->dtype));
+        else
+            snprintf(s->dtname, sizeof s->dtname, "%s/%s", sdpa_dtype_name(s->dtype),
+                     sdpa_dtype_name(s->kv_dtype));
         if (o->causal)
             s->wl = -1, s->wr = 0;
         if (o->has_window)
@@ -464,7 +496,7 @@ static int parse_args(options *o, int argc, char **argv, int *help)
 
 /* ---- one backend on one shape ------------------------------------------------------ */
 
-enum { BQ, BK, BV, BOUT, BLSE, BSTATS, BDOUT, BDQ, BDK, BDV };
+enum { BQ, BK, BV, BOUT, BLSE, BSTATS, BDOUT, BDQ, BDK, BDV, BTABLE, BKVLEN, BALIBI, BSINKS };
 
 static void job_fail(job *j, sdpa_status st, const char *what)
 {
@@ -486,8 +518,10 @@ static int make_buffer(job *j, int b, sdpa_dtype dt, const int64_t sh[4], const 
                        sdpa_tensor *t)
 {
     size_t n = 1, bytes;
+    /* storage units: the last axis in blocks for q8_0 / q4_0 */
+    const int64_t u[4] = {sh[0], sh[1], sh[2], sh[3] / sdpa_dtype_block_elems(dt)};
     for (int a = 0; a < 4; a++)
-        if (!tu_mul_size(n, (size_t)sh[a], &n)) {
+        if (!tu_mul_size(n, (size_t)u[a], &n)) {
             job_fail(j, SDPA_ERR_SHAPE, "tensor size overflows");
             return 0;
         }
@@ -512,18 +546,32 @@ static int make_buffer(job *j, int b, sdpa_dtype dt, const int64_t sh[4], const 
 /* Host inputs shared by all backends of one shape. */
 typedef struct host_inputs {
     void *q, *k, *v, *dout;
+    int32_t *table, *kv_len; /* --page-size */
+    float *slopes, *sinks;   /* --alibi, --sinks */
+    int64_t pages, maxp;     /* pool pages, block-table entries per batch */
 } host_inputs;
 
 static void *random_array(size_t n, sdpa_dtype dt, uint64_t seed)
 {
     size_t bytes;
-    if (!tu_mul_size(n, sdpa_dtype_size(dt), &bytes))
+    const size_t blk = (size_t)sdpa_dtype_block_elems(dt);
+    if (!tu_mul_size(n / blk, sdpa_dtype_size(dt), &bytes))
         return NULL;
     void *p = malloc(bytes ? bytes : 1);
     if (!p)
         return NULL;
     tu_rng r;
     tu_rng_seed(&r, seed);
+    if (blk > 1) { /* q8_0 / q4_0: random blocks (scale d ~ 0.05 as f16, random q) */
+        unsigned char *u = p;
+        const size_t ub = sdpa_dtype_size(dt);
+        for (size_t b = 0; b < n / blk; b++) {
+            tu_store(u + b * ub, SDPA_DTYPE_F16, 0, 0.05 * (1.0 + 0.1 * tu_rng_normal(&r)));
+            for (size_t t = 2; t < ub; t++)
+                u[b * ub + t] = (unsigned char)(256.0 * tu_rng_uniform(&r));
+        }
+        return p;
+    }
     for (size_t i = 0; i < n; i++)
         tu_store(p, dt, i, tu_rng_normal(&r));
     return p;
@@ -546,9 +594,39 @@ static int host_inputs_make(host_inputs *h, const shape *s, const options *o)
     size_t nv = count4(s->B, s->Hkv, s->Skv, s->Dv), no = count4(s->B, s->Hq, s->Sq, s->Dv);
     if (!nq || !nk || !nv || !no)
         return 0;
+    if (s->page > 0) { /* a pool of B * max_pages pages, shuffled into the table */
+        h->maxp = (s->Skv + s->page - 1) / s->page;
+        h->pages = s->B * h->maxp;
+        nk = count4(h->pages, s->Hkv, s->page, s->D);
+        nv = count4(h->pages, s->Hkv, s->page, s->Dv);
+        h->table = malloc((size_t)h->pages * sizeof(int32_t));
+        h->kv_len = malloc((size_t)s->B * sizeof(int32_t));
+        if (!nk || !nv || !h->table || !h->kv_len)
+            return 0;
+        tu_rng r;
+        tu_rng_seed(&r, 5);
+        for (int64_t i = 0; i < h->pages; i++)
+            h->table[i] = (int32_t)i;
+        for (int64_t i = h->pages - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(tu_rng_uniform(&r) * (double)(i + 1));
+            const int32_t t = h->table[i];
+            h->table[i] = h->table[j];
+            h->table[j] = t;
+        }
+        for (int64_t b = 0; b < s->B; b++)
+            h->kv_len[b] = (int32_t)s->Skv;
+    }
+    h->slopes = malloc((size_t)s->Hq * sizeof(float));
+    h->sinks = malloc((size_t)s->Hq * sizeof(float));
+    if (!h->slopes || !h->sinks)
+        return 0;
+    for (int64_t i = 0; i < s->Hq; i++) {
+        h->slopes[i] = (float)pow(2.0, -8.0 * (double)(i + 1) / (double)s->Hq);
+        h->sinks[i] = 0.5f;
+    }
     h->q = random_array(nq, s->dtype, 1);
-    h->k = random_array(nk, s->dtype, 2);
-    h->v = random_array(nv, s->dtype, 3);
+    h->k = random_array(nk, s->kv_dtype, 2);
+    h->v = random_array(nv, s->kv_dtype, 3);
     if (o->backward)
         h->dout = random_array(no, s->dtype, 4);
     return h->q && h->k && h->v && (!o->backward || h->dout);
@@ -560,6 +638,10 @@ static void host_inputs_free(host_inputs *h)
     free(h->k);
     free(h->v);
     free(h->dout);
+    free(h->table);
+    free(h->kv_len);
+    free(h->slopes);
+    free(h->sinks);
 }
 
 static void job_setup(job *j, const shape *s, const options *o, const host_inputs *h)
@@ -576,8 +658,26 @@ static void job_setup(job *j, const shape *s, const options *o, const host_input
     const int64_t sq[4] = {s->B, s->Hq, s->Sq, s->D}, sk[4] = {s->B, s->Hkv, s->Skv, s->D};
     const int64_t sv[4] = {s->B, s->Hkv, s->Skv, s->Dv}, so[4] = {s->B, s->Hq, s->Sq, s->Dv};
     const int64_t sl[4] = {s->B, s->Hq, s->Sq, 1}, ss[4] = {s->B, s->Hq, 1, SDPA_STAT_COUNT};
-    if (!make_buffer(j, BQ, dt, sq, h->q, &t->q) || !make_buffer(j, BK, dt, sk, h->k, &t->k) ||
-        !make_buffer(j, BV, dt, sv, h->v, &t->v) || !make_buffer(j, BOUT, dt, so, NULL, &t->out))
+    const sdpa_dtype kdt = s->kv_dtype;
+    const int64_t one[4] = {1, s->Hq, 1, 1};
+    if (!make_buffer(j, BQ, dt, sq, h->q, &t->q) || !make_buffer(j, BOUT, dt, so, NULL, &t->out))
+        return;
+    if (s->page > 0) {
+        const int64_t pk[4] = {h->pages, s->Hkv, s->page, s->D};
+        const int64_t pv[4] = {h->pages, s->Hkv, s->page, s->Dv};
+        const int64_t st[4] = {s->B, 1, 1, h->maxp}, sn[4] = {s->B, 1, 1, 1};
+        if (!make_buffer(j, BK, kdt, pk, h->k, &t->k_pages) ||
+            !make_buffer(j, BV, kdt, pv, h->v, &t->v_pages) ||
+            !make_buffer(j, BTABLE, SDPA_DTYPE_I32, st, h->table, &t->block_table) ||
+            !make_buffer(j, BKVLEN, SDPA_DTYPE_I32, sn, h->kv_len, &t->kv_len))
+            return;
+    } else if (!make_buffer(j, BK, kdt, sk, h->k, &t->k) ||
+               !make_buffer(j, BV, kdt, sv, h->v, &t->v)) {
+        return;
+    }
+    if (s->alibi && !make_buffer(j, BALIBI, SDPA_DTYPE_F32, one, h->slopes, &t->alibi_slopes))
+        return;
+    if (s->sinks && !make_buffer(j, BSINKS, SDPA_DTYPE_F32, one, h->sinks, &t->sinks))
         return;
     if (o->backward && !make_buffer(j, BLSE, SDPA_DTYPE_F32, sl, NULL, &t->lse))
         return;
@@ -586,8 +686,8 @@ static void job_setup(job *j, const shape *s, const options *o, const host_input
     if (o->backward &&
         (!make_buffer(j, BDOUT, dt, so, h->dout, &j->bwd.dout) ||
          !make_buffer(j, BDQ, dt, sq, NULL, &j->bwd.dq) ||
-         !make_buffer(j, BDK, dt, sk, NULL, &j->bwd.dk) ||
-         !make_buffer(j, BDV, dt, sv, NULL, &j->bwd.dv)))
+         !make_buffer(j, BDK, kdt, sk, NULL, &j->bwd.dk) ||
+         !make_buffer(j, BDV, kdt, sv, NULL, &j->bwd.dv)))
         return;
     desc.tensors = *t;
     sdpa_plan_options po;
@@ -630,7 +730,7 @@ static void job_teardown(job *j)
 {
     sdpa_plan_destroy(j->plan);
     j->plan = NULL;
-    for (int b = 0; b < 10; b++) {
+    for (int b = 0; b < 14; b++) {
         sdpa_buffer_destroy(j->buf[b]);
         j->buf[b] = NULL;
     }
@@ -1150,7 +1250,7 @@ int main(int argc, char **argv)
                 r->bindex = b;
                 snprintf(r->shape, sizeof r->shape, "%s", sstr);
                 band_str(s, r->band, sizeof r->band);
-                r->dtype = sdpa_dtype_name(s->dtype);
+                r->dtype = s->dtname;
                 snprintf(r->kernel, sizeof r->kernel, "%s", j->kernel);
                 snprintf(r->config, sizeof r->config, "%s", j->config);
                 snprintf(r->source, sizeof r->source, "%s", j->source);

@@ -4,6 +4,7 @@
  *
  *   sdpa-tune [--backend B] [--device SEL] [--preset llm-decode|llm-prefill|vit|mobile|all]
  *             [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--causal] [--dtype f32|f16|bf16]
+ *             [--kv-dtype T] [--page-size N] [--alibi] [--sinks]
  *             [--backward] [--budget SECONDS] [--repeats N] [--seed N]
  *             [--profile-dir DIR] [--json] [--dry-run] [--verify-exhaustive] [--help]
  *
@@ -49,6 +50,8 @@ typedef struct options {
     int nshapes;
     int causal, backward, json, dry_run, repeats, has_dtype, verify;
     sdpa_dtype dtype;
+    sdpa_dtype kv_dtype;    /* --kv-dtype, NONE = the shape's dtype */
+    int page, alibi, sinks; /* --page-size (0 = contiguous), --alibi, --sinks */
     double budget;
     uint64_t seed;
 } options;
@@ -72,6 +75,12 @@ static void usage(FILE *f)
             "  --causal         make every shape causal (presets included)\n"
             "  --dtype T        f32|f16|bf16 for every shape (default: f32 for --shape, a\n"
             "                   preset's own dtype for its rows)\n"
+            "  --kv-dtype T     K/V storage f32|f16|bf16|q8_0|q4_0 (default: --dtype); the\n"
+            "                   bucket records it when it differs from q's (forward only\n"
+            "                   for q8_0/q4_0)\n"
+            "  --page-size N    paged K/V with pages of N keys (forward only)\n"
+            "  --alibi          tune with ALiBi slopes\n"
+            "  --sinks          tune with attention sinks\n"
             "  --backward       also tune the backward of every shape\n"
             "  --budget S       total seconds, split across buckets (default 60)\n"
             "  --repeats N      timed runs per candidate (default 5)\n"
@@ -155,6 +164,8 @@ static int parse(options *o, int argc, char **argv)
                 ta_fail(&a, "too many shapes (at most %d)", MAX_SHAPES);
         } else if (ta_flag(&a, "--causal")) {
             o->causal = 1;
+        } else if (ta_kv_option(&a, &o->kv_dtype, &o->page, &o->alibi, &o->sinks)) {
+            /* --kv-dtype, --page-size, --alibi, --sinks (tools/common/args.c) */
         } else if (ta_value(&a, "--dtype", &val)) {
             if (val && !ta_parse_float_dtype(val, &o->dtype))
                 ta_fail(&a, "--dtype: expected f32, f16 or bf16, got \"%s\"", val);
@@ -266,7 +277,7 @@ typedef struct row {
     cJSON *dry_list;
 } row;
 
-static void make_desc(const shape *s, sdpa_attention_desc *d)
+static void make_desc(const options *o, const shape *s, sdpa_attention_desc *d)
 {
     sdpa_attention_desc_init(d);
     if (s->causal) sdpa_attention_desc_set_causal(d, SDPA_DIAGONAL_TOP_LEFT);
@@ -274,8 +285,19 @@ static void make_desc(const shape *s, sdpa_attention_desc *d)
     /* Shapes only: the tuner makes its own inputs (data pointers unused). */
     static float dummy[1];
     t->q = sdpa_tensor_host(dummy, s->dtype, s->B, s->Hq, s->Sq, s->D);
-    t->k = sdpa_tensor_host(dummy, s->dtype, s->B, s->Hkv, s->Skv, s->D);
-    t->v = sdpa_tensor_host(dummy, s->dtype, s->B, s->Hkv, s->Skv, s->Dv);
+    const sdpa_dtype kvd = o->kv_dtype != SDPA_DTYPE_NONE ? o->kv_dtype : s->dtype;
+    if (o->page > 0) { /* a pool of B * max_pages pages */
+        const int64_t maxp = (s->Skv + o->page - 1) / o->page;
+        t->k_pages = sdpa_tensor_host(dummy, kvd, s->B * maxp, s->Hkv, o->page, s->D);
+        t->v_pages = sdpa_tensor_host(dummy, kvd, s->B * maxp, s->Hkv, o->page, s->Dv);
+        t->block_table = sdpa_tensor_host(dummy, SDPA_DTYPE_I32, s->B, 1, 1, maxp);
+        t->kv_len = sdpa_tensor_host(dummy, SDPA_DTYPE_I32, s->B, 1, 1, 1);
+    } else {
+        t->k = sdpa_tensor_host(dummy, kvd, s->B, s->Hkv, s->Skv, s->D);
+        t->v = sdpa_tensor_host(dummy, kvd, s->B, s->Hkv, s->Skv, s->Dv);
+    }
+    if (o->alibi) t->alibi_slopes = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, s->Hq, 1, 1);
+    if (o->sinks) t->sinks = sdpa_tensor_host(dummy, SDPA_DTYPE_F32, 1, s->Hq, 1, 1);
     t->out = sdpa_tensor_host(dummy, s->dtype, s->B, s->Hq, s->Sq, s->Dv);
 }
 
@@ -287,7 +309,7 @@ static void tune_one(sdpa_context *ctx, const options *o, const shape *s, int ba
     tps_describe(s, r->shape, sizeof r->shape);
     float lse_dummy[1];
     sdpa_attention_desc d;
-    make_desc(s, &d);
+    make_desc(o, s, &d);
     if (backward)
         d.tensors.lse = sdpa_tensor_host(lse_dummy, SDPA_DTYPE_F32, s->B, s->Hq, s->Sq, 1);
     sdpa_tune_options to;

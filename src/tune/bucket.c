@@ -33,6 +33,7 @@ void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *
         kind = "decode";
     sdpa__strlcpy(b->kind, kind, sizeof b->kind);
     b->dtype = p->dtype;
+    b->kv_dtype = p->kv_dtype != p->dtype ? p->kv_dtype : SDPA_DTYPE_NONE;
     b->d = (int)p->D;
     b->dv = (int)p->Dv;
     const char *mask = "full";
@@ -50,14 +51,20 @@ void sdpa__bucket_of(const sdpa__problem *p, unsigned plan_flags, sdpa__bucket *
 
 void sdpa__bucket_string(const sdpa__bucket *b, char *out, size_t size)
 {
-    snprintf(out, size, "%s/%s/d%d/dv%d/%s/sq%d/skv%d/bh%d", b->kind,
-             sdpa_dtype_name(b->dtype), b->d, b->dv, b->mask, b->sq_log2, b->skv_log2,
-             b->bh_log2);
+    /* K/V stored in another type than q's: "f32+q8_0" (else q's alone, as before) */
+    char dt[24];
+    if (b->kv_dtype == SDPA_DTYPE_NONE || b->kv_dtype == b->dtype)
+        snprintf(dt, sizeof dt, "%s", sdpa_dtype_name(b->dtype));
+    else
+        snprintf(dt, sizeof dt, "%s+%s", sdpa_dtype_name(b->dtype), sdpa_dtype_name(b->kv_dtype));
+    snprintf(out, size, "%s/%s/d%d/dv%d/%s/sq%d/skv%d/bh%d", b->kind, dt, b->d, b->dv, b->mask,
+             b->sq_log2, b->skv_log2, b->bh_log2);
 }
 
 bool sdpa__bucket_equal(const sdpa__bucket *a, const sdpa__bucket *b)
 {
-    return strcmp(a->kind, b->kind) == 0 && a->dtype == b->dtype && a->d == b->d &&
+    return strcmp(a->kind, b->kind) == 0 && a->dtype == b->dtype && a->kv_dtype == b->kv_dtype &&
+           a->d == b->d &&
            a->dv == b->dv && strcmp(a->mask, b->mask) == 0 && a->sq_log2 == b->sq_log2 &&
            a->skv_log2 == b->skv_log2 && a->bh_log2 == b->bh_log2;
 }

@@ -88,6 +88,20 @@ static void fill(sdpa__tune_instance *ti, int i, const sdpa__problem *p,
         for (size_t e = 0; e < n; e++) ((uint8_t *)h)[e] = rng_uniform(rng) < 0.8;
         return;
     }
+    if (i == SDPA__T_BLOCK_TABLE) { /* pages of the pool, in any order */
+        for (size_t e = 0; e < n; e++)
+            ((int32_t *)h)[e] = (int32_t)(rng_next(rng) % (uint64_t)(p->pages > 0 ? p->pages : 1));
+        return;
+    }
+    if (sdpa_dtype_block_elems(dt) > 1) { /* q8_0 / q4_0 K/V: random blocks */
+        const size_t ub = sdpa_dtype_size(dt);
+        unsigned char *u = h;
+        for (size_t b = 0; b < n / (size_t)sdpa_dtype_block_elems(dt); b++) {
+            sdpa__store_float(u + b * ub, SDPA_DTYPE_F16, 0, (float)(0.05 * (1 + 0.1 * rng_normal(rng))));
+            for (size_t t = 2; t < ub; t++) u[b * ub + t] = (unsigned char)(rng_next(rng) >> 56);
+        }
+        return;
+    }
     if (rule == SDPA__DT_I32) { /* valid keys per batch */
         for (size_t e = 0; e < n; e++)
             ((int32_t *)h)[e] = ragged ? (int32_t)(1 + rng_next(rng) % (uint64_t)d->Skv)
@@ -149,8 +163,9 @@ sdpa_status sdpa__tune_instance_make(sdpa_context *ctx, sdpa_context *dev,
             SDPA__CHECK(ctx, sdpa__mul_size(n, (size_t)shape[a], &n), SDPA_ERR_SHAPE,
                         "tune: instance too large");
         size_t bytes;
-        SDPA__CHECK(ctx, sdpa__mul_size(n, sdpa_dtype_size(dt), &bytes), SDPA_ERR_SHAPE,
-                    "tune: instance too large");
+        /* bytes of n elements (block types: n / 32 blocks) */
+        SDPA__CHECK(ctx, sdpa__mul_size(n / (size_t)sdpa_dtype_block_elems(dt), sdpa_dtype_size(dt),
+                                        &bytes), SDPA_ERR_SHAPE, "tune: instance too large");
         ti->count[i] = n;
         ti->dtype[i] = dt;
         ti->host[i] = malloc(bytes ? bytes : 1);

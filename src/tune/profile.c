@@ -72,6 +72,8 @@ char *sdpa__profile_record_to_json(const sdpa__profile_record *r)
     cJSON_AddStringToObject(o, "bucket", bucket);
     cJSON_AddStringToObject(o, "kind", r->bucket.kind);
     cJSON_AddStringToObject(o, "dtype", sdpa_dtype_name(r->bucket.dtype));
+    if (r->bucket.kv_dtype != SDPA_DTYPE_NONE) /* only when K/V's differs from q's */
+        cJSON_AddStringToObject(o, "kv_dtype", sdpa_dtype_name(r->bucket.kv_dtype));
     cJSON_AddNumberToObject(o, "d", r->bucket.d);
     cJSON_AddNumberToObject(o, "dv", r->bucket.dv);
     cJSON_AddStringToObject(o, "mask", r->bucket.mask);
@@ -229,6 +231,17 @@ static bool parse_object(const cJSON *o, sdpa__profile_record *r, const char **w
         !get_int(o, "skv_log2", 0, 62, &r->bucket.skv_log2) ||
         !get_int(o, "bh_log2", 0, 62, &r->bucket.bh_log2))
         return *why = "bad shape bucket", false;
+    r->bucket.kv_dtype = SDPA_DTYPE_NONE; /* absent: K/V in q's dtype */
+    if (cJSON_GetObjectItemCaseSensitive(o, "kv_dtype")) {
+        static const sdpa_dtype kv[] = {SDPA_DTYPE_F32, SDPA_DTYPE_F16, SDPA_DTYPE_BF16,
+                                        SDPA_DTYPE_Q8_0, SDPA_DTYPE_Q4_0};
+        char kvs[16] = "";
+        bool ok = get_str(o, "kv_dtype", kvs, sizeof kvs);
+        size_t i = 0;
+        while (ok && i < 5 && strcmp(kvs, sdpa_dtype_name(kv[i])) != 0) i++;
+        if (!ok || i == 5 || kv[i] == r->bucket.dtype) return *why = "bad kv_dtype", false;
+        r->bucket.kv_dtype = kv[i];
+    }
     /* The bucket string is redundant (for people and grep); it must agree. */
     sdpa__bucket_string(&r->bucket, want, sizeof want);
     if (!get_str(o, "bucket", bucket, sizeof bucket) || strcmp(bucket, want) != 0)

@@ -31,6 +31,7 @@ typedef struct sdpa__device_key {
 typedef struct sdpa__bucket {
     char kind[12];         /* "forward" | "backward" | "decode" */
     sdpa_dtype dtype;
+    sdpa_dtype kv_dtype;   /* K/V's storage when it differs from q's, else NONE */
     int d, dv;
     char mask[8];          /* "full" | "causal" | "band" */
     int sq_log2, skv_log2, bh_log2; /* ceil(log2(x)) */

@@ -154,6 +154,36 @@ int ta_parse_i64_list(const char *s, int64_t lo, int64_t hi, int min_n, int max_
     return 1;
 }
 
+int ta_parse_kv_dtype(const char *s, sdpa_dtype *out)
+{
+    if (s && strcasecmp(s, "q8_0") == 0)
+        *out = SDPA_DTYPE_Q8_0;
+    else if (s && strcasecmp(s, "q4_0") == 0)
+        *out = SDPA_DTYPE_Q4_0;
+    else
+        return ta_parse_float_dtype(s, out);
+    return 1;
+}
+
+int ta_kv_option(ta_args *a, sdpa_dtype *kv, int *page, int *alibi, int *sinks)
+{
+    const char *val;
+    if (ta_value(a, "--kv-dtype", &val)) {
+        if (val && !ta_parse_kv_dtype(val, kv))
+            ta_fail(a, "--kv-dtype: expected f32, f16, bf16, q8_0 or q4_0, got \"%s\"", val);
+    } else if (ta_value(a, "--page-size", &val)) {
+        if (val && !ta_parse_int(val, 1, 1 << 20, page))
+            ta_fail(a, "--page-size: expected an integer in [1, 1048576], got \"%s\"", val);
+    } else if (ta_flag(a, "--alibi")) {
+        *alibi = 1;
+    } else if (ta_flag(a, "--sinks")) {
+        *sinks = 1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int ta_parse_float_dtype(const char *s, sdpa_dtype *out)
 {
     if (!s)

@@ -61,5 +61,11 @@ int ta_parse_i64_list(const char *s, int64_t lo, int64_t hi, int min_n, int max_
                       int64_t *out, int *n);
 /* "f32" | "f16" | "bf16" (case-insensitive). */
 int ta_parse_float_dtype(const char *s, sdpa_dtype *out);
+/* A K/V storage dtype: f32, f16, bf16, q8_0 or q4_0. */
+int ta_parse_kv_dtype(const char *s, sdpa_dtype *out);
+/* The K/V options sdpa-bench and sdpa-tune share: --kv-dtype T, --page-size
+ * N, --alibi, --sinks. 1 when the current argument is one of them (parsed
+ * into *kv, *page, *alibi, *sinks; errors through ta_fail), else 0. */
+int ta_kv_option(ta_args *a, sdpa_dtype *kv, int *page, int *alibi, int *sinks);
 
 #endif /* SDPA_TOOLS_ARGS_H */

@@ -10,6 +10,7 @@
  * depends on Skv. forward/backward allocate nothing.
  */
 #include "cpu_internal.h"
+#include "capabilities.h"
 
 /* Bump when a kernel change makes tuned CPU profiles stale. */
 #define SDPA_CPU_KERNEL_REVISION "1"
@@ -302,6 +303,9 @@ const sdpa__backend sdpa__backend_cpu = {
     .kind = SDPA_BACKEND_CPU,
     .name = "cpu",
     .host_memory = true,
+    /* every optional capability (docs/cpu.md): ALiBi and sinks forward and
+     * backward, K/V dtype independent of q's, q8_0/q4_0 and paged K/V */
+    .features = SDPA__FEAT_ALL,
     .device_count = sdpa__host_device_count,
     .device_info = cpu_device_info,
     .context_init = cpu_context_init,

@@ -33,7 +33,7 @@ typedef struct bwd_ws {
     float *kp, *khat, *kr, *vp, *dk, *dv;
     float *qs, *qt, *qg, *qhat, *qr, *dout, *doutt, *lse, *lsub, *dr;
     float *st, *th, *dpt, *dq, *row;
-    float *dqg, *dkg, *dtemp; /* per-thread gradient partials */
+    float *dqg, *dkg, *dtemp, *dsink; /* per-thread gradient partials */
     int64_t *lo, *hi;
     int32_t *lor, *hir; /* the band relative to the current tile */
     /* current K/V tile: kp/vp, or the caller's f32 rows when usable as is */
@@ -73,6 +73,7 @@ static size_t bwd_carve(const sdpa__cpu_plan *pl, void *base, bwd_ws *w)
     w->dqg = sdpa__cpu_take(&c, D * f);
     w->dkg = sdpa__cpu_take(&c, D * f);
     w->dtemp = sdpa__cpu_take(&c, Hq * f);
+    w->dsink = sdpa__cpu_take(&c, Hq * f);
     w->lo = sdpa__cpu_take(&c, bq * sizeof(int64_t));
     w->hi = sdpa__cpu_take(&c, bq * sizeof(int64_t));
     w->lor = sdpa__cpu_take(&c, bq * sizeof(int32_t));
@@ -120,7 +121,8 @@ static void bwd_load_rows(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
     for (int r = 0; r < nq; r++) {
         const int64_t i = i0 + r;
         float *qg = w->qg + (size_t)r * D, *qs = w->qs + (size_t)r * D;
-        sdpa__cpu_load_qk(k, p, &a->q, b, h, i, call->q_gain, 1.0f, qg,
+        const sdpa__cpu_kv qsrc = sdpa__cpu_kv_plain(&a->q, p->dtype);
+        sdpa__cpu_load_qk(k, p, &qsrc, b, h, i, call->q_gain, 1.0f, qg,
                           w->qhat + (size_t)r * D, &w->qr[r]);
         for (int d = 0; d < D; d++) {
             qs[d] = qg[d] * sc;
@@ -191,16 +193,18 @@ static void bwd_pack_kv(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
     const sdpa__fwd_args *a = call->a;
     const sdpa__cpu_kernels *k = call->pl->k;
     const int D = (int)p->D, Dv = (int)p->Dv;
-    const bool direct_k = p->dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
+    const bool direct_k = p->kv_dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
                           p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain;
-    const bool direct_v = p->dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;
+    const bool direct_v = p->kv_dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;
+    const sdpa__cpu_kv ksrc = sdpa__cpu_kv_plain(&a->k, p->kv_dtype);
+    const sdpa__cpu_kv vsrc = sdpa__cpu_kv_plain(&a->v, p->kv_dtype);
     if (direct_k) {
         /* no norm, no gain: khat is K itself and is not needed */
         w->kk = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);
         w->kld = (ptrdiff_t)a->k.stride[2];
     } else {
         for (int j = 0; j < n; j++)
-            sdpa__cpu_load_qk(k, p, &a->k, b, hkv, kt + j, call->k_gain, 1.0f,
+            sdpa__cpu_load_qk(k, p, &ksrc, b, hkv, kt + j, call->k_gain, 1.0f,
                               w->kp + (size_t)j * D, keep_hat ? w->khat + (size_t)j * D : NULL,
                               keep_hat ? &w->kr[j] : NULL);
         w->kk = w->kp;
@@ -211,8 +215,7 @@ static void bwd_pack_kv(const sdpa__cpu_call *call, bwd_ws *w, int64_t b,
         w->vld = (ptrdiff_t)a->v.stride[2];
     } else {
         for (int j = 0; j < n; j++)
-            k->load_row(row_ptr(&a->v, p->dtype, b, hkv, kt + j), p->dtype, a->v.stride[3],
-                        Dv, w->vp + (size_t)j * Dv);
+            sdpa__cpu_kv_load(k, &vsrc, b, hkv, kt + j, Dv, w->vp + (size_t)j * Dv);
         w->vv = w->vp;
         w->vld = Dv;
     }
@@ -297,8 +300,8 @@ static void dkv_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
             }
         }
         sdpa__cpu_norm_backward(p, khat, w->kr[j], dkn, D);
-        store_row(k, &g->dk, p->dtype, b, hkv, kt + j, dkn, D);
-        store_row(k, &g->dv, p->dtype, b, hkv, kt + j, w->dv + (size_t)j * Dv, Dv);
+        store_row(k, &g->dk, p->kv_dtype, b, hkv, kt + j, dkn, D); /* dk, dv: K/V's dtype */
+        store_row(k, &g->dv, p->kv_dtype, b, hkv, kt + j, w->dv + (size_t)j * Dv, Dv);
     }
 }
 
@@ -328,6 +331,13 @@ static void dq_task(const sdpa__cpu_call *call, bwd_ws *w, int64_t t)
                                                           w->kld, w->dq, D, 1, NULL);
     }
     const float sc = call->scale_h[h];
+    if (p->has_sinks) { /* d sink_h = -sum_i p_sink D_i, p_sink = e^{sink_h - lse_i} */
+        const float sv = ((const float *)call->a->sinks.mem)[sdpa__at(&call->a->sinks, 0, h, 0, 0)];
+        float s = 0.0f;
+        for (int r = 0; r < nq; r++)
+            if (sv > -INFINITY && w->dr[r] != 0.0f) s -= expf(sv - w->lse[r]) * w->dr[r];
+        w->dsink[h] += s;
+    }
     for (int r = 0; r < nq; r++) {
         float *dqn = w->dq + (size_t)r * D;
         const float *qhat = w->qhat + (size_t)r * D, *qg = w->qg + (size_t)r * D;
@@ -387,8 +397,9 @@ sdpa_status sdpa__cpu_backward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
         memset(w.dqg, 0, (size_t)p->D * sizeof(float));
         memset(w.dkg, 0, (size_t)p->D * sizeof(float));
         memset(w.dtemp, 0, (size_t)p->Hq * sizeof(float));
+        memset(w.dsink, 0, (size_t)p->Hq * sizeof(float));
     }
-    job.dynamic = !p->has_q_gain && !p->has_k_gain && !p->has_temperature;
+    job.dynamic = !p->has_q_gain && !p->has_k_gain && !p->has_temperature && !p->has_sinks;
     job.ntasks = p->B * p->Hkv * ((p->Skv + pl->bkb - 1) / pl->bkb);
     atomic_init(&job.next, 0);
     sdpa__cpu_pool_run(pl->pool, dkv_worker, &job);
@@ -408,15 +419,19 @@ sdpa_status sdpa__cpu_backward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
         if (g->dq_gain.mem) ((float *)g->dq_gain.mem)[sdpa__at(&g->dq_gain, 0, 0, 0, d)] = sq;
         if (g->dk_gain.mem) ((float *)g->dk_gain.mem)[sdpa__at(&g->dk_gain, 0, 0, 0, d)] = sk;
     }
-    if (g->dtemperature.mem)
+    /* Per-head gradients (temperature, sinks): the same, per head. */
+    for (int which = 0; which < 2; which++) {
+        const sdpa__ref *r = which ? &g->dsinks : &g->dtemperature;
+        if (!r->mem) continue;
         for (int64_t h = 0; h < p->Hq; h++) {
             float s = 0.0f;
             for (int t = 0; t < nt; t++) {
                 bwd_ws w;
                 bwd_carve(pl, pl->thread_ws + (size_t)t * pl->thread_bytes, &w);
-                s += w.dtemp[h];
+                s += which ? w.dsink[h] : w.dtemp[h];
             }
-            ((float *)g->dtemperature.mem)[sdpa__at(&g->dtemperature, 0, h, 0, 0)] = s;
+            ((float *)r->mem)[sdpa__at(r, 0, h, 0, 0)] = s;
         }
+    }
     return SDPA_OK;
 }

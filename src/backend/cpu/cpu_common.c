@@ -89,15 +89,12 @@ void sdpa__cpu_norm_backward(const sdpa__problem *p, const float *xhat, float r,
 }
 
 void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
-                       const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
+                       const sdpa__cpu_kv *src, int64_t b, int64_t h, int64_t i,
                        const float *gain, float mul, float *dst, float *xhat,
                        float *r_out)
 {
     const int64_t D = p->D;
-    const size_t esz = p->dtype == SDPA_DTYPE_F32 ? 4 : 2;
-    const unsigned char *base = (const unsigned char *)ref->mem +
-                                (size_t)sdpa__at(ref, b, h, i, 0) * esz;
-    k->load_row(base, p->dtype, ref->stride[3], (int)D, dst);
+    sdpa__cpu_kv_load(k, src, b, h, i, (int)D, dst);
     const float r = sdpa__cpu_norm(p, dst, D);
     if (r_out) *r_out = r;
     if (xhat)

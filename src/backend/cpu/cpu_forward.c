@@ -152,15 +152,33 @@ static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
 
 /* K/V of the current tile: packed f32 in the workspace, or the caller's
  * memory when it already is contiguous f32 rows (no conversion, no norm).
- * Decode (kx/vx set): the caller's rows in their own dtype, read by the
- * kernels' dots_kv/pv_kv, which convert in registers. */
+ * Decode (ks/vs set): the caller's rows in their own dtype, contiguous or
+ * paged, read in place by the kernels' dots_kv/pv_kv, which convert or
+ * dequantize in registers, one run of consecutive rows (a page) at a time. */
 typedef struct kv_tile {
     const float *k, *v;
     ptrdiff_t kld, vld;
     bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
-    const void *kx, *vx;
-    sdpa_dtype xdt;
+    const sdpa__cpu_kv *ks, *vs;
+    int64_t kend; /* end of the task's keys (paged prefetch stops there) */
 } kv_tile;
+
+/* Paged decode: the kernels prefetch within a page only, so the K and V
+ * rows of keys kt..kt+n (the next tile, up to the batch's valid keys) are
+ * requested here, one page run at a time. */
+static void prefetch_tile(const kv_tile *kv, int64_t b, int64_t hkv, int64_t kt, int n)
+{
+    if (kt + n > kv->kend) n = (int)(kv->kend - kt);
+    const sdpa__cpu_kv *src[2] = {kv->ks, kv->vs};
+    const ptrdiff_t ld[2] = {kv->kld, kv->vld};
+    for (int t = 0; t < 2; t++)
+        for (int j0 = 0, len; j0 < n; j0 += len) {
+            len = sdpa__cpu_kv_run(src[t], kt + j0, n - j0);
+            const char *row = sdpa__cpu_kv_row(src[t], b, hkv, kt + j0);
+            const size_t bytes = (size_t)len * (size_t)ld[t] * src[t]->ubytes;
+            for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
+        }
+}
 
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
                      int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
@@ -174,9 +192,15 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
 
-    if (kv->kx)
-        k->dots_kv(n, nq, D, kv->kx, kv->xdt, kv->kld, qs, D, st, ld);
-    else if (nq >= 16)
+    if (kv->ks) {
+        if (kv->ks->page && s->r0 == 0) /* paged: fetch the next tile's pages ahead */
+            prefetch_tile(kv, b, hkv, kt + n, n);
+        for (int j0 = 0, len; j0 < n; j0 += len) {
+            len = sdpa__cpu_kv_run(kv->ks, kt + j0, n - j0);
+            k->dots_kv(len, nq, D, sdpa__cpu_kv_row(kv->ks, b, hkv, kt + j0), kv->ks->dt,
+                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, kv->ks->page ? len : PTRDIFF_MAX);
+        }
+    } else if (nq >= 16)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
     else
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
@@ -203,8 +227,13 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         m[r] = w->mnew[r];
     }
     /* O = alpha * O + P V in one pass */
-    if (kv->vx)
-        k->pv_kv(nq, Dv, n, st, ld, kv->vx, kv->xdt, kv->vld, o, Dv, w->alpha);
+    if (kv->vs)
+        for (int j0 = 0, len; j0 < n; j0 += len) { /* the rescale with the first run */
+            len = sdpa__cpu_kv_run(kv->vs, kt + j0, n - j0);
+            k->pv_kv(nq, Dv, len, st + (size_t)j0 * ld, ld,
+                     sdpa__cpu_kv_row(kv->vs, b, hkv, kt + j0), kv->vs->dt, kv->vld, o, Dv,
+                     j0 == 0 ? w->alpha : NULL, kv->vs->page ? len : PTRDIFF_MAX);
+        }
     else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
     else
@@ -227,7 +256,8 @@ static double jacobian_fro2(double l, double r1, double r2, double r3)
 static void fwd_stats_row(const sdpa__problem *p, const float *rs, float m, float l,
                           double *part)
 {
-    if (!(l > 0)) {
+    /* with a sink l > 0 always: the row is empty when no key was kept */
+    if (!(l > 0) || (p->has_sinks && rs[RS_CNT] == 0)) {
         part[CPU_SP_EMPTY] += 1;
         return;
     }
@@ -264,7 +294,9 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
     const sdpa__fwd_args *a = call->a;
     const sdpa__cpu_kernels *k = pl->k;
     const int D = (int)p->D, Dv = (int)p->Dv, bq = pl->bq, bk = pl->bk;
-    const size_t vesz = p->dtype == SDPA_DTYPE_F32 ? 4 : 2;
+    const size_t qesz = sdpa__cpu_unit_bytes(p->dtype);
+    const sdpa__cpu_kv qs_src = sdpa__cpu_kv_plain(&a->q, p->dtype);
+    const sdpa__cpu_kv ks = sdpa__cpu_kv_source(p, a, false), vs = sdpa__cpu_kv_source(p, a, true);
 
     const int64_t split = t % pl->nsplit, u = t / pl->nsplit;
     const int64_t bh = u % (p->B * p->Hkv);
@@ -273,13 +305,17 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
     const int64_t r0 = sbi * pl->sb;
     const int nrows = (int)(r0 + pl->sb <= pl->rows ? pl->sb : pl->rows - r0);
     const int64_t kvl = sdpa__cpu_batch_keys(p, a, b);
-    const bool direct_k = p->dtype == SDPA_DTYPE_F32 && a->k.stride[3] == 1 &&
+    const bool direct_k = p->kv_dtype == SDPA_DTYPE_F32 && !ks.page && a->k.stride[3] == 1 &&
                           p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain;
-    const bool direct_v = p->dtype == SDPA_DTYPE_F32 && a->v.stride[3] == 1;
+    const bool direct_v = p->kv_dtype == SDPA_DTYPE_F32 && !vs.page && a->v.stride[3] == 1;
     /* Decode: rows under 16 read K/V in place in any dtype (no packing). */
-    const bool stream_kv = nrows < 16 && k->dots_kv && k->pv_kv && a->k.stride[3] == 1 &&
-                           a->v.stride[3] == 1 && p->qk_norm == SDPA_QK_NORM_NONE &&
+    const bool stream_kv = nrows < 16 && k->dots_kv && k->pv_kv && ks.ref->stride[3] == 1 &&
+                           vs.ref->stride[3] == 1 && p->qk_norm == SDPA_QK_NORM_NONE &&
                            !p->has_k_gain;
+    /* A sink is the initial state of a row (a term e^{sink} with no value,
+     * the top of the statistics); with key splits only split 0 has it, so
+     * the merge counts it once. */
+    const bool sink = p->has_sinks && split == 0;
 
     int64_t K0 = INT64_MAX, K1 = 0;
     for (int r = 0; r < nrows; r++) {
@@ -331,15 +367,23 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                 if (w->lo[rr] > si->lo_max) si->lo_max = w->lo[rr];
                 if (w->hi[rr] < si->hi_min) si->hi_min = w->hi[rr];
                 if (si->nq >= 16) {
-                    sdpa__cpu_load_qk(k, p, &a->q, b, h, i, call->q_gain,
+                    sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
                                       call->scale_h[h], w->row, NULL, NULL);
                     for (int d = 0; d < D; d++) qs[(size_t)d * bq + r] = w->row[d];
                 } else {
-                    sdpa__cpu_load_qk(k, p, &a->q, b, h, i, call->q_gain,
+                    sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
                                       call->scale_h[h], qs + (size_t)r * D, NULL, NULL);
                 }
                 w->m[rr] = -INFINITY;
                 w->l[rr] = 0.0f;
+                if (sink) {
+                    const float sv =
+                        ((const float *)a->sinks.mem)[sdpa__at(&a->sinks, 0, h, 0, 0)];
+                    if (sv > -INFINITY) { /* -inf: no sink */
+                        w->m[rr] = sv;
+                        w->l[rr] = 1.0f;
+                    }
+                }
                 if (p->has_stats) {
                     float *rs = w->rs + (size_t)rr * RS_N;
                     for (int e = 0; e < RS_N; e++) rs[e] = 0.0f;
@@ -358,31 +402,28 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             for (int s = 0; s < nsub && !any; s++)
                 any = kt < subs[s].hi_max && kt + n > subs[s].lo_min;
             if (!any) continue;
-            kv_tile kv = {w->kp, w->vp, D, Dv, false, NULL, NULL, p->dtype};
+            kv_tile kv = {w->kp, w->vp, D, Dv, false, NULL, NULL, K1};
             if (stream_kv && !safe) {
                 /* the fast pass only: the safe pass needs f32 V tiles */
-                kv.kx = (const unsigned char *)a->k.mem + (size_t)sdpa__at(&a->k, b, hkv, kt, 0) * vesz;
-                kv.vx = (const unsigned char *)a->v.mem + (size_t)sdpa__at(&a->v, b, hkv, kt, 0) * vesz;
-                kv.kld = (ptrdiff_t)a->k.stride[2];
-                kv.vld = (ptrdiff_t)a->v.stride[2];
+                kv.ks = &ks;
+                kv.vs = &vs;
+                kv.kld = (ptrdiff_t)ks.ref->stride[2];
+                kv.vld = (ptrdiff_t)vs.ref->stride[2];
             } else {
                 if (direct_k) {
                     kv.k = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);
                     kv.kld = (ptrdiff_t)a->k.stride[2];
                 } else {
                     for (int j = 0; j < n; j++)
-                        sdpa__cpu_load_qk(k, p, &a->k, b, hkv, kt + j, call->k_gain, 1.0f,
+                        sdpa__cpu_load_qk(k, p, &ks, b, hkv, kt + j, call->k_gain, 1.0f,
                                           w->kp + (size_t)j * D, NULL, NULL);
                 }
                 if (direct_v) {
                     kv.v = (const float *)a->v.mem + sdpa__at(&a->v, b, hkv, kt, 0);
                     kv.vld = (ptrdiff_t)a->v.stride[2];
                 } else {
-                    for (int j = 0; j < n; j++) {
-                        const unsigned char *vb = (const unsigned char *)a->v.mem +
-                                                  (size_t)sdpa__at(&a->v, b, hkv, kt + j, 0) * vesz;
-                        k->load_row(vb, p->dtype, a->v.stride[3], Dv, w->vp + (size_t)j * Dv);
-                    }
+                    for (int j = 0; j < n; j++)
+                        sdpa__cpu_kv_load(k, &vs, b, hkv, kt + j, Dv, w->vp + (size_t)j * Dv);
                 }
                 kv.v_nonfinite = safe && k->nonfinite(kv.v, kv.vld, n, Dv);
             }
@@ -407,7 +448,7 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
         row_head(pl, hkv, r0 + r, &h, &i);
         const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
         const float *orow = w->o + (size_t)r * Dv;
-        k->store_row(orow, inv, (unsigned char *)a->out.mem + (size_t)sdpa__at(&a->out, b, h, i, 0) * vesz,
+        k->store_row(orow, inv, (unsigned char *)a->out.mem + (size_t)sdpa__at(&a->out, b, h, i, 0) * qesz,
                      p->dtype, a->out.stride[3], Dv);
         if (p->has_lse)
             ((float *)a->lse.mem)[sdpa__at(&a->lse, b, h, i, 0)] =

@@ -81,11 +81,14 @@ typedef struct sdpa__cpu_kernels {
      * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
      * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
      * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
+    /* pf: rows from A / V (counted from the first) that follow at the row
+     * stride and may be prefetched (beyond M / K: the next tile's); a page
+     * of paged K/V passes its own length, PTRDIFF_MAX otherwise. */
     void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf);
     void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
                   sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                  const float *c_scale);
+                  const float *c_scale, ptrdiff_t pf);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
@@ -109,6 +112,27 @@ static inline ptrdiff_t sdpa__cpu_kv_ahead(ptrdiff_t ld, size_t esz)
     return rows < 8 ? 8 : rows > 64 ? 64 : rows;
 }
 
+/* Storage units of the K/V dtypes (what strides count): bytes per unit and
+ * elements per unit (32 for the block types q8_0 and q4_0, 1 otherwise). */
+static inline size_t sdpa__cpu_unit_bytes(sdpa_dtype dt)
+{
+    return dt == SDPA_DTYPE_F32 ? 4 : dt == SDPA_DTYPE_Q8_0 ? 34 : dt == SDPA_DTYPE_Q4_0 ? 18 : 2;
+}
+static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
+{
+    return dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0 ? 32 : 1;
+}
+
+/* The q8_0 / q4_0 block holding element e of rows from base (element index
+ * row * row_blocks * 32 + column), with its f16 scale bits in *dh. */
+static inline const unsigned char *sdpa__cpu_block_of(const void *base, sdpa_dtype dt,
+                                                      ptrdiff_t e, uint16_t *dh)
+{
+    const unsigned char *blk = (const unsigned char *)base + (size_t)(e >> 5) * sdpa__cpu_unit_bytes(dt);
+    memcpy(dh, blk, sizeof *dh);
+    return blk;
+}
+
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_generic;
 #ifdef SDPA_CPU_HAVE_AVX2
 extern const sdpa__cpu_kernels sdpa__cpu_kernels_avx2;
@@ -127,6 +151,47 @@ const sdpa__cpu_kernels *sdpa__cpu_kernels_select(char *why, size_t cap, bool *i
 /* The sets this build has, best first, those this CPU cannot run marked
  * ("neon, generic"): for the cpu device's details. */
 void sdpa__cpu_kernels_built(char *out, size_t cap);
+
+/* ---- K/V as the drivers read them (cpu_kv.c) ---------------------------------
+ * One K or V input of a call: contiguous (k, v) or paged (k_pages, v_pages
+ * through block_table), in its storage dtype (f32, f16, bf16, q8_0, q4_0).
+ * Rows are addressed in place: nothing is gathered or dequantized into a
+ * copy of the cache. */
+typedef struct sdpa__cpu_kv {
+    const unsigned char *mem;
+    const sdpa__ref *ref;      /* k / v, or k_pages / v_pages */
+    const sdpa__ref *table;    /* block_table (paged), else NULL */
+    sdpa_dtype dt;
+    size_t ubytes;             /* bytes per storage unit */
+    int64_t page;              /* key slots per page (paged), else 0 */
+} sdpa__cpu_kv;
+/* The K (is_v false) or V source of a forward call. */
+sdpa__cpu_kv sdpa__cpu_kv_source(const sdpa__problem *p, const sdpa__fwd_args *a, bool is_v);
+/* A plain (unpaged) tensor read the same way: q, or K/V in the backward. */
+sdpa__cpu_kv sdpa__cpu_kv_plain(const sdpa__ref *r, sdpa_dtype dt);
+/* Address of key j's row of (b, hkv). */
+static inline const void *sdpa__cpu_kv_row(const sdpa__cpu_kv *s, int64_t b, int64_t hkv,
+                                           int64_t j)
+{
+    if (s->page) {
+        const int32_t pg = ((const int32_t *)s->table->mem)[sdpa__at(s->table, b, 0, 0, j / s->page)];
+        return s->mem + (size_t)sdpa__at(s->ref, pg, hkv, j % s->page, 0) * s->ubytes;
+    }
+    return s->mem + (size_t)sdpa__at(s->ref, b, hkv, j, 0) * s->ubytes;
+}
+/* Keys from j on (at most n) whose rows follow each other at the row stride
+ * (ref->stride[2] units): up to the end of j's page when paged. */
+static inline int sdpa__cpu_kv_run(const sdpa__cpu_kv *s, int64_t j, int n)
+{
+    if (!s->page) return n;
+    const int64_t left = s->page - j % s->page;
+    return left < n ? (int)left : n;
+}
+/* Key j's row of (b, hkv) as n f32 values in dst (block types dequantized). */
+void sdpa__cpu_kv_load(const sdpa__cpu_kernels *k, const sdpa__cpu_kv *s, int64_t b,
+                       int64_t hkv, int64_t j, int n, float *dst);
+/* Element e of a q8_0 / q4_0 row (blocks of 32 from row). */
+float sdpa__cpu_block_elem(const void *row, sdpa_dtype dt, int64_t e);
 
 /* ---- backend state ---------------------------------------------------------- */
 typedef struct sdpa__cpu_state {
@@ -229,11 +294,11 @@ float sdpa__cpu_norm(const sdpa__problem *p, float *x, int64_t D);
  * place. */
 void sdpa__cpu_norm_backward(const sdpa__problem *p, const float *xhat, float r,
                              float *dx, int64_t D);
-/* Loads one Q or K row (b, h, i) as f32: normalised, times gain (may be NULL),
- * times mul. When xhat != NULL also keeps the pre-gain normalised row and
- * returns r through *r_out. */
+/* Loads one Q or K row (b, h, i) of src as f32: normalised, times gain (may
+ * be NULL), times mul. When xhat != NULL also keeps the pre-gain normalised
+ * row and returns r through *r_out. */
 void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
-                       const sdpa__ref *ref, int64_t b, int64_t h, int64_t i,
+                       const sdpa__cpu_kv *src, int64_t b, int64_t h, int64_t i,
                        const float *gain, float mul, float *dst, float *xhat,
                        float *r_out);
 /* The kernels' gemm, but terms with A(r,k) == 0 are skipped, not multiplied:

@@ -395,9 +395,27 @@ static void store_row_avx2(const float *src, float mul, void *dst, sdpa_dtype dt
 /* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
 
 /* n (1..8) elements from element e of a row of dtype dt, as f32 (lanes past
- * n are 0 and their memory is never read). */
+ * n are 0 and their memory is never read). The block types (whose rows hold
+ * whole blocks of 32, so n is 8 and e a multiple of 8) dequantize in
+ * registers: scale d times int8 q, or a low / high nibble minus 8. */
 SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
 {
+    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
+        (void)n;
+        uint16_t dh;
+        const unsigned char *blk = sdpa__cpu_block_of(base, dt, e, &dh);
+        const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)dh)); /* broadcast, convert */
+        __m256i x;
+        if (dt == SDPA_DTYPE_Q8_0) {
+            x = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (e & 31))));
+        } else { /* elements 16..31 of a block: the high nibbles (shift without a branch) */
+            __m128i b = _mm_srl_epi16(_mm_loadl_epi64((const __m128i *)(blk + 2 + (e & 15))),
+                                      _mm_cvtsi32_si128((int)(e & 16) >> 2));
+            b = _mm_and_si128(b, _mm_set1_epi8(15));
+            x = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(8));
+        }
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(x), d);
+    }
     if (dt == SDPA_DTYPE_F32)
         return n >= 8 ? _mm256_loadu_ps((const float *)base + e)
                       : load_m(tail_mask(n), (const float *)base + e);
@@ -427,19 +445,20 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
  * independent FMA chains), the 8 sums reduced together by hsum8. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc)
+                           ptrdiff_t ldc, ptrdiff_t pf)
 {
-    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
+    const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
     const int nv = (K + 7) / 8;
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
         for (int k = 0; k < 2; k++) {
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * esz;
-            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
         /* a row past M repeats row j (in bounds; its sums are not stored) */
-        const ptrdiff_t row[2] = {(ptrdiff_t)j * lda, (ptrdiff_t)(j + 1 < M ? j + 1 : j) * lda};
+        const ptrdiff_t row[2] = {(ptrdiff_t)j * lde, (ptrdiff_t)(j + 1 < M ? j + 1 : j) * lde};
         __m256 s[8];
 #pragma GCC unroll 8
         for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
@@ -466,12 +485,12 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
 
 /* C (NR rows x 16 columns) = C * c_scale + P^T V over K keys: each V row
  * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
-SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t ldp,
+SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale)
+                         const float *c_scale, ptrdiff_t pf)
 {
-    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
     const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
     const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
     __m256 acc[4][2];
@@ -483,9 +502,11 @@ SDPA_AI void pv_kv_block(const int NR, int n, int K, const float *P, ptrdiff_t l
                            : _mm256_setzero_ps();
     }
     for (int k = 0; k < K; k++) {
-        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * esz, _MM_HINT_T0);
-        const __m256 v0 = load_kv8(V, dt, k * ldv, n);
-        const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * ldv + 8, n1) : _mm256_setzero_ps();
+        if (k + ahead_rows < pf)
+            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
+                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
+        const __m256 v0 = load_kv8(V, dt, k * lve + c0, n);
+        const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * lve + c0 + 8, n1) : _mm256_setzero_ps();
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);

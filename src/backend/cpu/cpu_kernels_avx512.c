@@ -355,10 +355,29 @@ static void store_row_avx512(const float *src, float mul, void *dst, sdpa_dtype 
 
 /* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
 
-/* 16 (masked: m) elements from element e of a row of dtype dt, as f32. */
+/* 16 (masked: m) elements from element e of a row of dtype dt, as f32. The
+ * block types dequantize in registers: e is a multiple of 16, so the 16
+ * elements lie in one block (scale d, then int8 q or the low / high nibbles
+ * of 16 bytes). */
 SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16 m)
 {
     if (dt == SDPA_DTYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)base + e);
+    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
+        if (!m) return _mm512_setzero_ps(); /* columns past the row: no block there */
+        uint16_t dh;
+        const unsigned char *blk = sdpa__cpu_block_of(base, dt, e, &dh);
+        const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)dh)); /* broadcast, convert */
+        __m512i x;
+        if (dt == SDPA_DTYPE_Q8_0) {
+            x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk + 2 + (e & 31)));
+        } else { /* elements 16..31 of a block: the high nibbles (shift without a branch) */
+            __m128i b = _mm_srl_epi16(_mm_maskz_loadu_epi8(m, blk + 2),
+                                      _mm_cvtsi32_si128((int)(e & 16) >> 2));
+            b = _mm_and_si128(b, _mm_set1_epi8(15));
+            x = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
+        }
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(x), d);
+    }
     const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)base + e);
     if (dt == SDPA_DTYPE_F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -390,20 +409,21 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
  * independent FMA chains), the 16 sums reduced together by hsum16. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc)
+                           ptrdiff_t ldc, ptrdiff_t pf)
 {
-    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, esz);
+    const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
     const int nv = (K + 15) / 16;
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
         for (int k = 0; k < 4; k++) {
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * esz;
-            for (size_t o = 0; o < (size_t)K * esz; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
         /* rows past M repeat row j (in bounds; their sums are not stored) */
         ptrdiff_t row[4];
-        for (int k = 0; k < 4; k++) row[k] = (ptrdiff_t)(j + k < M ? j + k : j) * lda;
+        for (int k = 0; k < 4; k++) row[k] = (ptrdiff_t)(j + k < M ? j + k : j) * lde;
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
@@ -429,12 +449,12 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
 
 /* C (NR rows x 64 columns from n0) = C * c_scale + P^T V over K keys: each V
  * row chunk is loaded and converted once for the NR rows. */
-SDPA_AI void pv_kv_block(const int NR, int N, int K, const float *P, ptrdiff_t ldp,
+SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale)
+                         const float *c_scale, ptrdiff_t pf)
 {
-    const size_t esz = dt == SDPA_DTYPE_F32 ? 4 : 2;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, esz);
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][4];
@@ -446,10 +466,12 @@ SDPA_AI void pv_kv_block(const int NR, int N, int K, const float *P, ptrdiff_t l
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
     for (int k = 0; k < K; k++) {
-        _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * esz, _MM_HINT_T0);
+        if (k + ahead_rows < pf)
+            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
+                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
         __m512 v[4];
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * ldv + 16 * q, m[q]);
+        for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * lve + c0 + 16 * q, m[q]);
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             const __m512 p = _mm512_set1_ps(P[r + k * ldp]);

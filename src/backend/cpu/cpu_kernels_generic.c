@@ -139,6 +139,50 @@ static void store_row_generic(const float *src, float mul, void *dst, sdpa_dtype
     for (int e = 0; e < n; e++) sdpa__store_float(dst, dtype, e * stride, src[e] * mul);
 }
 
+/* ---- decode: K/V read in place in their storage dtype (cpu_decode_tables.h) */
+
+/* Element e of K/V rows of dtype dt from base (blocks dequantized). */
+static inline float kv_elem(const void *base, sdpa_dtype dt, ptrdiff_t e)
+{
+    return sdpa__cpu_unit_elems(dt) > 1 ? sdpa__cpu_block_elem(base, dt, e)
+                                         : sdpa__load_float(base, dt, e);
+}
+
+static inline __attribute__((always_inline)) void
+dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_t lda,
+              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf)
+{
+    (void)pf; /* no prefetch here */
+    const ptrdiff_t lde = lda * sdpa__cpu_unit_elems(dt);
+    for (int j = 0; j < M; j++)
+        for (int i = 0; i < NI; i++) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; k++) acc += kv_elem(A, dt, j * lde + k) * B[i * ldb + k];
+            C[j * ldc + i] = acc;
+        }
+}
+
+static inline __attribute__((always_inline)) void
+pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp, const void *V,
+            sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *c_scale,
+            ptrdiff_t pf)
+{
+    (void)pf;
+    const ptrdiff_t lve = ldv * sdpa__cpu_unit_elems(dt);
+    for (int r = 0; r < NR; r++) {
+        float *c = C + r * ldc;
+        const float sc = c_scale ? c_scale[r] : 1.0f;
+        for (int n = 0; n < N; n++) c[n] *= sc;
+        for (int k = 0; k < K; k++) {
+            const float pk = P[r + k * ldp];
+            for (int n = 0; n < N; n++) c[n] += pk * kv_elem(V, dt, k * lve + c0 + n);
+        }
+    }
+}
+
+#define PV_KV_COLS 64
+#include "cpu_decode_tables.h"
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .name = "generic",
     .gemm = sdpa__cpu_gemm_skip_zeros, /* the portable product (cpu_common.c) */
@@ -151,4 +195,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .nonfinite = nonfinite_generic,
     .band = band_generic,
     .tilestats = tilestats_generic,
+    .dots_kv = decode_dots_kv,
+    .pv_kv = decode_pv_kv,
 };

@@ -2,10 +2,11 @@
  * cpu_score.c — the score pipeline of the fast CPU backend, in one place:
  * every cpu kernel (forward, split-KV decode, backward) computes a tile of
  * scale * q.k and hands it to sdpa__cpu_score, which applies, in this order,
- * the softcap, the additive terms (bias), and the drop decision (mask, a -inf
- * bias, the band and the batch's valid keys) — the order docs/semantics.md
+ * the softcap, the additive terms (bias, ALiBi's -slope_h |i + off - j|),
+ * and the drop decision (mask, a -inf bias, the band and the batch's valid
+ * keys) — the order docs/semantics.md
  * defines and the reference's sdpa__ref_scores follows. A new score input
- * (e.g. per-head ALiBi slopes) is added here and in the gradient code of
+ * is added here and in the gradient code of
  * cpu_backward.c, nowhere else in this backend.
  */
 #include "cpu_internal.h"
@@ -34,7 +35,7 @@ static float cap(float z, float c, float *t)
 
 bool sdpa__cpu_score_is_identity(const sdpa__problem *p)
 {
-    return !(p->softcap > 0) && !p->has_bias && !p->has_mask;
+    return !(p->softcap > 0) && !p->has_bias && !p->has_mask && !p->has_alibi_slopes;
 }
 
 void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
@@ -51,6 +52,7 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
                 st[j * ld + r] = cap(st[j * ld + r], c, t->th ? &t->th[j * ld + r] : &th);
     }
     bool full = true;
+    const int64_t off = p->has_alibi_slopes ? sdpa__alibi_offset(p, sdpa__cpu_batch_keys(p, a, t->b)) : 0;
     for (int r = 0; r < nq; r++) {
         const int64_t row = t->g0 + r, h = t->h0 + row / p->Sq, i = row % p->Sq;
         int64_t lo = t->lo[r] - t->kt, hi = t->hi[r] - t->kt;
@@ -64,6 +66,16 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
             const int64_t bs = a->bias.stride[3];
             for (int j = 0; j < n; j++) /* -inf drops the key, even a NaN score */
                 st[j * ld + r] = bb[j * bs] == -INFINITY ? -INFINITY : st[j * ld + r] + bb[j * bs];
+        }
+        if (p->has_alibi_slopes) { /* a constant per (row, key): no gradient */
+            const float sl =
+                ((const float *)a->alibi_slopes.mem)[sdpa__at(&a->alibi_slopes, 0, h, 0, 0)];
+            const int64_t d0 = i + off - t->kt; /* distance of the tile's key 0 */
+            if (sl != 0.0f)
+                for (int j = 0; j < n; j++) {
+                    const int64_t dist = d0 - j;
+                    st[j * ld + r] -= sl * (float)(dist < 0 ? -dist : dist);
+                }
         }
         if (p->has_mask) {
             const uint8_t *mm =
