@@ -239,6 +239,9 @@ static void vk_caps_of(const gpu_desc *g, sdpa__vk_caps *c)
     c->max_storage_range = (uint64_t)4 << 30;
     c->storage16 = c->fp16 = true;
     c->loop_limited = false;
+    c->device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    c->subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT |
+                      VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 }
 
 /* Calls fn for every Vulkan pipeline the gate reports on device g. */

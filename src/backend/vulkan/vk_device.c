@@ -220,7 +220,9 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     memset(caps, 0, sizeof *caps);
     caps->api_version = props->apiVersion;
     caps->subgroup_size = sg.subgroupSize;
-    caps->subgroup_ops = sg.supportedOperations;
+    /* subgroup operations count only where compute shaders have them */
+    caps->subgroup_ops = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations
+                                                                           : 0;
     caps->max_shared = props->limits.maxComputeSharedMemorySize;
     caps->max_wg = props->limits.maxComputeWorkGroupInvocations;
     if (caps->max_wg > props->limits.maxComputeWorkGroupSize[0])
@@ -238,6 +240,7 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65535 loop
      * iterations; vk_plan.c sizes work per invocation under that budget. */
     caps->loop_limited = strstr(props->deviceName, "llvmpipe") != NULL;
+    caps->device_type = (uint32_t)props->deviceType;
 }
 
 sdpa_status sdpa__vk_device_count(int *count)
