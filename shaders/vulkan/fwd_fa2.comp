@@ -78,9 +78,11 @@ const int BR = GROUPS * ROWS;                    /* query rows per work-group */
 #endif
 #ifdef SDPA_PACKED
 layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) readonly buffer PkVec { VEC_T pk_vec[]; };
+#define q_vec pk_vec
 #define k_vec pk_vec
 #define v_vec pk_vec
 #else
+layout(std430, set = 0, binding = 0) readonly buffer BQVec { VEC_T q_vec[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BKVec { VEC_T k_vec[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BVVec { VEC_T v_vec[]; };
 #endif
@@ -91,22 +93,20 @@ shared SH_T sh_v[K_TILE * VC];
  * row and key; one float otherwise */
 shared float sh_red[(1 - SG_REDUCE) * WG_SIZE * ROWS * K_TILE + SG_REDUCE];
 
-/* 4 elements d0..d0+3 of a row at element index base with element stride
- * st, zeros past n (the scalar path). */
-vec4 load4_k(uint base, uint st, int d0, int n)
-{
-    vec4 a = vec4(0.0);
-    [[unroll]] for (int c = 0; c < 4; c++)
-        if (d0 + c < n) a[c] = BUF_LOAD(k_buf, base + uint(d0 + c) * st);
-    return a;
-}
-vec4 load4_v(uint base, uint st, int d0, int n)
-{
-    vec4 a = vec4(0.0);
-    [[unroll]] for (int c = 0; c < 4; c++)
-        if (d0 + c < n) a[c] = BUF_LOAD(v_buf, base + uint(d0 + c) * st);
-    return a;
-}
+/* 4 elements d0..d0+3 of a row of q, K or V at element index base with
+ * element stride st, zeros past the row (the scalar path, for rows that are
+ * strided or not 16-byte aligned). */
+#define LOAD4(name, buf, n)                                                  \
+    vec4 name(uint base, uint st, int d0)                                    \
+    {                                                                        \
+        vec4 a = vec4(0.0);                                                  \
+        [[unroll]] for (int c = 0; c < 4; c++)                               \
+            if (d0 + c < n) a[c] = BUF_LOAD(buf, base + uint(d0 + c) * st);  \
+        return a;                                                            \
+    }
+LOAD4(load4_q, q_buf, HEAD_DIM)
+LOAD4(load4_k, k_buf, HEAD_DIM)
+LOAD4(load4_v, v_buf, HEAD_DIM_V)
 
 #ifndef FA2_SHARED_REDUCE
 /* Sum of x over the LANES lanes of this lane group, in every lane. */
@@ -170,12 +170,14 @@ void main()
         if (!live[r]) hi[r] = lo[r];
         float scale = head_scale(int(hh[r]));
         uint qb = tidx(T_Q, b, hh[r], ii[r], 0u), qs = P.tstride[T_Q].w;
-        [[unroll]] for (int m = 0; m < CPL; m++) {
-            int d0 = 4 * (int(lane) + m * LANES);
-            vec4 a = vec4(0.0);
-            [[unroll]] for (int c = 0; c < 4; c++)
-                if (d0 + c < HEAD_DIM) a[c] = BUF_LOAD(q_buf, qb + uint(d0 + c) * qs);
-            q[r][m] = a * scale;
+        if (HEAD_DIM % 4 == 0 && qs == 1u && qb % 4u == 0u) {
+            [[unroll]] for (int m = 0; m < CPL; m++) {
+                int c = int(lane) + m * LANES;
+                q[r][m] = c < DC ? SH_UNPACK(q_vec[qb / 4u + uint(c)]) * scale : vec4(0.0);
+            }
+        } else {
+            [[dont_unroll]] for (int m = 0; m < CPL; m++)
+                q[r][m] = load4_q(qb, qs, 4 * (int(lane) + m * LANES)) * scale;
         }
         [[unroll]] for (int m = 0; m < CPLV; m++) o[r][m] = vec4(0.0);
         st[r] = rs_empty();
@@ -195,30 +197,37 @@ void main()
     for (int j0 = ulo; j0 < uhi; j0 += K_TILE) {
         barrier(); /* everyone is done with the previous tile */
         /* keys past uhi repeat key uhi-1 (a valid load); no row keeps them */
-        [[unroll]] for (int it = 0; it < (K_TILE * KC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
-            uint e = lid + uint(it) * WG_SIZE;
-            if (e < uint(K_TILE * KC)) {
+        /* one vector load per chunk (unrolled), or the scalar path in a loop */
+        if (kvec) {
+            [[unroll]] for (int it = 0; it < (K_TILE * KC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
+                uint e = lid + uint(it) * WG_SIZE;
+                if (e < uint(K_TILE * KC)) {
+                    int t = int(e) / KC, c = int(e) % KC;
+                    uint j = uint(min(j0 + t, uhi - 1));
+                    sh_k[e] = c < DC ? k_vec[(kbase + j * kr) / 4u + uint(c)] : SH_ZERO;
+                }
+            }
+        } else {
+            [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * KC); e += WG_SIZE) {
                 int t = int(e) / KC, c = int(e) % KC;
                 uint j = uint(min(j0 + t, uhi - 1));
-                SH_T w = SH_ZERO;
-                if (c < DC) {
-                    if (kvec) w = k_vec[(kbase + j * kr) / 4u + uint(c)];
-                    else w = SH_PACK(load4_k(kbase + j * kr, ks, 4 * c, HEAD_DIM));
-                }
-                sh_k[e] = w;
+                sh_k[e] = SH_PACK(load4_k(kbase + j * kr, ks, 4 * c));
             }
         }
-        [[unroll]] for (int it = 0; it < (K_TILE * VC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
-            uint e = lid + uint(it) * WG_SIZE;
-            if (e < uint(K_TILE * VC)) {
+        if (vvec) {
+            [[unroll]] for (int it = 0; it < (K_TILE * VC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
+                uint e = lid + uint(it) * WG_SIZE;
+                if (e < uint(K_TILE * VC)) {
+                    int t = int(e) / VC, c = int(e) % VC;
+                    uint j = uint(min(j0 + t, uhi - 1));
+                    sh_v[e] = c < DVC ? v_vec[(vbase + j * vr) / 4u + uint(c)] : SH_ZERO;
+                }
+            }
+        } else {
+            [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * VC); e += WG_SIZE) {
                 int t = int(e) / VC, c = int(e) % VC;
                 uint j = uint(min(j0 + t, uhi - 1));
-                SH_T w = SH_ZERO;
-                if (c < DVC) {
-                    if (vvec) w = v_vec[(vbase + j * vr) / 4u + uint(c)];
-                    else w = SH_PACK(load4_v(vbase + j * vr, vs, 4 * c, HEAD_DIM_V));
-                }
-                sh_v[e] = w;
+                sh_v[e] = SH_PACK(load4_v(vbase + j * vr, vs, 4 * c));
             }
         }
         memoryBarrierShared();

@@ -129,7 +129,7 @@ uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl)
 /* ---- fwd_fa2.comp (the GPU-class forward) ----------------------------------- */
 #define FA2_MAX_ROWS 4
 #define FA2_MAX_LANES 64
-#define FA2_DEFAULT_K_TILE 16
+#define FA2_DEFAULT_K_TILE 8
 /* Work-groups a forward should give a GPU-class device to fill it: Vulkan
  * does not report compute units, so this assumes 64 of them (an RX 6800 XT
  * has 36 CUs x 2 SIMDs, an RTX 4090 128 SMs) and asks for 4 groups each. */
