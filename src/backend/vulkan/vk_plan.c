@@ -713,6 +713,38 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
     sdpa__vk_default_tile(ctx, state, p, flags, NULL, &def);
     if (n < max) out[n] = def;
     n++;
+    /* GPU-class devices: fwd_fa2.comp around its default (lanes x rows x
+     * k_tile), and the older shaders below with lanes 0 */
+    const sdpa__vk_state *s = state;
+    bool gpu = s && sdpa__vk_gpu_class(&s->caps);
+    if (gpu) {
+        int l0 = sdpa_tile_config_get(&def, SDPA_TILE_LANES);
+        if (l0 <= 0) l0 = fa2_default_lanes(&s->caps, p);
+        const int lanes[] = {l0 / 2, l0, l0 * 2}, rows[] = {1, 2, 4}, kts2[] = {8, 16};
+        for (size_t a = 0; a < 3; a++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t k = 0; k < 2; k++) {
+                    if (lanes[a] < 1) continue;
+                    sdpa_tile_config c;
+                    sdpa_tile_config_init(&c);
+                    sdpa_tile_config_set(&c, SDPA_TILE_LANES, lanes[a]);
+                    sdpa_tile_config_set(&c, SDPA_TILE_Q_TILE, rows[b]);
+                    sdpa_tile_config_set(&c, SDPA_TILE_K_TILE, kts2[k]);
+                    sdpa_plan_options o;
+                    sdpa_plan_options_init(&o);
+                    o.flags = flags;
+                    o.tile = &c;
+                    sdpa__vk_plan pl;
+                    memset(&pl, 0, sizeof pl);
+                    if (sdpa__vk_plan_config(NULL, &s->caps, p, &o, &pl) != SDPA_OK) continue;
+                    sdpa_tile_config_set(&c, SDPA_TILE_WG_SIZE, pl.wg_size);
+                    sdpa_tile_config_set(&c, SDPA_TILE_STAGE_KV, 0);
+                    if (memcmp(c.value, def.value, sizeof c.value) == 0) continue;
+                    if (n < max) out[n] = c;
+                    n++;
+                }
+    }
+    int first_old = n;
     for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
         if (wgs[a] > max_wg) continue;
         for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
@@ -752,5 +784,7 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
         }
         n++;
     }
+    for (int i = first_old; gpu && i < n && i < max; i++)
+        sdpa_tile_config_set(&out[i], SDPA_TILE_LANES, 0);
     return n;
 }
