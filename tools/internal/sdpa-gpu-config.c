@@ -80,7 +80,7 @@ typedef struct job_kind {
 
 static const job_kind kinds[] = {
     {"forward", 1, 16, 16, 2048, 2048, 0, "sdpa_fwd", "fwd"},
-    {"decode", 1, 32, 8, 1, 4096, 0, "sdpa_decode", NULL},
+    {"decode", 1, 32, 8, 1, 4096, 0, "sdpa_decode", "fwd,combine"},
     {"backward", 1, 16, 16, 2048, 2048, SDPA_PLAN_BACKWARD, "sdpa_bwd_dq,sdpa_bwd_dkdv",
      "bwd_dq,bwd_dkv"},
 };
