@@ -1463,8 +1463,12 @@ START_TEST(test_persona_nobar)
     tcase c = mk("nobar_fwd", 2, 4, 2, 65, 63, 64, 64);
     c.mask = true; c.stats = true; c.seed = 911;
     tparity_forward(vk, ref, &c, NULL);
+    /* a persona reports a discrete GPU: the GPU-class forward is the default
+     * (D = 64: 4 lanes per row), decode with its key split and combine */
+    check_config(&c, NULL, "lanes=4", "q_tile=2 ");
     c = mk("nobar_decode", 1, 4, 2, 1, 1000, 64, 64); c.stats = true; c.seed = 912;
     tparity_forward(vk, ref, &c, NULL);
+    check_config(&c, NULL, "lanes=4", "split_kv=7 ");
     c = mk("nobar_bwd", 1, 2, 2, 65, 63, 64, 64); c.gains = true; c.qk_norm = SDPA_QK_NORM_RMS;
     c.seed = 913;
     tparity_backward(vk, ref, &c, NULL);
