@@ -231,6 +231,16 @@ END_TEST
 
 /* Plan options forcing tc = (wg, k_tile), everything else SDPA_AUTO; the
  * callers set the field they test. */
+/* The Vulkan device's info (device 0, the one the fixture's context uses). */
+static sdpa_device_info vk_device_info(void)
+{
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    return dev;
+}
+
 static sdpa_plan_options tile_opts(sdpa_tile_config *tc, int wg, int k_tile)
 {
     sdpa_tile_config_init(tc);
@@ -285,10 +295,7 @@ static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_s
  * offset, statistics, QK-norm (K from the workspace), f16/bf16 storage. */
 START_TEST(test_staged_forward)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     tcase cs[16];
@@ -373,10 +380,7 @@ static sdpa_status refused_plan_status(const tcase *c0, const sdpa_plan_options 
  * without a tile the plan reports stage_kv=0. No pipeline is compiled. */
 START_TEST(test_staged_refusals)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     /* 64 keys x (256 + 256) floats = 128 KiB of shared memory */
@@ -490,10 +494,7 @@ static sdpa_plan_options rows_opts(sdpa_tile_config *tc, int rows, int k_tile, i
  * budget forces splits, D = 256, f16 and bf16 storage. */
 START_TEST(test_rows_forward)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     tcase cs[16];
@@ -576,10 +577,7 @@ static sdpa_plan_options fa2_opts(sdpa_tile_config *tc, int lanes, int rows, int
  * bf16 storage, a forced split, and a backward plan whose forward is it. */
 START_TEST(test_fa2_forward)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     tcase c;
