@@ -565,7 +565,8 @@ typedef enum sdpa_tile_param {
     SDPA_TILE_STAGE_KV = 4,  /* 1 = stage K/V tiles in local/shared memory */
     SDPA_TILE_SPLIT_KV = 5,  /* number of key splits; 1 = no split */
     SDPA_TILE_UNFUSED = 6,   /* 1 = materialise the scores (OpenCL only) */
-    /* 7..23: future core parameters; 24..31: backend parameters */
+    SDPA_TILE_LANES = 7,     /* invocations sharing one query row (Vulkan) */
+    /* 8..23: future core parameters; 24..31: backend parameters */
     SDPA_TILE_BACKEND_FIRST = 24
 } sdpa_tile_param;
 #define SDPA_TILE_PARAM_SLOTS 32 /* entries of sdpa_tile_config.value */

@@ -221,14 +221,14 @@ START_TEST(config_set_get_versioned)
     ck_assert_int_eq(sdpa_tile_config_get(&t, SDPA_TILE_K_TILE), 48);
 
     sdpa_tile_param p;
-    for (int i = 0; i <= SDPA_TILE_UNFUSED; i++) {
+    for (int i = 0; i <= SDPA_TILE_LANES; i++) {
         const char *name = sdpa_tile_param_name((sdpa_tile_param)i);
         ck_assert_ptr_nonnull(name);
         ck_assert_int_eq(sdpa_tile_param_from_name(name, &p), SDPA_OK);
         ck_assert_int_eq(p, i);
     }
     ck_assert_int_eq(sdpa_tile_param_from_name("no_such_knob", &p), SDPA_ERR_INVALID_ARG);
-    ck_assert_ptr_null(sdpa_tile_param_name((sdpa_tile_param)(SDPA_TILE_UNFUSED + 1)));
+    ck_assert_ptr_null(sdpa_tile_param_name((sdpa_tile_param)(SDPA_TILE_LANES + 1)));
 }
 END_TEST
 

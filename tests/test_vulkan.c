@@ -231,6 +231,16 @@ END_TEST
 
 /* Plan options forcing tc = (wg, k_tile), everything else SDPA_AUTO; the
  * callers set the field they test. */
+/* The Vulkan device's info (device 0, the one the fixture's context uses). */
+static sdpa_device_info vk_device_info(void)
+{
+    sdpa_device_info dev;
+    memset(&dev, 0, sizeof dev);
+    dev.struct_size = sizeof dev;
+    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    return dev;
+}
+
 static sdpa_plan_options tile_opts(sdpa_tile_config *tc, int wg, int k_tile)
 {
     sdpa_tile_config_init(tc);
@@ -285,10 +295,7 @@ static void check_stage(const tcase *c0, const sdpa_plan_options *po, int want_s
  * offset, statistics, QK-norm (K from the workspace), f16/bf16 storage. */
 START_TEST(test_staged_forward)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     tcase cs[16];
@@ -373,10 +380,7 @@ static sdpa_status refused_plan_status(const tcase *c0, const sdpa_plan_options 
  * without a tile the plan reports stage_kv=0. No pipeline is compiled. */
 START_TEST(test_staged_refusals)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     /* 64 keys x (256 + 256) floats = 128 KiB of shared memory */
@@ -490,10 +494,7 @@ static sdpa_plan_options rows_opts(sdpa_tile_config *tc, int rows, int k_tile, i
  * budget forces splits, D = 256, f16 and bf16 storage. */
 START_TEST(test_rows_forward)
 {
-    sdpa_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    ck_assert_int_eq(sdpa_device_get_info(SDPA_BACKEND_VULKAN, 0, &dev), SDPA_OK);
+    sdpa_device_info dev = vk_device_info();
     sdpa_tile_config tc;
     sdpa_plan_options po;
     tcase cs[16];
@@ -554,6 +555,106 @@ START_TEST(test_rows_forward)
     c = mk("rw_bwd", 1, 2, 1, 63, 65, 32, 32); c.window_right = 0; c.seed = 717;
     po = rows_opts(&tc, 4, 8, 64);
     tparity_backward(vk, ref, &c, &po);
+}
+END_TEST
+
+/* ---- the GPU-class forward (tile.lanes > 0, fwd_fa2.comp) ----------------- */
+
+static sdpa_plan_options fa2_opts(sdpa_tile_config *tc, int lanes, int rows, int k_tile, int wg)
+{
+    sdpa_plan_options po = rows_opts(tc, rows, k_tile, wg);
+    sdpa_tile_config_set(tc, SDPA_TILE_LANES, lanes);
+    return po;
+}
+
+/* fwd_fa2.comp against the float64 reference, forced on lavapipe: D = 128
+ * at lengths 1, 7, 63, 65, 257 and 1000 (blocks that straddle query heads
+ * and end past a slab, decode with the automatic split and combine, keys
+ * past a tile edge), causal / windowed / offset bands with empty rows,
+ * mask, bias, kv_len, softcap, statistics, temperature, strided q/out,
+ * an odd D and Dv (the scalar load path and padded chunks), more lanes than
+ * the subgroup (the shared-memory reduction, fwd_fa2sh), lanes 1, f16 and
+ * bf16 storage, a forced split, and a backward plan whose forward is it. */
+START_TEST(test_fa2_forward)
+{
+    sdpa_device_info dev = vk_device_info();
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase c;
+    struct { int64_t sq, skv; } lens[] = {{1, 1000}, {7, 63}, {63, 65}, {65, 257}, {257, 7},
+                                         {1000, 1000}};
+    for (int i = 0; i < 6; i++) {
+        c = mk("fa2_d128", 1, 4, 2, lens[i].sq, lens[i].skv, 128, 128);
+        c.lse = true; c.stats = i % 2 == 0; c.window_right = i >= 3 ? 0 : -1;
+        c.seed = (uint64_t)(900 + i);
+        po = fa2_opts(&tc, 8, 2, 8, 64);
+        tparity_forward(vk, ref, &c, &po);
+    }
+    check_config(&c, &po, "lanes=8", "q_tile=2 ");
+    c = mk("fa2_mask_bias_kvlen", 3, 2, 2, 65, 257, 64, 64);
+    c.mask = true; c.mask_keep = 0.3; c.bias = true; c.kv_len = true; c.stats = true;
+    c.softcap = 5.0; c.seed = 910;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_offset_empty_rows", 1, 2, 2, 65, 65, 32, 32);
+    c.diagonal = SDPA_DIAGONAL_EXPLICIT; c.diagonal_offset = -30; c.window_left = 10;
+    c.window_right = 0; c.stats = true; c.temperature = true; c.bshd = true; c.seed = 911;
+    po = fa2_opts(&tc, 2, 1, 16, 32);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_odd_d_br", 2, 4, 1, 63, 257, 35, 17);
+    c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT; c.window_right = 0; c.window_left = 40;
+    c.stats = true; c.seed = 912;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_shared_reduce", 1, 2, 2, 7, 257, 128, 64); c.lse = true; c.seed = 913;
+    po = fa2_opts(&tc, 32, 1, 4, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_lanes1", 1, 2, 1, 65, 65, 16, 16); c.window_right = 0; c.seed = 914;
+    po = fa2_opts(&tc, 1, 4, 8, 32);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_split", 1, 2, 2, 65, 257, 64, 64); c.stats = true; c.lse = true; c.seed = 915;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, 3);
+    tparity_forward(vk, ref, &c, &po);
+    check_config(&c, &po, "lanes=4", "split_kv=3 ");
+    if (dev.storage16) {
+        c = mk("fa2_f16", 2, 4, 2, 65, 257, 64, 64); c.dtype = SDPA_DTYPE_F16;
+        c.window_right = 0; c.stats = true; c.seed = 916;
+        po = fa2_opts(&tc, 4, 2, 8, 64);
+        tparity_forward(vk, ref, &c, &po);
+    }
+    c = mk("fa2_bf16", 1, 2, 1, 7, 65, 32, 32); c.dtype = SDPA_DTYPE_BF16; c.mask = true;
+    c.seed = 917;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    tparity_forward(vk, ref, &c, &po);
+    c = mk("fa2_bwd", 1, 2, 1, 63, 65, 32, 32); c.window_right = 0; c.seed = 918;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    tparity_backward(vk, ref, &c, &po);
+}
+END_TEST
+
+/* What lanes > 0 refuses (not a power of two, staging, QK-norm, more rows
+ * than 4, a work-group that is no multiple of lanes), and the class
+ * decision: lavapipe (a CPU) keeps the row-per-invocation default. */
+START_TEST(test_fa2_refusals)
+{
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    tcase c = mk("fa2_refuse", 1, 2, 2, 7, 65, 64, 64);
+    po = fa2_opts(&tc, 3, 1, 8, 64);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "power of two"), SDPA_ERR_UNSUPPORTED);
+    po = fa2_opts(&tc, 4, 1, 8, 64);
+    sdpa_tile_config_set(&tc, SDPA_TILE_STAGE_KV, 1);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "stage_kv"), SDPA_ERR_UNSUPPORTED);
+    po = fa2_opts(&tc, 4, 8, 8, 64);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "rows per lane group"), SDPA_ERR_UNSUPPORTED);
+    po = fa2_opts(&tc, 16, 1, 8, 24);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "multiple of lanes"), SDPA_ERR_UNSUPPORTED);
+    c.qk_norm = SDPA_QK_NORM_RMS;
+    po = fa2_opts(&tc, 4, 1, 8, 64);
+    ck_assert_int_eq(refused_plan_status(&c, &po, "QK-norm"), SDPA_ERR_UNSUPPORTED);
+    c = mk("fa2_default_cpu", 1, 2, 2, 65, 257, 64, 64);
+    check_config(&c, NULL, "lanes=0", NULL);
 }
 END_TEST
 
@@ -1360,8 +1461,12 @@ START_TEST(test_persona_nobar)
     tcase c = mk("nobar_fwd", 2, 4, 2, 65, 63, 64, 64);
     c.mask = true; c.stats = true; c.seed = 911;
     tparity_forward(vk, ref, &c, NULL);
+    /* a persona reports a discrete GPU: the GPU-class forward is the default
+     * (D = 64: 4 lanes per row), decode with its key split and combine */
+    check_config(&c, NULL, "lanes=4", "q_tile=2 ");
     c = mk("nobar_decode", 1, 4, 2, 1, 1000, 64, 64); c.stats = true; c.seed = 912;
     tparity_forward(vk, ref, &c, NULL);
+    check_config(&c, NULL, "lanes=4", "split_kv=7 ");
     c = mk("nobar_bwd", 1, 2, 2, 65, 63, 64, 64); c.gains = true; c.qk_norm = SDPA_QK_NORM_RMS;
     c.seed = 913;
     tparity_backward(vk, ref, &c, NULL);
@@ -1477,6 +1582,8 @@ static Suite *vulkan_suite(void)
         {"rows_forward", test_rows_forward},
         {"rows_refusals", test_rows_refusals},
         {"rows_candidates", test_rows_candidates},
+        {"fa2_forward", test_fa2_forward},
+        {"fa2_refusals", test_fa2_refusals},
         {"backward_deterministic", test_backward_deterministic},
         {"device_buffers", test_device_buffers},
         {"missing_storage16", test_missing_storage16},

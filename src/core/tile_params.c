@@ -19,7 +19,7 @@ static const char *const k_core_names[] = {
     [SDPA_TILE_Q_TILE] = "q_tile",       [SDPA_TILE_K_TILE] = "k_tile",
     [SDPA_TILE_WG_SIZE] = "wg_size",     [SDPA_TILE_VEC_WIDTH] = "vec_width",
     [SDPA_TILE_STAGE_KV] = "stage_kv",   [SDPA_TILE_SPLIT_KV] = "split_kv",
-    [SDPA_TILE_UNFUSED] = "unfused",
+    [SDPA_TILE_UNFUSED] = "unfused",     [SDPA_TILE_LANES] = "lanes",
 };
 #define N_CORE ((int)(sizeof k_core_names / sizeof k_core_names[0]))
 

@@ -83,7 +83,7 @@ typedef struct job_kind {
 
 static const job_kind kinds[] = {
     {"forward", 1, 16, 16, 2048, 2048, 0, "sdpa_fwd", "fwd"},
-    {"decode", 1, 32, 8, 1, 4096, 0, "sdpa_decode", NULL},
+    {"decode", 1, 32, 8, 1, 4096, 0, "sdpa_decode", "fwd,combine"},
     {"backward", 1, 16, 16, 2048, 2048, SDPA_PLAN_BACKWARD, "sdpa_bwd_dq,sdpa_bwd_dkdv",
      "bwd_dq,bwd_dkv"},
 };
@@ -256,6 +256,9 @@ static void vk_caps_of(const gpu_desc *g, sdpa__vk_caps *c)
     pr.deviceType = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
     snprintf(pr.deviceName, sizeof pr.deviceName, "%s", g->what);
     sdpa__vk_device_defaults(&pr, 0, &c->dev);
+    c->device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    c->subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT |
+                      VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
 }
 
 /* Calls fn for every Vulkan pipeline the gate reports on device g. */

@@ -220,7 +220,9 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     memset(caps, 0, sizeof *caps);
     caps->api_version = props->apiVersion;
     caps->subgroup_size = sg.subgroupSize;
-    caps->subgroup_ops = sg.supportedOperations;
+    /* subgroup operations count only where compute shaders have them */
+    caps->subgroup_ops = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? sg.supportedOperations
+                                                                           : 0;
     caps->max_shared = props->limits.maxComputeSharedMemorySize;
     caps->max_wg = props->limits.maxComputeWorkGroupInvocations;
     if (caps->max_wg > props->limits.maxComputeWorkGroupSize[0])
@@ -239,6 +241,7 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
      * iterations; vk_plan.c sizes work per invocation under that budget. */
     caps->loop_limited = strstr(props->deviceName, "llvmpipe") != NULL;
     sdpa__vk_classify(phys, props, caps); /* kernel class and vendor defaults */
+    caps->device_type = (uint32_t)props->deviceType;
 }
 
 sdpa_status sdpa__vk_device_count(int *count)

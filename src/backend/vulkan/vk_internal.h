@@ -88,6 +88,7 @@ typedef struct sdpa__vk_caps {
     bool float_controls; /* SignedZeroInfNanPreserve for 32-bit floats requested */
     uint32_t driver_id;  /* VkDriverId, 0 when unknown (vk_vendor.c) */
     sdpa__device_defaults dev; /* vendor defaults table: kernel class, defaults */
+    uint32_t device_type; /* VkPhysicalDeviceType (a persona may say GPU) */
 } sdpa__vk_caps;
 
 /* Storage buffers of the wide layout (every tensor slot and the workspace). */
@@ -97,9 +98,9 @@ typedef struct sdpa__vk_caps {
  * 65535, shared by all loops of a shader); we keep a margin. */
 #define SDPA__VK_LOOP_BUDGET 60000
 
-/* Specialization constants every pipeline receives (ids 0..8, common.glsl,
- * fwd.comp, fwd_rows.comp; vk_pipeline.c). */
-#define SDPA__VK_MAX_SPEC 9
+/* Specialization constants every pipeline receives (ids 0..9, common.glsl,
+ * fwd.comp, fwd_rows.comp, fwd_fa2.comp; vk_pipeline.c). */
+#define SDPA__VK_MAX_SPEC 10
 
 struct sdpa__vk_block;          /* vk_alloc.c: one VkDeviceMemory block */
 
@@ -157,7 +158,10 @@ typedef struct sdpa__vk_plan {
     float fpar[4];              /* the score's and statistics' scalars (vk_plan.c) */
     int wg_size, k_tile, nsplit, split_len;
     int stage_kv;               /* 1: fwd.comp stages K/V tiles in shared memory */
-    int rows;                   /* > 1: fwd_rows.comp, query rows per invocation */
+    int rows;                   /* > 1: fwd_rows.comp, query rows per invocation;
+                                 * with lanes > 0: rows per lane group */
+    int lanes;                  /* > 0: fwd_fa2.comp with lanes invocations per row */
+    bool fa2_shared_reduce;     /* fwd_fa2sh: no subgroup shuffle on the device */
     bool packed;                /* packed descriptor layout (caps.packed, vk_pack.c) */
     sdpa__vk_buffer *pack;      /* packed layout: this call's tensors (vk_pack.c) */
     char source[64];
@@ -174,8 +178,12 @@ typedef struct sdpa__vk_plan {
 } sdpa__vk_plan;
 
 /* vk_plan.c: invocations of the plan's forward dispatch (one per row and
- * key split, or per q_tile rows of a KV slab and split with fwd_rows.comp) */
+ * key split, or per q_tile rows of a KV slab and split with fwd_rows.comp,
+ * or wg_size per block of rows and split with fwd_fa2.comp) */
 uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl);
+/* vk_plan.c: whether the device gets the GPU-class shaders (fwd_fa2.comp by
+ * default); one function, so a vendor table can replace it. */
+bool sdpa__vk_gpu_class(const sdpa__vk_caps *caps);
 
 /* vk_device.c */
 sdpa_status sdpa__vk_device_count(int *count);
@@ -315,7 +323,7 @@ void sdpa__vk_plan_free(sdpa_context *ctx, void *state, void *plan_state);
 size_t sdpa__vk_plan_workspace(const void *plan_state);
 void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info);
 /* Forced tile ranges of the backend table (vk_plan.c). */
-#define SDPA__VK_TILE_PARAMS 6 /* entries of sdpa__vk_tile_params (vk_plan.c) */
+#define SDPA__VK_TILE_PARAMS 7 /* entries of sdpa__vk_tile_params (vk_plan.c) */
 extern const sdpa__tile_param_info sdpa__vk_tile_params[SDPA__VK_TILE_PARAMS];
 /* Tuning slots: default configuration, candidate space, shader hash. */
 sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,

@@ -4,7 +4,8 @@
  * the loader table (vk_api.h) are wrapped so that the driver (lavapipe in
  * CI) reports the limits or memory layout of a GPU, and the library's own
  * limit checks choose what that GPU would get; that configuration then runs
- * here. Nothing else changes. Names not starting with "vk-" are left to
+ * here. Every persona also reports a discrete GPU, so the GPU-class
+ * shaders run (vk_plan.c). Nothing else changes. Names not starting with "vk-" are left to
  * other backends (the OpenCL personas are "cl-..."); an unknown "vk-" name
  * is ignored. Never set it in production: docs/vulkan.md "Test personas".
  *
@@ -33,6 +34,7 @@
 #include "vk_internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,16 +93,34 @@ static void limits(VkPhysicalDeviceLimits *l)
     }
 }
 
+/* Every persona is a discrete GPU of no known vendor, named after the
+ * persona ("vk-sb4 persona on llvmpipe (...)": the driver's name stays in it,
+ * so its loop budget still applies): the vendor defaults table
+ * (src/core/device_table.c) then classes it GPU-style, the library chooses
+ * its GPU-class shaders (sdpa__vk_gpu_class, vk_plan.c), and they run here. */
+static void gpu_type(VkPhysicalDeviceProperties *p)
+{
+    if (!active) return;
+    p->deviceType = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    p->vendorID = 0;
+    char real_name[sizeof p->deviceName];
+    memcpy(real_name, p->deviceName, sizeof real_name);
+    real_name[sizeof real_name - 1] = '\0';
+    snprintf(p->deviceName, sizeof p->deviceName, "%.32s persona on %.200s", active->name, real_name);
+}
+
 static VKAPI_ATTR void VKAPI_CALL props(VkPhysicalDevice d, VkPhysicalDeviceProperties *p)
 {
     real.vkGetPhysicalDeviceProperties(d, p);
     limits(&p->limits);
+    gpu_type(p);
 }
 
 static VKAPI_ATTR void VKAPI_CALL props2(VkPhysicalDevice d, VkPhysicalDeviceProperties2 *p)
 {
     real.vkGetPhysicalDeviceProperties2(d, p);
     limits(&p->properties.limits);
+    gpu_type(&p->properties);
 }
 
 static VKAPI_ATTR void VKAPI_CALL mem_props(VkPhysicalDevice d,

@@ -12,7 +12,8 @@
  * one (SDPA_VK_PK_B_*: 2 storage buffers and the parameter block; the *_pk
  * SPIR-V variants; vk_pack.c). See common.glsl and sdpa_shared.h. Specialization constants: 0 work-group size, 1 K_TILE, 2 D,
  * 3 Dv, 4 feature flags, 5 QK-norm mode, 6 work-group size again (for
- * indexing; see common.glsl), 7 STAGE_KV (declared by fwd.comp only; an
+ * indexing; see common.glsl), 7 STAGE_KV (declared by fwd.comp only), 8
+ * ROWS (fwd_rows.comp, fwd_fa2.comp), 9 LANES (fwd_fa2.comp; an
  * entry for an id a shader does not declare is ignored). Flags are constants so that each pipeline
  * holds only its features' code (llvmpipe compiles ~10x faster). Pipelines are created through the
  * context's VkPipelineCache. Called by vk_plan.c at plan creation.
@@ -148,8 +149,13 @@ const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
                                         const sdpa__vk_plan *plan, char *file,
                                         size_t file_size, size_t *size)
 {
-    /* several rows per invocation is a shader of its own (fwd_rows.comp) */
-    if (strcmp(name, "fwd") == 0 && plan->rows > 1) name = "fwd_rows";
+    /* several rows per invocation is a shader of its own (fwd_rows.comp),
+     * and so is the GPU-class forward (fwd_fa2.comp; fwd_fa2sh without
+     * subgroup shuffle) */
+    if (strcmp(name, "fwd") == 0 && plan->lanes > 0)
+        name = plan->fa2_shared_reduce ? "fwd_fa2sh" : "fwd_fa2";
+    else if (strcmp(name, "fwd") == 0 && plan->rows > 1)
+        name = "fwd_rows";
     const char *tag = single_variant(name) ? "f32" : sdpa_dtype_name(dtype);
     snprintf(file, file_size, "%s_%s%s.spv", name, tag, plan->packed ? "_pk" : "");
     for (const sdpa__vk_spv_entry *e = sdpa__vk_spv_table; e->name; e++)
@@ -167,6 +173,7 @@ void sdpa__vk_spec_constants(const sdpa__vk_plan *plan, uint32_t spec[SDPA__VK_M
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
         (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv, (uint32_t)plan->rows,
+        (uint32_t)(plan->lanes > 0 ? plan->lanes : 1),
     };
     memcpy(spec, v, sizeof v);
 }
@@ -200,8 +207,8 @@ sdpa_status sdpa__vk_pipeline_create(sdpa_context *ctx, sdpa__vk_state *s,
     free(owned);
     if (st != SDPA_OK) return st;
     sdpa__log(ctx, SDPA_LOG_DEBUG, "vulkan: pipeline %s wg=%d k_tile=%d stage_kv=%d rows=%d "
-              "D=%lld Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
-              plan->stage_kv, plan->rows, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
+              "lanes=%d D=%lld Dv=%lld flags=0x%x in %.1f ms", file, plan->wg_size, plan->k_tile,
+              plan->stage_kv, plan->rows, plan->lanes, (long long)plan->p.D, (long long)plan->p.Dv, plan->spec_flags,
               (sdpa__now() - t0) * 1e3);
     return SDPA_OK;
 }

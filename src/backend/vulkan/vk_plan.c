@@ -109,11 +109,80 @@ static int64_t fwd_row_iterations(const sdpa__problem *p, int64_t rows)
     return rows * (p->D + 2 * p->Dv) + 16;
 }
 
+/* fwd_fa2.comp: query rows per work-group */
+static int64_t fa2_block_rows(int64_t wg, int64_t lanes, int64_t rows)
+{
+    return wg / lanes * rows;
+}
+
 uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl)
 {
     const sdpa__problem *p = &pl->p;
+    if (pl->lanes > 0)
+        return p->B * p->Hkv *
+               cdiv((p->Hq / p->Hkv) * p->Sq, fa2_block_rows(pl->wg_size, pl->lanes, pl->rows)) *
+               pl->nsplit * pl->wg_size;
     if (pl->rows <= 1) return p->B * p->Hq * p->Sq * pl->nsplit;
     return p->B * p->Hkv * cdiv((p->Hq / p->Hkv) * p->Sq, pl->rows) * pl->nsplit;
+}
+
+/* ---- fwd_fa2.comp (the GPU-class forward) ----------------------------------- */
+#define FA2_MAX_ROWS 4
+#define FA2_MAX_LANES 64
+#define FA2_DEFAULT_K_TILE 8
+/* Work-groups a forward should give a GPU-class device to fill it: Vulkan
+ * does not report compute units, so this assumes 64 of them (an RX 6800 XT
+ * has 36 CUs x 2 SIMDs, an RTX 4090 128 SMs) and asks for 4 groups each. */
+#define FA2_FILL_GROUPS 256
+/* The fewest keys a decode split gets. */
+#define FA2_MIN_SPLIT_KEYS 128
+
+static int64_t chunks_per_lane(int64_t d, int64_t lanes) { return cdiv(cdiv(d, 4), lanes); }
+
+/* Shared memory of fwd_fa2.comp: the K and V tile (vec4 chunks, padded to
+ * whole lanes; 16 bytes each in f32, 8 in f16/bf16) and, in the fwd_fa2sh
+ * variant, one partial score per invocation, row and key. */
+static int64_t fa2_shared_bytes(const sdpa__problem *p, int64_t wg, int64_t lanes, int64_t rows,
+                                int64_t k_tile, bool shared_reduce)
+{
+    int64_t chunk = p->dtype == SDPA_DTYPE_F32 ? 16 : 8;
+    int64_t tile = k_tile * lanes * (chunks_per_lane(p->D, lanes) + chunks_per_lane(p->Dv, lanes));
+    return tile * chunk + (shared_reduce ? wg * rows * k_tile * 4 : 4);
+}
+
+/* Loop iterations of one fwd_fa2.comp invocation per key tile, counting the
+ * loops the driver may keep (llvmpipe unrolls the constant ones when it can;
+ * this assumes it does not). */
+static int64_t fa2_tile_iterations(const sdpa__problem *p, int64_t wg, int64_t lanes,
+                                   int64_t rows, int64_t k)
+{
+    int64_t cpl = chunks_per_lane(p->D, lanes), cplv = chunks_per_lane(p->Dv, lanes);
+    return cdiv(k * cpl * lanes, wg) + cdiv(k * cplv * lanes, wg) + k * (cpl + cplv) +
+           rows * k * (lanes + 2) + rows * cplv + 2;
+}
+
+/* Lanes per row by default: enough that each lane holds at most 4 vec4
+ * chunks of q (and of the output), a power of two, at most the subgroup
+ * (the row's sum runs over subgroup shuffles) and 16. */
+static int fa2_default_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+{
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), 4);
+    int lanes = 1;
+    while (lanes < want && lanes < 16) lanes *= 2;
+    while (caps->subgroup_size && (uint32_t)lanes > caps->subgroup_size && lanes > 1) lanes /= 2;
+    return lanes;
+}
+
+/* Whether the device can sum a row over its lanes with subgroup shuffles. */
+static bool fa2_shuffle_ok(const sdpa__vk_caps *caps, int lanes)
+{
+    return (caps->subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) && caps->subgroup_size &&
+           (uint32_t)lanes <= caps->subgroup_size;
+}
+
+bool sdpa__vk_gpu_class(const sdpa__vk_caps *caps)
+{
+    return SDPA__VK_GPU_STYLE(caps); /* the vendor defaults table (vk_vendor.c) */
 }
 
 /* Largest per-invocation loop-iteration count of the plan's shaders (the
@@ -127,6 +196,11 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
                                  : cdiv(keys, k) * (D + Dv + 1) +
                                        fwd_row_iterations(p, pl->rows);
     *which = pl->stage_kv ? "fwd (staged)" : "fwd";
+    if (pl->lanes > 0) {
+        worst = cdiv(keys, k) * fa2_tile_iterations(p, pl->wg_size, pl->lanes, pl->rows, k) +
+                fwd_row_iterations(p, pl->rows);
+        *which = "fwd (fa2)";
+    }
     int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
     if (n > worst) { worst = n; *which = "combine"; }
     if (p->has_stats && p->Sq > worst) { worst = p->Sq; *which = "stats_reduce"; }
@@ -161,6 +235,10 @@ const sdpa__tile_param_info sdpa__vk_tile_params[SDPA__VK_TILE_PARAMS] = {
      1, MAX_SPLIT, 0, false, SDPA_AUTO, false},
     {SDPA_TILE_UNFUSED, NULL, "only 0: scores are never materialised", 0, 0, 0, false,
      SDPA_AUTO, false},
+    {SDPA_TILE_LANES, NULL, "invocations per query row: 0 = one row per invocation "
+     "(fwd.comp, fwd_rows.comp), 1..64 = the FlashAttention-2 forward fwd_fa2.comp (q_tile = "
+     "rows per lane group 1..4, k_tile = keys per staged tile); SDPA_AUTO = by device class "
+     "(docs/vulkan.md)", 0, FA2_MAX_LANES, 0, false, SDPA_AUTO, false},
 };
 
 /* A value of the configuration (in range: tile_check.c) or the default. */
@@ -282,19 +360,13 @@ static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pla
     return SDPA_OK;
 }
 
-sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
-                                 const sdpa__problem *p, const sdpa_plan_options *options,
-                                 sdpa__vk_plan *pl)
+/* The row-per-invocation forwards (fwd.comp, its staged variant,
+ * fwd_rows.comp): staging, rows per invocation and the tentative key split
+ * (pl->nsplit, clamped by the caller). */
+static sdpa_status rows_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
+                               const sdpa__problem *p, const sdpa_tile_config *t, int max_wg,
+                               sdpa__vk_plan *pl)
 {
-    pl->p = *p;
-    pl->flags = options ? options->flags : 0;
-    pl->packed = caps->packed;
-    const sdpa_tile_config *t = options ? options->tile : NULL;
-    int max_wg = (int)(caps->max_wg < 1024 ? caps->max_wg : 1024);
-    pl->wg_size = pick(t, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
-    pl->k_tile = pick(t, SDPA_TILE_K_TILE, DEFAULT_K_TILE);
-    sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
-
     /* K/V staging: SDPA_AUTO = 0 on every device for now (docs/vulkan.md). */
     sdpa_status st = SDPA_OK;
     int stage = pick(t, SDPA_TILE_STAGE_KV, 0);
@@ -355,6 +427,120 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
         int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
         if (need > nsplit) nsplit = (int)(need < MAX_SPLIT + 1 ? need : MAX_SPLIT + 1);
     }
+    pl->nsplit = nsplit;
+    return SDPA_OK;
+}
+
+/* fwd_fa2.comp with `lanes` invocations per row: work-group, rows per lane
+ * group, key tile (shrunk to the shared memory when not forced), the
+ * reduction variant and the tentative key split (decode fills the device;
+ * llvmpipe's loop budget). Forced values that do not fit are refused. */
+static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
+                              const sdpa__problem *p, const sdpa_tile_config *t, int max_wg,
+                              int lanes, sdpa__vk_plan *pl)
+{
+    SDPA__CHECK(ctx, (lanes & (lanes - 1)) == 0 && lanes <= max_wg, SDPA_ERR_UNSUPPORTED,
+                "vulkan: tile.lanes %d must be a power of two and at most the device's %d "
+                "invocations per work-group", lanes, max_wg);
+    SDPA__CHECK(ctx, pick(t, SDPA_TILE_STAGE_KV, 0) == 0, SDPA_ERR_UNSUPPORTED,
+                "vulkan: tile.lanes %d (fwd_fa2.comp, which always stages K/V) does not "
+                "combine with stage_kv = 1; use lanes 0 for the staged fwd.comp", lanes);
+    SDPA__CHECK(ctx, !(p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain),
+                SDPA_ERR_UNSUPPORTED,
+                "vulkan: tile.lanes %d: fwd_fa2.comp has no QK-norm or gains; use lanes 0",
+                lanes);
+    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
+    int rows = pick(t, SDPA_TILE_Q_TILE, -1), wg = pick(t, SDPA_TILE_WG_SIZE, -1);
+    if (rows < 0) rows = slab_rows >= 2 * (64 / lanes > 0 ? 64 / lanes : 1) ? 2 : 1;
+    if (wg < 0) {
+        /* 64 invocations, fewer when a KV slab has fewer rows (decode) */
+        int64_t want = cdiv(slab_rows, rows) * lanes;
+        wg = 64;
+        while (wg / 2 >= lanes && wg / 2 >= want && wg / 2 >= 32) wg /= 2;
+        if (wg < lanes) wg = lanes;
+        if (wg > max_wg) wg = max_wg - max_wg % lanes;
+    }
+    SDPA__CHECK(ctx, rows >= 1 && rows <= FA2_MAX_ROWS, SDPA_ERR_UNSUPPORTED,
+                "vulkan: tile.q_tile %d with lanes %d (rows per lane group of fwd_fa2.comp) "
+                "must be 1..%d", rows, lanes, FA2_MAX_ROWS);
+    SDPA__CHECK(ctx, wg <= max_wg && wg >= lanes && wg % lanes == 0, SDPA_ERR_UNSUPPORTED,
+                "vulkan: tile.wg_size %d with lanes %d must be a multiple of lanes and at "
+                "most the device's %d invocations per work-group", wg, lanes, max_wg);
+    bool shared_reduce = !fa2_shuffle_ok(caps, lanes);
+    int k = pick(t, SDPA_TILE_K_TILE, -1);
+    bool k_forced = k > 0;
+    if (!k_forced) {
+        k = FA2_DEFAULT_K_TILE;
+        while (k > 1 && fa2_shared_bytes(p, wg, lanes, rows, k, shared_reduce) >
+                            (int64_t)caps->max_shared)
+            k /= 2;
+    }
+    int64_t need = fa2_shared_bytes(p, wg, lanes, rows, k, shared_reduce);
+    SDPA__CHECK(ctx, need <= (int64_t)caps->max_shared, SDPA_ERR_UNSUPPORTED,
+                "vulkan: fwd_fa2.comp with lanes %d, k_tile %d needs %lld bytes of shared "
+                "memory and the device's maxComputeSharedMemorySize is %u bytes (use a smaller "
+                "k_tile or lanes 0)", lanes, k, (long long)need, caps->max_shared);
+    pl->lanes = lanes;
+    pl->rows = rows;
+    pl->wg_size = wg;
+    pl->k_tile = k;
+    pl->stage_kv = 0;
+    pl->fa2_shared_reduce = shared_reduce;
+
+    int forced_split = pick(t, SDPA_TILE_SPLIT_KV, 0);
+    int64_t groups = p->B * p->Hkv * cdiv(slab_rows, fa2_block_rows(wg, lanes, rows));
+    int64_t nsplit = 1;
+    if (forced_split) {
+        nsplit = forced_split;
+    } else if (groups < FA2_FILL_GROUPS && p->Skv >= 2 * FA2_MIN_SPLIT_KEYS) {
+        /* decode and other small problems: split the keys until the device
+         * has FA2_FILL_GROUPS work-groups, each split >= FA2_MIN_SPLIT_KEYS */
+        int64_t want = cdiv(FA2_FILL_GROUPS, groups), most = p->Skv / FA2_MIN_SPLIT_KEYS;
+        nsplit = want < most ? want : most;
+    }
+    if (caps->loop_limited) {
+        int64_t per = (SDPA__VK_LOOP_BUDGET - fwd_row_iterations(p, rows)) /
+                      fa2_tile_iterations(p, wg, lanes, rows, k);
+        int64_t n = per > 0 ? cdiv(p->Skv, per * k) : MAX_SPLIT + 1;
+        if (n > nsplit) nsplit = n < MAX_SPLIT + 1 ? n : MAX_SPLIT + 1;
+    }
+    pl->nsplit = (int)nsplit;
+    return SDPA_OK;
+}
+
+sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
+                                 const sdpa__problem *p, const sdpa_plan_options *options,
+                                 sdpa__vk_plan *pl)
+{
+    pl->p = *p;
+    pl->flags = options ? options->flags : 0;
+    pl->packed = caps->packed;
+    const sdpa_tile_config *t = options ? options->tile : NULL;
+    int max_wg = (int)(caps->max_wg < 1024 ? caps->max_wg : 1024);
+    pl->wg_size = pick(t, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
+    pl->k_tile = pick(t, SDPA_TILE_K_TILE, DEFAULT_K_TILE);
+    sdpa__strlcpy(pl->source, t ? "forced" : "default", sizeof pl->source);
+
+    /* the GPU-class forward: SDPA_AUTO = fwd_fa2.comp on GPU-class devices
+     * unless the problem needs QK-norm or gains or the configuration asks
+     * for the older shaders' staging or more than 4 rows; 0 = the older
+     * shaders */
+    bool normed = p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain;
+    int lanes = pick(t, SDPA_TILE_LANES, -1);
+    if (lanes < 0)
+        lanes = sdpa__vk_gpu_class(caps) && !normed && pick(t, SDPA_TILE_STAGE_KV, 0) == 0 &&
+                        pick(t, SDPA_TILE_Q_TILE, 1) <= FA2_MAX_ROWS
+                    ? fa2_default_lanes(caps, p)
+                    : 0;
+    pl->lanes = 0;
+    pl->fa2_shared_reduce = false;
+    if (lanes > 0) {
+        SDPA__TRY(fa2_config(ctx, caps, p, t, max_wg, lanes, pl));
+    } else {
+        SDPA__TRY(rows_config(ctx, caps, p, t, max_wg, pl));
+    }
+    int nsplit = pl->nsplit;
+
     if (nsplit > MAX_SPLIT) nsplit = MAX_SPLIT;
     if (nsplit > p->Skv) nsplit = (int)p->Skv;
     if (nsplit < 1) nsplit = 1;
@@ -386,7 +572,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                           "vulkan: llvmpipe ends a shader invocation after 65535 loop "
                           "iterations and shader '%s' would need about %lld for this shape "
                           "(use the CPU backend, a larger k_tile, %sor shorter sequences)",
-                          which, (long long)iters, stage ? "stage_kv 0, " : "");
+                          which, (long long)iters, pl->stage_kv ? "stage_kv 0, " : "");
     }
     return SDPA_OK;
 }
@@ -440,8 +626,9 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
              "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=%d stage_kv=%d "
-             "variant=%s flags=0x%x", pl->wg_size, pl->k_tile, pl->nsplit, pl->split_len,
-             pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags);
+             "variant=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
+             pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags,
+             pl->lanes);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }
 
@@ -473,12 +660,33 @@ sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__pr
                                   unsigned flags, const sdpa_tile_config *forced,
                                   sdpa_tile_config *tile)
 {
-    (void)p;
-    (void)flags;
     (void)ctx;
     int max_wg = vk_max_wg(state);
     if (forced) *tile = *forced;
     else sdpa_tile_config_init(tile);
+    const sdpa__vk_state *s = state;
+    if (s && sdpa_tile_config_get(tile, SDPA_TILE_LANES) == SDPA_AUTO) {
+        /* the device class decides (sdpa__vk_gpu_class): what plan creation
+         * would choose from this configuration, written out */
+        sdpa_plan_options o;
+        sdpa_plan_options_init(&o);
+        o.flags = flags;
+        o.tile = tile;
+        sdpa__vk_plan pl;
+        memset(&pl, 0, sizeof pl);
+        if (sdpa__vk_plan_config(NULL, &s->caps, p, &o, &pl) == SDPA_OK) {
+            sdpa_tile_config_set(tile, SDPA_TILE_LANES, pl.lanes);
+            if (pl.lanes > 0) {
+                const int chosen[][2] = {{SDPA_TILE_Q_TILE, pl.rows},
+                                         {SDPA_TILE_K_TILE, pl.k_tile},
+                                         {SDPA_TILE_WG_SIZE, pl.wg_size},
+                                         {SDPA_TILE_STAGE_KV, 0}};
+                for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++)
+                    if (sdpa_tile_config_get(tile, (sdpa_tile_param)chosen[i][0]) == SDPA_AUTO)
+                        sdpa_tile_config_set(tile, (sdpa_tile_param)chosen[i][0], chosen[i][1]);
+            }
+        }
+    }
     if (sdpa_tile_config_get(tile, SDPA_TILE_WG_SIZE) == SDPA_AUTO)
         sdpa_tile_config_set(tile, SDPA_TILE_WG_SIZE, DEFAULT_WG < max_wg ? DEFAULT_WG : max_wg);
     sdpa__tile_fill_defaults(sdpa__vk_tile_params, SDPA__VK_TILE_PARAMS, tile);
@@ -503,6 +711,38 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
     sdpa__vk_default_tile(ctx, state, p, flags, NULL, &def);
     if (n < max) out[n] = def;
     n++;
+    /* GPU-class devices: fwd_fa2.comp around its default (lanes x rows x
+     * k_tile), and the older shaders below with lanes 0 */
+    const sdpa__vk_state *s = state;
+    bool gpu = s && sdpa__vk_gpu_class(&s->caps);
+    if (gpu) {
+        int l0 = sdpa_tile_config_get(&def, SDPA_TILE_LANES);
+        if (l0 <= 0) l0 = fa2_default_lanes(&s->caps, p);
+        const int lanes[] = {l0 / 2, l0, l0 * 2}, rows[] = {1, 2, 4}, kts2[] = {8, 16};
+        for (size_t a = 0; a < 3; a++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t k = 0; k < 2; k++) {
+                    if (lanes[a] < 1) continue;
+                    sdpa_tile_config c;
+                    sdpa_tile_config_init(&c);
+                    sdpa_tile_config_set(&c, SDPA_TILE_LANES, lanes[a]);
+                    sdpa_tile_config_set(&c, SDPA_TILE_Q_TILE, rows[b]);
+                    sdpa_tile_config_set(&c, SDPA_TILE_K_TILE, kts2[k]);
+                    sdpa_plan_options o;
+                    sdpa_plan_options_init(&o);
+                    o.flags = flags;
+                    o.tile = &c;
+                    sdpa__vk_plan pl;
+                    memset(&pl, 0, sizeof pl);
+                    if (sdpa__vk_plan_config(NULL, &s->caps, p, &o, &pl) != SDPA_OK) continue;
+                    sdpa_tile_config_set(&c, SDPA_TILE_WG_SIZE, pl.wg_size);
+                    sdpa_tile_config_set(&c, SDPA_TILE_STAGE_KV, 0);
+                    if (memcmp(c.value, def.value, sizeof c.value) == 0) continue;
+                    if (n < max) out[n] = c;
+                    n++;
+                }
+    }
+    int first_old = n;
     for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
         if (wgs[a] > max_wg) continue;
         for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
@@ -542,5 +782,7 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
         }
         n++;
     }
+    for (int i = first_old; gpu && i < n && i < max; i++)
+        sdpa_tile_config_set(&out[i], SDPA_TILE_LANES, 0);
     return n;
 }

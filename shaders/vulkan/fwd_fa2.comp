@@ -1,0 +1,327 @@
+/*
+ * fwd_fa2.comp — the GPU-class forward (FlashAttention-2 structure): a
+ * work-group owns a block of BR = (WG_SIZE / LANES) x ROWS query rows of one
+ * KV slab (b, kv head) — consecutive rows in (h, i) order, so the query heads
+ * of a GQA group share it (decode serves a whole group in one pass) — and one
+ * key split of them (split-KV decode, merged by combine.comp).
+ *
+ *  - LANES consecutive invocations serve ROWS rows together: each keeps its
+ *    share of the rows' q and output columns in registers, as vec4 chunks
+ *    lane, lane + LANES, ... (columns padded to a multiple of 4 with zeros);
+ *  - per step the work-group stages K_TILE keys' K and V rows in shared
+ *    memory in their storage type (f32: vec4 per chunk; f16 and bf16: 4
+ *    values in a uvec2, half the bytes), with one vector load per chunk when
+ *    the rows are contiguous and 16-byte aligned (a scalar path otherwise);
+ *    every row of the block reads them (one shared read per 4 x ROWS FMAs);
+ *  - a row's dot products are summed over its LANES lanes with subgroup
+ *    shuffles or, in the variant built with -DFA2_SHARED_REDUCE (fwd_fa2sh,
+ *    for devices without subgroup shuffle in compute), through shared memory;
+ *  - online softmax, statistics and the split record are fwd_tile.glsl's,
+ *    in f32, kept by every lane of the row alike.
+ *
+ * Invariants (as fwd.comp): f32 accumulation whatever the storage; a dropped
+ * key has probability exactly 0 and its V never reaches the output; an
+ * empty row writes zeros and lse -inf. Every loop with a barrier has
+ * work-group-uniform bounds (block and slab from the work-group id, union
+ * key range from the block's first and last row); no invocation returns
+ * before the last barrier except whole work-groups of grid padding. Not for
+ * QK-norm or gains (NORMED): vk_plan.c runs fwd.comp there.
+ * Dispatched by vk_dispatch.c over B x Hkv x ceil(group x Sq / BR) x nsplit
+ * work-groups (sdpa__vk_fwd_invocations).
+ */
+#version 450
+#ifdef FA2_SHARED_REDUCE
+/* the variant for devices without subgroup shuffle in compute (fwd_fa2sh) */
+const int SG_REDUCE = 0;
+#else
+#extension GL_KHR_shader_subgroup_shuffle : require
+const int SG_REDUCE = 1;
+#endif
+#include "common.glsl"
+#include "online_softmax.glsl"
+#include "fwd_tile.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(constant_id = 8) const int ROWS = 2;      /* query rows per lane group */
+layout(constant_id = 9) const int LANES = 8;     /* invocations per row (power of 2) */
+
+const int DC = (HEAD_DIM + 3) / 4;               /* vec4 chunks of a K row */
+const int DVC = (HEAD_DIM_V + 3) / 4;            /* of a V row */
+const int CPL = (DC + LANES - 1) / LANES;        /* K chunks per lane */
+const int CPLV = (DVC + LANES - 1) / LANES;      /* V chunks per lane */
+const int KC = CPL * LANES;                      /* staged chunks per key (padded) */
+const int VC = CPLV * LANES;
+const int GROUPS = int(WG_SIZE) / LANES;         /* lane groups per work-group */
+const int BR = GROUPS * ROWS;                    /* query rows per work-group */
+
+/* Vector views of K and V (4 elements per entry) and the staged types. */
+#if defined(STORAGE_F32)
+#define VEC_T vec4
+#define SH_T vec4
+#define SH_ZERO vec4(0.0)
+#define SH_UNPACK(w) (w)
+#define SH_PACK(a) (a)
+#else
+#define VEC_T uvec2
+#define SH_T uvec2
+#define SH_ZERO uvec2(0u)
+#if defined(STORAGE_F16)
+#define SH_UNPACK(w) vec4(unpackHalf2x16((w).x), unpackHalf2x16((w).y))
+#define SH_PACK(a) uvec2(packHalf2x16((a).xy), packHalf2x16((a).zw))
+#else /* bf16: the high halves of the f32 values (exact: they are bf16) */
+#define SH_UNPACK(w) vec4(uintBitsToFloat((w).x << 16u), uintBitsToFloat((w).x & 0xffff0000u), \
+                          uintBitsToFloat((w).y << 16u), uintBitsToFloat((w).y & 0xffff0000u))
+#define SH_PACK(a) uvec2((floatBitsToUint((a).x) >> 16u) | (floatBitsToUint((a).y) & 0xffff0000u), \
+                         (floatBitsToUint((a).z) >> 16u) | (floatBitsToUint((a).w) & 0xffff0000u))
+#endif
+#endif
+#ifdef SDPA_PACKED
+layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) readonly buffer PkVec { VEC_T pk_vec[]; };
+#define q_vec pk_vec
+#define k_vec pk_vec
+#define v_vec pk_vec
+#else
+layout(std430, set = 0, binding = 0) readonly buffer BQVec { VEC_T q_vec[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BKVec { VEC_T k_vec[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BVVec { VEC_T v_vec[]; };
+#endif
+
+shared SH_T sh_k[K_TILE * KC];
+shared SH_T sh_v[K_TILE * VC];
+/* the shared-memory reduction (SG_REDUCE = 0): one partial per invocation,
+ * row and key; one float otherwise */
+shared float sh_red[(1 - SG_REDUCE) * WG_SIZE * ROWS * K_TILE + SG_REDUCE];
+
+/* 4 elements d0..d0+3 of a row of q, K or V at element index base with
+ * element stride st, zeros past the row (the scalar path, for rows that are
+ * strided or not 16-byte aligned). */
+#define LOAD4(name, buf, n)                                                  \
+    vec4 name(uint base, uint st, int d0)                                    \
+    {                                                                        \
+        vec4 a = vec4(0.0);                                                  \
+        [[unroll]] for (int c = 0; c < 4; c++)                               \
+            if (d0 + c < n) a[c] = BUF_LOAD(buf, base + uint(d0 + c) * st);  \
+        return a;                                                            \
+    }
+LOAD4(load4_q, q_buf, HEAD_DIM)
+LOAD4(load4_k, k_buf, HEAD_DIM)
+LOAD4(load4_v, v_buf, HEAD_DIM_V)
+
+#ifndef FA2_SHARED_REDUCE
+/* Sum of x over the LANES lanes of this lane group, in every lane. */
+float lanes_sum(float x)
+{
+    [[unroll]] for (int m = LANES / 2; m >= 1; m /= 2) x += subgroupShuffleXor(x, uint(m));
+    return x;
+}
+#else
+#define lanes_sum(x) (x)
+#endif
+
+void main()
+{
+    uint lid = gl_LocalInvocationID.x;
+    uint grp = lid / uint(LANES), lane = lid % uint(LANES);
+    uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint nsplit = uint(P.misc.x);
+    int Sq = P.shape0.w, Hq = P.shape0.y, Hkv = P.shape0.z, group = P.shape1.w;
+    uint slab_rows = uint(Sq * group);
+    uint blocks = (slab_rows + uint(BR) - 1u) / uint(BR);
+    if (wg >= uint(P.shape0.x * Hkv) * blocks * nsplit) return; /* whole group: uniform */
+    uint blk = wg / nsplit;
+    int split = int(wg % nsplit);
+    uint slab = blk / blocks;
+    uint first = (blk % blocks) * uint(BR);   /* the block's first row in the slab */
+    uint last = min(first + uint(BR), slab_rows) - 1u;
+    uint b = slab / uint(Hkv), hk = slab % uint(Hkv);
+    int kvl = valid_keys(int(b));
+
+    /* the block's union key range (uniform): ranges never move left as i grows */
+    int ia = int(first % uint(Sq)), ib = int(last % uint(Sq));
+    if (first / uint(Sq) != last / uint(Sq)) { ia = 0; ib = Sq - 1; }
+    int ulo, uhi, unused;
+    row_range(kvl, ia, ulo, unused);
+    row_range(kvl, ib, unused, uhi);
+    uhi = min(uhi, kvl);
+    if (SPLIT) {
+        int s0 = split * P.misc.y;
+        ulo = max(ulo, s0);
+        uhi = min(uhi, s0 + P.misc.y);
+    }
+
+    /* this lane group's rows: q chunks in registers, state per row */
+    uint hh[ROWS], ii[ROWS];
+    int lo[ROWS], hi[ROWS];
+    bool live[ROWS];
+    vec4 q[ROWS][CPL];
+    vec4 o[ROWS][CPLV];
+    RowState st[ROWS];
+    float shift[ROWS], sum1[ROWS], sum2[ROWS];
+    [[unroll]] for (int r = 0; r < ROWS; r++) {
+        uint w = first + grp * uint(ROWS) + uint(r);
+        live[r] = w < slab_rows;
+        uint wc = min(w, slab_rows - 1u); /* past the end: a valid row, never written */
+        hh[r] = hk * uint(group) + wc / uint(Sq);
+        ii[r] = wc % uint(Sq);
+        row_range(kvl, int(ii[r]), lo[r], hi[r]);
+        lo[r] = max(lo[r], ulo);
+        hi[r] = max(lo[r], min(hi[r], uhi));
+        if (!live[r]) hi[r] = lo[r];
+        float scale = head_scale(int(hh[r]));
+        uint qb = tidx(T_Q, b, hh[r], ii[r], 0u), qs = P.tstride[T_Q].w;
+        if (HEAD_DIM % 4 == 0 && qs == 1u && qb % 4u == 0u) {
+            [[unroll]] for (int m = 0; m < CPL; m++) {
+                int c = int(lane) + m * LANES;
+                q[r][m] = c < DC ? SH_UNPACK(q_vec[qb / 4u + uint(c)]) * scale : vec4(0.0);
+            }
+        } else {
+            [[dont_unroll]] for (int m = 0; m < CPL; m++)
+                q[r][m] = load4_q(qb, qs, 4 * (int(lane) + m * LANES)) * scale;
+        }
+        [[unroll]] for (int m = 0; m < CPLV; m++) o[r][m] = vec4(0.0);
+        st[r] = rs_empty();
+        shift[r] = 0.0;
+        sum1[r] = 0.0;
+        sum2[r] = 0.0;
+    }
+
+    /* vector loads when every K / V row starts on a 4-element boundary and
+     * its columns are contiguous (uniform) */
+    uint kbase = tidx(T_K, b, hk, 0u, 0u), vbase = tidx(T_V, b, hk, 0u, 0u);
+    uint kr = P.tstride[T_K].z, vr = P.tstride[T_V].z;
+    uint ks = P.tstride[T_K].w, vs = P.tstride[T_V].w;
+    bool kvec = HEAD_DIM % 4 == 0 && ks == 1u && kbase % 4u == 0u && kr % 4u == 0u;
+    bool vvec = HEAD_DIM_V % 4 == 0 && vs == 1u && vbase % 4u == 0u && vr % 4u == 0u;
+
+    for (int j0 = ulo; j0 < uhi; j0 += K_TILE) {
+        barrier(); /* everyone is done with the previous tile */
+        /* keys past uhi repeat key uhi-1 (a valid load); no row keeps them */
+        /* one vector load per chunk (unrolled), or the scalar path in a loop */
+        if (kvec) {
+            [[unroll]] for (int it = 0; it < (K_TILE * KC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
+                uint e = lid + uint(it) * WG_SIZE;
+                if (e < uint(K_TILE * KC)) {
+                    int t = int(e) / KC, c = int(e) % KC;
+                    uint j = uint(min(j0 + t, uhi - 1));
+                    sh_k[e] = c < DC ? k_vec[(kbase + j * kr) / 4u + uint(c)] : SH_ZERO;
+                }
+            }
+        } else {
+            [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * KC); e += WG_SIZE) {
+                int t = int(e) / KC, c = int(e) % KC;
+                uint j = uint(min(j0 + t, uhi - 1));
+                sh_k[e] = SH_PACK(load4_k(kbase + j * kr, ks, 4 * c));
+            }
+        }
+        if (vvec) {
+            [[unroll]] for (int it = 0; it < (K_TILE * VC + int(WG_SIZE) - 1) / int(WG_SIZE); it++) {
+                uint e = lid + uint(it) * WG_SIZE;
+                if (e < uint(K_TILE * VC)) {
+                    int t = int(e) / VC, c = int(e) % VC;
+                    uint j = uint(min(j0 + t, uhi - 1));
+                    sh_v[e] = c < DVC ? v_vec[(vbase + j * vr) / 4u + uint(c)] : SH_ZERO;
+                }
+            }
+        } else {
+            [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * VC); e += WG_SIZE) {
+                int t = int(e) / VC, c = int(e) % VC;
+                uint j = uint(min(j0 + t, uhi - 1));
+                sh_v[e] = SH_PACK(load4_v(vbase + j * vr, vs, 4 * c));
+            }
+        }
+        memoryBarrierShared();
+        barrier();
+
+        /* scores: this lane's share of every (row, key) dot product */
+        float s[ROWS][K_TILE];
+        [[unroll]] for (int t = 0; t < K_TILE; t++) {
+            [[unroll]] for (int r = 0; r < ROWS; r++) s[r][t] = 0.0;
+            [[unroll]] for (int m = 0; m < CPL; m++) {
+                vec4 kk = SH_UNPACK(sh_k[t * KC + m * LANES + int(lane)]);
+                [[unroll]] for (int r = 0; r < ROWS; r++) {
+                    vec4 qq = q[r][m];
+                    s[r][t] = fma(qq.w, kk.w, fma(qq.z, kk.z, fma(qq.y, kk.y,
+                                  fma(qq.x, kk.x, s[r][t]))));
+                }
+            }
+        }
+        if (SG_REDUCE != 0) {
+            [[unroll]] for (int r = 0; r < ROWS; r++)
+                [[unroll]] for (int t = 0; t < K_TILE; t++) s[r][t] = lanes_sum(s[r][t]);
+        } else {
+            [[unroll]] for (int r = 0; r < ROWS; r++)
+                [[unroll]] for (int t = 0; t < K_TILE; t++)
+                    sh_red[(lid * uint(ROWS) + uint(r)) * uint(K_TILE) + uint(t)] = s[r][t];
+            memoryBarrierShared();
+            barrier();
+            [[unroll]] for (int r = 0; r < ROWS; r++)
+                [[unroll]] for (int t = 0; t < K_TILE; t++) {
+                    float a = 0.0;
+                    [[unroll]] for (int l = 0; l < LANES; l++)
+                        a += sh_red[((grp * uint(LANES) + uint(l)) * uint(ROWS) + uint(r)) *
+                                        uint(K_TILE) + uint(t)];
+                    s[r][t] = a;
+                }
+            barrier(); /* sh_red is rewritten by the next tile */
+        }
+
+        /* online softmax per row (every lane of the group alike) */
+        float c[ROWS], pr[ROWS][K_TILE];
+        [[unroll]] for (int r = 0; r < ROWS; r++) {
+            float bm = NEG_INF;
+            [[unroll]] for (int t = 0; t < K_TILE; t++) {
+                int j = j0 + t;
+                s[r][t] = j >= lo[r] && j < hi[r] ? finish_score(s[r][t], b, hh[r], ii[r], uint(j))
+                                                  : NEG_INF;
+                bm = nan_max(bm, s[r][t]);
+            }
+            c[r] = 1.0;
+            [[unroll]] for (int t = 0; t < K_TILE; t++) pr[r][t] = 0.0;
+            if (bm != NEG_INF)
+                c[r] = tile_step(st[r], s[r], bm, j0, shift[r], sum1[r], sum2[r], pr[r]);
+        }
+
+        /* P.V into this lane's output chunks; a dropped key (p = 0) adds 0
+         * and never its V (which may be Inf or NaN) */
+        [[unroll]] for (int r = 0; r < ROWS; r++)
+            [[unroll]] for (int m = 0; m < CPLV; m++) {
+                vec4 a = o[r][m];
+                o[r][m] = vec4(isinf(a.x) ? a.x : a.x * c[r], isinf(a.y) ? a.y : a.y * c[r],
+                               isinf(a.z) ? a.z : a.z * c[r], isinf(a.w) ? a.w : a.w * c[r]);
+            }
+        [[unroll]] for (int t = 0; t < K_TILE; t++)
+            [[unroll]] for (int m = 0; m < CPLV; m++) {
+                vec4 vv = SH_UNPACK(sh_v[t * VC + m * LANES + int(lane)]);
+                [[unroll]] for (int r = 0; r < ROWS; r++) {
+                    float p = pr[r][t];
+                    vec4 v = p != 0.0 ? vv : vec4(0.0);
+                    o[r][m] = fma(vec4(p), v, o[r][m]);
+                }
+            }
+    }
+
+    [[unroll]] for (int r = 0; r < ROWS; r++) {
+        if (!live[r]) continue;
+        finish_moments(st[r], shift[r], sum1[r], sum2[r]);
+        uint row = (b * uint(Hq) + hh[r]) * uint(Sq) + ii[r];
+        if (!SPLIT) {
+            uint ob = tidx(T_OUT, b, hh[r], ii[r], 0u), os = P.tstride[T_OUT].w;
+            [[unroll]] for (int m = 0; m < CPLV; m++) {
+                int d0 = 4 * (int(lane) + m * LANES);
+                [[unroll]] for (int e = 0; e < 4; e++)
+                    if (d0 + e < HEAD_DIM_V)
+                        BUF_STORE(out_buf, ob + uint(d0 + e) * os, rs_out(st[r], o[r][m][e]));
+            }
+            if (lane == 0u) rs_store_row(st[r], b, hh[r], ii[r], row);
+        } else {
+            uint base = P.ws0.w + (row * nsplit + uint(split)) * uint(PT_SIZE + HEAD_DIM_V);
+            if (lane == 0u) store_partial_state(row * nsplit + uint(split), st[r]);
+            [[unroll]] for (int m = 0; m < CPLV; m++) {
+                int d0 = 4 * (int(lane) + m * LANES);
+                [[unroll]] for (int e = 0; e < 4; e++)
+                    if (d0 + e < HEAD_DIM_V) ws[base + uint(PT_SIZE + d0 + e)] = o[r][m][e];
+            }
+        }
+    }
+}
