@@ -87,6 +87,13 @@
 #define BKV (HD > HDV ? HD : HDV) /* the shared K / V tile */
 #define SLD (KT + 1)              /* row stride of the score tile (no bank conflicts) */
 
+#ifndef BLOCK_UNROLL_N
+#define BLOCK_UNROLL_N 4 /* unrolling of the d and key loops (register pressure) */
+#endif
+#define BLOCK_UNROLL _Pragma(SDPA_STR(unroll BLOCK_UNROLL_N))
+#define SDPA_STR_(x) #x
+#define SDPA_STR(x) SDPA_STR_(x)
+
 /* n floats at local p (aligned to n) as one vector read, spread into a[0..n) */
 #define BLOCK_LREAD(n, p, a) VSTOREN(n)(*(local const FLOATN(n) *)(p), 0, (a))
 
@@ -137,7 +144,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     }
     /* the group's key range: union of its rows' kept ranges */
     long glo = Skv, ghi = 0;
-    for (int r = 0; r < BR; r++) {
+    BLOCK_UNROLL for (int r = 0; r < BR; r++) {
         int hr_;
         long ic_, lo_, hi_;
         sdpa_fold_row(g0 + r, NR, hk, G, Sq, off, left, right, kvl, slo, shi, &hr_, &ic_,
@@ -147,10 +154,11 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     /* the row this work-item runs the softmax for (lid < BR) */
     const bool rowt = lid < BR;
     int hr0 = 0;
-    long ic0 = 0, lo0 = 0, hi0 = 0, ulo_ = Skv, uhi_ = 0;
+    long ic0 = 0, lo_0 = 0, hi_0 = 0, ulo_ = Skv, uhi_ = 0;
     sdpa_fold_row(g0 + (rowt ? lid : 0), NR, hk, G, Sq, off, left, right, kvl, slo, shi,
-                  &hr0, &ic0, &lo0, &hi0, &ulo_, &uhi_);
-    if (!rowt) hi0 = lo0;
+                  &hr0, &ic0, &lo_0, &hi_0, &ulo_, &uhi_);
+    /* key indices fit 32 bits (Skv <= 2^30, cl_plan.c) */
+    const int lo0 = (int)lo_0, hi0 = rowt ? (int)hi_0 : (int)lo_0;
     const int r = 0; /* index of the row in fwd.cl's per-row arrays */
     float m[1], l[1];
     m[0] = SDPA_NEG_INF;
@@ -172,11 +180,11 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
 
     global const float *kt = Kt + bhk * HD * SDPA_PAD64(Skv);
     global const float *vp = Vp + bhk * SkvP * HDV;
-    for (long j0 = glo / KT * KT; j0 < ghi; j0 += KT) {
+    for (int j0 = (int)glo / KT * KT; j0 < (int)ghi; j0 += KT) {
         /* 1. K^T tile */
         barrier(CLK_LOCAL_MEM_FENCE);
         {
-            global const float4 *src = (global const float4 *)(kt + j0 * HD);
+            global const float4 *src = (global const float4 *)(kt + (size_t)j0 * HD);
             for (int e = lid; e < HD * KT / 4; e += WG) kv_l4[e] = src[e];
         }
         if (lid == 0) sel_l = 0;
@@ -186,7 +194,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
             float acc[TR][TC];
             SDPA_UNROLL for (int i = 0; i < TR; i++)
                 SDPA_UNROLL for (int c = 0; c < TC; c++) acc[i][c] = 0.0f;
-            for (int d = 0; d < HD; d++) {
+            BLOCK_UNROLL for (int d = 0; d < HD; d++) {
                 float qa[TR], ka[TC];
                 SDPA_UNROLL for (int i = 0; i < TR; i += BVR_)
                     BLOCK_LREAD(BVR_, qt_l + d * BR + sr0 + i, qa + i);
@@ -203,17 +211,17 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         barrier(CLK_LOCAL_MEM_FENCE);
         /* 3. V tile (K is done with) while the row work-items run the softmax */
         {
-            global const float4 *src = (global const float4 *)(vp + j0 * HDV);
+            global const float4 *src = (global const float4 *)(vp + (size_t)j0 * HDV);
             for (int e = lid; e < KT * HDV / 4; e += WG) kv_l4[e] = src[e];
         }
         if (rowt) {
             local float *sv = s_l + lid * SLD;
             float tmax = SDPA_NEG_INF;
             bool per_key = FWD_PER_KEY || j0 < lo0 || j0 + KT > hi0;
-            for (int t = 0; t < KT; t++) {
+            BLOCK_UNROLL for (int t = 0; t < KT; t++) {
                 float x = SDPA_SCORE_CAP(float, sv[t]);
                 if (per_key) {
-                    long j = j0 + t;
+                    int j = j0 + t;
                     bool keep = j >= lo0 && j < hi0;
                     x = SDPA_SCORE_TERMS(x, &keep, b, hr0, ic0, j);
                     FWD_STAT_KEY(r, x, j);
@@ -230,7 +238,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
 #if HAS_STATS
                 float pv[KT], svs[KT];
 #endif
-                for (int t = 0; t < KT; t++) {
+                BLOCK_UNROLL for (int t = 0; t < KT; t++) {
                     float pt = exp(sv[t] - mn);
                     ps += pt;
                     p_l[t * BR + lid] = pt;
@@ -243,7 +251,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
                 l[0] = fma(l[0], alpha, ps);
                 m[0] = mn;
             } else {
-                for (int t = 0; t < KT; t++) p_l[t * BR + lid] = 0.0f;
+                BLOCK_UNROLL for (int t = 0; t < KT; t++) p_l[t * BR + lid] = 0.0f;
             }
             alpha_l[lid] = alpha;
         }
@@ -255,18 +263,21 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
                 SDPA_UNROLL for (int c = 0; c < TO; c++) o[i][c] *= a;
         }
         if (sel_l) {
-            for (int t = 0; t < KT; t++) {
+            BLOCK_UNROLL for (int t = 0; t < KT; t++) {
                 float pa[TRO], va[TO];
                 SDPA_UNROLL for (int i = 0; i < TRO; i += BVO_)
                     BLOCK_LREAD(BVO_, p_l + t * BR + or0 + i, pa + i);
                 SDPA_UNROLL for (int c = 0; c < TO; c += BVT_)
                     BLOCK_LREAD(BVT_, kv_l + t * HDV + oc0 + c, va + c);
+                /* a branch per row, not a select per output (which would hold
+                 * a second copy of the accumulators) */
                 SDPA_UNROLL for (int i = 0; i < TRO; i++)
-                    SDPA_UNROLL for (int c = 0; c < TO; c++)
-                        o[i][c] = pa[i] != 0.0f ? fma(pa[i], va[c], o[i][c]) : o[i][c];
+                    if (pa[i] != 0.0f)
+                        SDPA_UNROLL for (int c = 0; c < TO; c++)
+                            o[i][c] = fma(pa[i], va[c], o[i][c]);
             }
         } else {
-            for (int t = 0; t < KT; t++) {
+            BLOCK_UNROLL for (int t = 0; t < KT; t++) {
                 float pa[TRO], va[TO];
                 SDPA_UNROLL for (int i = 0; i < TRO; i += BVO_)
                     BLOCK_LREAD(BVO_, p_l + t * BR + or0 + i, pa + i);

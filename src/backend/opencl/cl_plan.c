@@ -234,8 +234,9 @@ static bool block_shape(const sdpa__problem *p, int br, int kt, int wg, sdpa__cl
 }
 
 /* fwd_block.cl's default for the head size (rows x keys x work-items: 64 x
- * 32 x 128 up to 64, 32 x 32 x 64 up to 128, 16 x 16 x 64 beyond, each
- * keeping 32-64 output floats per work-item and the tiles within 48 KiB),
+ * 32 x 128 up to 64, 32 x 32 x 128 up to 128, 16 x 16 x 128 beyond: 32
+ * output floats per work-item, so no spills within AMD gfx1100's 128 VGPRs,
+ * and the tiles within 48 KiB; docs/opencl.md has the compiler figures),
  * fitted to the device: a smaller work-group halves the rows with it, less
  * local memory halves the keys (down to 8) and then the rows. False when
  * nothing fits (the plan keeps fwd.cl). */
@@ -245,7 +246,7 @@ static bool block_default(const sdpa__cl_props *d, const sdpa__problem *p, int *
     int64_t dmax = p->D > p->Dv ? p->D : p->Dv;
     *br = dmax <= 64 ? 64 : (dmax <= 128 ? 32 : 16);
     *kt = dmax <= 128 ? 32 : 16;
-    *wg = dmax <= 64 ? 128 : 64;
+    *wg = 128;
     while (*wg > 1 && (size_t)*wg > d->max_wg) {
         *wg /= 2;
         *br = *br > 1 ? *br / 2 : 1;
