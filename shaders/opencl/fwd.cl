@@ -196,17 +196,14 @@
         }                                                                          \
     }
 
-/* sdpa_fwd's parameters (this file's kernel and fwd_block.cl's; set by
- * cl_forward.c in this order). */
-#define SDPA_FWD_PARAMS                                                            \
-    global const float *Qs, global const float *Kt, global const float *Vp,        \
-    SDPA_COMMON_ARGS, global STYPE *out, long o_off, long4 os, global float *lse,  \
-    long l_off, long4 ls, int has_lse, global float *rowstats, int nsplit,          \
-    int chunk, global float *part_o, global float *part_l
-
 #if !FWD_BLOCK
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void sdpa_fwd(SDPA_FWD_PARAMS)
+void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
+              SDPA_COMMON_ARGS,
+              global STYPE *out, long o_off, long4 os,
+              global float *lse, long l_off, long4 ls, int has_lse,
+              global float *rowstats,
+              int nsplit, int chunk, global float *part_o, global float *part_l)
 {
     /* Rows of a work-group are the G = Hq / Hkv query heads sharing one KV
      * head, folded: row index rho = (h - hk * G) * Sq + i, so every loaded K/V

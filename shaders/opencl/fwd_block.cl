@@ -98,7 +98,12 @@
 #define BLOCK_LREAD(n, p, a) VSTOREN(n)(*(local const FLOATN(n) *)(p), 0, (a))
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void sdpa_fwd(SDPA_FWD_PARAMS)
+void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
+              SDPA_COMMON_ARGS,
+              global STYPE *out, long o_off, long4 os,
+              global float *lse, long l_off, long4 ls, int has_lse,
+              global float *rowstats,
+              int nsplit, int chunk, global float *part_o, global float *part_l)
 {
     local float4 qt_l4[(HD * BR + 3) / 4];
     local float4 kv_l4[(BKV * KT + 3) / 4];
@@ -257,20 +262,31 @@ void sdpa_fwd(SDPA_FWD_PARAMS)
             if (a != 1.0f)
                 SDPA_UNROLL for (int c = 0; c < TO; c++) o[i][c] *= a;
         }
-        /* where some row dropped a key of the tile (sel_l, group-uniform), a
-         * row with p == 0 skips the key: a branch per row, not a select per
-         * output (which would hold a second copy of the accumulators) */
-        const bool sel = sel_l != 0;
-        BLOCK_UNROLL for (int t = 0; t < KT; t++) {
-            float pa[TRO], va[TO];
-            SDPA_UNROLL for (int i = 0; i < TRO; i += BVO_)
-                BLOCK_LREAD(BVO_, p_l + t * BR + or0 + i, pa + i);
-            SDPA_UNROLL for (int c = 0; c < TO; c += BVT_)
-                BLOCK_LREAD(BVT_, kv_l + t * HDV + oc0 + c, va + c);
-            SDPA_UNROLL for (int i = 0; i < TRO; i++)
-                if (!sel || pa[i] != 0.0f)
+        if (sel_l) {
+            BLOCK_UNROLL for (int t = 0; t < KT; t++) {
+                float pa[TRO], va[TO];
+                SDPA_UNROLL for (int i = 0; i < TRO; i += BVO_)
+                    BLOCK_LREAD(BVO_, p_l + t * BR + or0 + i, pa + i);
+                SDPA_UNROLL for (int c = 0; c < TO; c += BVT_)
+                    BLOCK_LREAD(BVT_, kv_l + t * HDV + oc0 + c, va + c);
+                /* a branch per row, not a select per output (which would hold
+                 * a second copy of the accumulators) */
+                SDPA_UNROLL for (int i = 0; i < TRO; i++)
+                    if (pa[i] != 0.0f)
+                        SDPA_UNROLL for (int c = 0; c < TO; c++)
+                            o[i][c] = fma(pa[i], va[c], o[i][c]);
+            }
+        } else {
+            BLOCK_UNROLL for (int t = 0; t < KT; t++) {
+                float pa[TRO], va[TO];
+                SDPA_UNROLL for (int i = 0; i < TRO; i += BVO_)
+                    BLOCK_LREAD(BVO_, p_l + t * BR + or0 + i, pa + i);
+                SDPA_UNROLL for (int c = 0; c < TO; c += BVT_)
+                    BLOCK_LREAD(BVT_, kv_l + t * HDV + oc0 + c, va + c);
+                SDPA_UNROLL for (int i = 0; i < TRO; i++)
                     SDPA_UNROLL for (int c = 0; c < TO; c++)
                         o[i][c] = fma(pa[i], va[c], o[i][c]);
+            }
         }
     }
 
