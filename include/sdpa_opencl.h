@@ -37,6 +37,11 @@ extern "C" {
  * 0 = CLBlast's own, 1..n = libsdpa's table (docs/opencl.md); SDPA_AUTO =
  * the set in force for the device. The set is process-wide per device. */
 #define SDPA_TILE_OPENCL_GEMM_PARAMS ((sdpa_tile_param)(SDPA_TILE_BACKEND_FIRST + 0))
+/* Fused forward kernel ("fwd_kernel"): 0 = rows per work-item (fwd.cl), 1 =
+ * FlashAttention-2 blocks (fwd_block.cl: q_tile rows x k_tile keys per
+ * work-group of wg_size); SDPA_AUTO = the device's class decides
+ * (docs/opencl.md). */
+#define SDPA_TILE_OPENCL_FWD_KERNEL ((sdpa_tile_param)(SDPA_TILE_BACKEND_FIRST + 1))
 #endif
 
 /* Creates an OpenCL-backend context around the application's objects. The

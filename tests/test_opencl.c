@@ -31,6 +31,9 @@
  * header / identity / binary, length fields past the end or over the limit,
  * trailing bytes, checksum) with its own reason.
  *
+ * Test case "block": the GPU-class forward (fwd_block.cl) forced on PoCL's
+ * CPU device over every forward row of the parity table and forced block
+ * shapes; the CPU default keeps fwd.cl; refusals of fwd_kernel = 1.
  * Test case "personas" (a fresh process per persona, SDPA_TEST_PERSONA): each
  * GPU persona of src/backend/opencl/cl_persona.c reports its limits, plans
  * its exact default configuration for prefill, decode, statistics and
@@ -121,6 +124,125 @@ START_TEST(forward_forced_tiles)
     tparity_forward(g_cl, g_ref, &c, &o);
     c = fcase_make(tparity_fcase("everything"), 4321u);
     tparity_forward(g_cl, g_ref, &c, &o);
+}
+END_TEST
+
+/* ---- GPU-class block forward (fwd_block.cl, issue 17) ------------------------ */
+
+/* Plans p with tile o and returns its kernel + config ("" and *st on refusal). */
+static sdpa_status block_plan(const tcase *c, const sdpa_plan_options *o, char *got,
+                               size_t size)
+{
+    tproblem tp;
+    tproblem_make(&tp, c);
+    sdpa_plan *plan = NULL;
+    sdpa_status st = sdpa_plan_create(g_cl, &tp.desc, o, &plan);
+    got[0] = 0;
+    if (st == SDPA_OK) {
+        sdpa_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+        snprintf(got, size, "%s %s", info.kernel, info.config);
+    }
+    sdpa_plan_destroy(plan);
+    tproblem_free(&tp);
+    return st;
+}
+
+/* Every forward row of the parity table (lengths 1, 7, 63, 65, 257, 1000;
+ * D 9..256, Dv != D, GQA, mask, bias with -inf, softcap, windows, kv_len,
+ * QK-norm, gains, temperature, statistics, f16/bf16, decode shapes through
+ * the split path) with fwd_kernel = 1 forced, so PoCL's CPU device runs the
+ * GPU-class kernel: the plan says fwd_block.cl and matches the reference.
+ * Rows whose head size the block split does not divide are refused with
+ * SDPA_ERR_UNSUPPORTED and a message naming fwd_kernel; at most those. */
+START_TEST(block_forward_parity)
+{
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    sdpa_tile_config_set(&tc, SDPA_TILE_OPENCL_FWD_KERNEL, 1);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    int ran = 0, refused = 0;
+    for (int i = 0; i < tparity_n_fcases; i++) {
+        tcase c = fcase_make(&tparity_fcases[i], 4321u);
+        char got[512];
+        sdpa_status st = block_plan(&c, &o, got, sizeof got);
+        if (st != SDPA_OK) {
+            sdpa_error_info ei;
+            memset(&ei, 0, sizeof ei);
+            sdpa_context_last_error(g_cl, &ei);
+            ck_assert_msg(st == SDPA_ERR_UNSUPPORTED && strstr(ei.message, "fwd_kernel 1"),
+                          "%s: %s: %s", c.name, sdpa_status_name(st), ei.message);
+            refused++;
+            continue;
+        }
+        ck_assert_msg(strstr(got, "fwd_kernel=1") && strstr(got, "fwd_block.cl"), "%s: %s",
+                      c.name, got);
+        tparity_forward(g_cl, g_ref, &c, &o);
+        ran++;
+    }
+    ck_assert_msg(refused <= 4 && ran >= tparity_n_fcases - 4, "ran %d, refused %d", ran,
+                  refused);
+}
+END_TEST
+
+/* Forced block shapes: one work-item's score block of 1 x 2, 2 x 4 and 8 x
+ * 4 keys (two vector reads per row group), output blocks of 1..4 rows;
+ * split-KV; a work-group of rows equal to its size. */
+START_TEST(block_forward_shapes)
+{
+    static const struct { int q, kt, wg, split; } cfg[] = {
+        {16, 8, 64, SDPA_AUTO}, {32, 16, 64, 3}, {64, 32, 64, SDPA_AUTO}, {8, 4, 8, 2},
+    };
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    sdpa_tile_config_set(&tc, SDPA_TILE_OPENCL_FWD_KERNEL, 1);
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, cfg[_i].q);
+    sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, cfg[_i].kt);
+    sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, cfg[_i].wg);
+    sdpa_tile_config_set(&tc, SDPA_TILE_SPLIT_KV, cfg[_i].split);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    static const char *const rows[] = {"gqa_dv", "kvlen_br", "everything", "len1000_window"};
+    for (int i = 0; i < 4; i++) {
+        tcase c = fcase_make(tparity_fcase(rows[i]), 4321u);
+        char got[512];
+        ck_assert_int_eq(block_plan(&c, &o, got, sizeof got), SDPA_OK);
+        ck_assert_msg(strstr(got, "fwd_block.cl"), "%s: %s", c.name, got);
+        tparity_forward(g_cl, g_ref, &c, &o);
+    }
+}
+END_TEST
+
+/* PoCL's CPU device keeps fwd.cl by default; fwd_kernel = 0 forces fwd.cl;
+ * backward plans and a split the head size does not divide refuse
+ * fwd_kernel = 1. */
+START_TEST(block_forward_selection)
+{
+    tcase c = fcase_make(tparity_fcase("gqa_dv"), 4321u);
+    char got[512];
+    ck_assert_int_eq(block_plan(&c, NULL, got, sizeof got), SDPA_OK);
+    ck_assert_msg(!strstr(got, "fwd_kernel"), "CPU default %s", got);
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    sdpa_tile_config_set(&tc, SDPA_TILE_OPENCL_FWD_KERNEL, 0);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &tc;
+    ck_assert_int_eq(block_plan(&c, &o, got, sizeof got), SDPA_OK);
+    ck_assert_msg(!strstr(got, "fwd_block"), "fwd_kernel=0: %s", got);
+    sdpa_tile_config_set(&tc, SDPA_TILE_OPENCL_FWD_KERNEL, 1);
+    o.flags = SDPA_PLAN_BACKWARD;
+    ck_assert_int_eq(block_plan(&c, &o, got, sizeof got), SDPA_ERR_UNSUPPORTED);
+    o.flags = 0;
+    sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, 128); /* more rows than work-items */
+    sdpa_tile_config_set(&tc, SDPA_TILE_WG_SIZE, 64);
+    sdpa_tile_config_set(&tc, SDPA_TILE_K_TILE, 8);
+    ck_assert_int_eq(block_plan(&c, &o, got, sizeof got), SDPA_ERR_UNSUPPORTED);
 }
 END_TEST
 
@@ -1670,44 +1792,60 @@ static const fcase pcases[] = {
 #define P_BACKWARD 4
 
 #define PERSONA_WANT_DISCRETE \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=16 k_tile=16 split_kv=1 (fwd_block.cl: scores 1x2, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 /* Mali: mobile-gpu in the vendor table (src/core/device_table.c), GPU-style
  * rows; its local memory is system memory, so nothing is staged */
 #define PERSONA_WANT_MALI \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=16 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x1, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=0 split_kv=1"
 #define PERSONA_WANT_WG32 \
-    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=16 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=4 k_tile=16 split_kv=1 (fwd_block.cl: scores 1x2, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=16 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=2 wg_size=32 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=32 q_tile=32 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
-/* work-group 64 within 256 or 1024; D = 256 stages 8 keys in exactly 16 KiB */
+/* 32 KiB: the block forward halves its keys; work-group 64 within 256 or
+ * 1024 for decode and backward (fwd.cl: D = 256 stages 8 keys in 16 KiB) */
 #define PERSONA_WANT_GENERIC \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=16 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x1, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
-/* 8 KiB: the D = 256 tile halves to 4 keys */
+/* 8 KiB: the block forward takes 16 rows x 8 keys; at D = 256 nothing of
+ * it fits, so that prefill keeps fwd.cl, whose tile halves to 4 keys */
 #define PERSONA_WANT_LMEM8 \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=16 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x4, outputs 4x4 per work-item)", \
     "fused wg_size=64 q_tile=64 k_tile=4 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=16 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x4, outputs 4x8 per work-item)", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 16 KiB: the block forward halves keys to 8, then rows and work-items */
+#define PERSONA_WANT_LMEM16 \
+    "fused fwd_kernel=1 wg_size=64 q_tile=32 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=32 q_tile=4 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x1, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=64 q_tile=32 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x4, outputs 4x8 per work-item)", \
+    "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
+    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
+/* 64 KiB: the block forward's defaults, as on the discrete GPU */
+#define PERSONA_WANT_LMEM64 \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=16 k_tile=16 split_kv=1 (fwd_block.cl: scores 1x2, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=32 split_kv=1 (fwd_block.cl: scores 4x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=2 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 /* 2 KiB of private memory per kernel: the decode plan rebuilt with 1 row */
 #define PERSONA_WANT_SPILL \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
-    "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x4 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=16 k_tile=8 split_kv=1 (fwd_block.cl: scores 1x1, outputs 4x8 per work-item)", \
+    "fused fwd_kernel=1 wg_size=128 q_tile=64 k_tile=16 split_kv=1 (fwd_block.cl: scores 2x4, outputs 4x8 per work-item)", \
     "decode direct_kv=1 rows=1 wg_size=64 vec_width=4 split_kv=8 chunk=128 (decode.cl on K/V in place)", \
     "fused wg_size=64 q_tile=64 k_tile=8 vec_width=4 stage_kv=1 split_kv=1"
 static const persona_case personas[] = {
@@ -1716,8 +1854,8 @@ static const persona_case personas[] = {
     {"cl-wg32", 32, 32, {PERSONA_WANT_WG32}},
     {"cl-wg1024", 1024, 32, {PERSONA_WANT_GENERIC}},
     {"cl-lmem8", 256, 8, {PERSONA_WANT_LMEM8}},
-    {"cl-lmem16", 256, 16, {PERSONA_WANT_GENERIC}},
-    {"cl-lmem64", 256, 64, {PERSONA_WANT_GENERIC}},
+    {"cl-lmem16", 256, 16, {PERSONA_WANT_LMEM16}},
+    {"cl-lmem64", 256, 64, {PERSONA_WANT_LMEM64}},
     {"cl-spill", 256, 32, {PERSONA_WANT_SPILL}},
 };
 #define N_PERSONAS (int)(sizeof personas / sizeof personas[0])
@@ -1933,6 +2071,14 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
     tcase_add_test(tc, decode_uses_split);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("block");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, block_forward_selection);
+    tcase_add_loop_test(tc, block_forward_shapes, 0, 4);
+    tcase_add_test(tc, block_forward_parity);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("direct");

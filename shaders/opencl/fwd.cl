@@ -57,6 +57,9 @@
 #ifndef STAGE_KV
 #define STAGE_KV 0 /* 1 = stage K/V tiles in local memory (GPUs) */
 #endif
+#ifndef FWD_BLOCK
+#define FWD_BLOCK 0 /* 1 = sdpa_fwd is fwd_block.cl's (GPU-class devices), not this file's */
+#endif
 
 /* Score vectors: KT keys as NKV vectors of KW lanes. */
 #if KT > 16
@@ -193,6 +196,7 @@
         }                                                                          \
     }
 
+#if !FWD_BLOCK
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
               SDPA_COMMON_ARGS,
@@ -311,3 +315,4 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
 #endif
     }
 }
+#endif /* !FWD_BLOCK */

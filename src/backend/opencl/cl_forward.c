@@ -167,7 +167,7 @@ static sdpa_status forward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_
     sdpa__cl_arg_mem(&a, pl->ws_part_o);
     sdpa__cl_arg_mem(&a, pl->ws_part_l);
     SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_fwd)");
-    size_t wg = (size_t)pl->wg, rows = (size_t)(pl->wg * pl->rpw);
+    size_t wg = (size_t)pl->wg, rows = (size_t)(pl->block ? pl->br : pl->wg * pl->rpw);
     size_t nr = (size_t)(p->Hq / p->Hkv * p->Sq); /* GQA heads folded into rows */
     size_t g3[3] = {(nr + rows - 1) / rows * wg, (size_t)(p->B * p->Hkv), (size_t)pl->nsplit};
     size_t l3[3] = {wg, 1, 1};

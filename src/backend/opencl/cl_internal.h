@@ -166,6 +166,8 @@ typedef struct sdpa__cl_plan {
     int direct_kv;             /* 1 = decode.cl on the user's K/V (no K/V packing) */
     int drb, dwg, nrb;         /* direct_kv: rows per work-item, local size, row blocks */
     int gemm;                  /* unfused: CLBlast parameter set (cl_gemm.c) */
+    int block;                 /* 1 = sdpa_fwd is fwd_block.cl's (FlashAttention-2 blocks) */
+    int br, tr, tc, tro, to;   /* block: rows per group, score and output blocks */
     int gemm_at_setup;         /* the set in force when ws_tmp was sized */
     int SqP, SkvP;
     int SkvT;                  /* keys of the tile-major K: multiple of 64 */
@@ -184,7 +186,7 @@ typedef struct sdpa__cl_plan {
 sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
                               unsigned plan_flags);
 /* Tile parameters of the backend table (cl_plan.c). */
-#define SDPA__CL_TILE_PARAMS 8
+#define SDPA__CL_TILE_PARAMS 9
 extern const sdpa__tile_param_info sdpa__cl_tile_params[SDPA__CL_TILE_PARAMS];
 /* The configuration plan_create chooses on a device with properties d (no
  * device or context needed; tools/internal/sdpa-gpu-config.c): pl's tile

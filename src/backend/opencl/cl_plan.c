@@ -89,6 +89,9 @@ const sdpa__tile_param_info sdpa__cl_tile_params[SDPA__CL_TILE_PARAMS] = {
     {SDPA_TILE_OPENCL_GEMM_PARAMS, "gemm_params", "unfused path: CLBlast GEMM parameter set, "
      "0 = CLBlast's own, 1..n = libsdpa's table (docs/opencl.md); process-wide per device",
      0, 64, 0, false, SDPA_AUTO, true},
+    {SDPA_TILE_OPENCL_FWD_KERNEL, "fwd_kernel", "fused forward kernel: 0 = rows per work-item "
+     "(fwd.cl), 1 = FlashAttention-2 blocks of q_tile rows x k_tile keys (fwd_block.cl); "
+     "automatic: by device class", 0, 1, 0, false, SDPA_AUTO, false},
 };
 
 sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
@@ -116,14 +119,18 @@ sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_pl
 /* CPU- or GPU-style kernels: the vendor defaults table (cl_vendor.c). */
 static bool gpu_style(const sdpa__cl_props *d) { return sdpa__cl_gpu_style(d); }
 
+/* The devices that take the GPU-class kernels (fwd_block.cl): the GPU-style
+ * ones of the vendor table (gpu-style and mobile-gpu: Mali-like devices that
+ * report global "local" memory included); CPU devices (PoCL) keep fwd.cl. */
+static bool gpu_class(const sdpa__cl_props *d) { return gpu_style(d); }
+
 /* Split count for a row blocking: with few work-groups (fewer than 4 per
  * compute unit on CPUs, 8 on GPUs) and Skv >= 512, enough key chunks to fill
  * the device; `split` forces the count (SDPA_AUTO = choose). Chunks are
  * multiples of kt, at least 64 keys; statistics never split. */
-static void split_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, int rpw,
+static void split_plan(const sdpa__cl_props *d, const sdpa__problem *p, int64_t rows,
                        int kt, int split, int *nsplit_out, int *chunk_out)
 {
-    int64_t rows = (int64_t)wg * rpw;
     int64_t groups = p->B * p->Hkv * ((p->Hq / p->Hkv * p->Sq + rows - 1) / rows);
     int64_t want = (int64_t)(d->compute_units > 0 ? d->compute_units : 1) *
                    (gpu_style(d) ? 8 : 4);
@@ -194,6 +201,64 @@ static uint64_t stage_bytes(const sdpa__problem *p, int kt)
     return (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
 }
 
+/* Local memory of fwd_block.cl with br rows and kt keys: QT, the shared
+ * K / V tile, P^T, the score tile (rows of kt + 1), alpha and 1 / l. */
+static uint64_t block_bytes(const sdpa__problem *p, int br, int kt)
+{
+    int64_t dmax = p->D > p->Dv ? p->D : p->Dv;
+    return (uint64_t)(p->D * br + dmax * kt + (int64_t)kt * br + (int64_t)br * (kt + 1) +
+                      2 * br) * sizeof(float) + 64;
+}
+
+/* The work split of fwd_block.cl for br rows, kt keys and wg work-items:
+ * each work-item computes tr x tc scores (tc up to 4 keys) and owns tro x to
+ * outputs (tro up to 4 rows); false when the numbers do not divide (e.g. a
+ * head size Dv that wg / (br / tro) does not divide), or br > wg (one
+ * work-item runs each row's softmax). */
+static bool block_shape(const sdpa__problem *p, int br, int kt, int wg, sdpa__cl_plan *pl)
+{
+    if (br < 1 || kt < 4 || wg < 1 || br > wg) return false;
+    int64_t es = (int64_t)br * kt, eo = (int64_t)br * p->Dv;
+    if (es % wg || eo % wg) return false;
+    es /= wg;
+    eo /= wg;
+    int tc = (int)(es >= 4 ? 4 : es), tr = (int)(es / tc);
+    int tro = (int)(eo >= 4 ? 4 : eo), to = (int)(eo / tro);
+    if (es % tc || kt % tc || br % tr || eo % tro || br % tro || p->Dv % to) return false;
+    pl->br = br;
+    pl->tr = tr;
+    pl->tc = tc;
+    pl->tro = tro;
+    pl->to = to;
+    return true;
+}
+
+/* fwd_block.cl's default for the head size (rows x keys x work-items: 64 x
+ * 32 x 128 up to 64, 32 x 32 x 128 up to 128, 16 x 16 x 128 beyond: 32
+ * output floats per work-item, so no spills within AMD gfx1100's 128 VGPRs,
+ * and the tiles within 48 KiB; docs/opencl.md has the compiler figures),
+ * fitted to the device: a smaller work-group halves the rows with it, less
+ * local memory halves the keys (down to 8) and then the rows. False when
+ * nothing fits (the plan keeps fwd.cl). */
+static bool block_default(const sdpa__cl_props *d, const sdpa__problem *p, int *br, int *kt,
+                          int *wg, sdpa__cl_plan *pl)
+{
+    int64_t dmax = p->D > p->Dv ? p->D : p->Dv;
+    *br = dmax <= 64 ? 64 : (dmax <= 128 ? 32 : 16);
+    *kt = dmax <= 128 ? 32 : 16;
+    *wg = 128;
+    while (*wg > 1 && (size_t)*wg > d->max_wg) {
+        *wg /= 2;
+        *br = *br > 1 ? *br / 2 : 1;
+    }
+    while (block_bytes(p, *br, *kt) > d->local_mem) {
+        if (*kt > 8) *kt /= 2;
+        else if (*br > 4 && *wg > 8) *br /= 2, *wg /= 2;
+        else return false;
+    }
+    return block_shape(p, *br, *kt, *wg, pl);
+}
+
 /* Fits the default configuration into the device's limits instead of
  * refusing it: the work-group to the largest power of two the device (or,
  * after plan_kernels, a kernel) takes, rows per work-item to max_rows when a
@@ -233,9 +298,13 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     /* values of t (SDPA_AUTO when t is NULL or leaves them) */
 #define TV(P) sdpa_tile_config_get(t, SDPA_TILE_##P)
     const int fq = TV(Q_TILE), fwg = TV(WG_SIZE);
+    /* fwd_kernel = 1 reads q_tile as rows per work-group (below) */
+    const bool fblock = sdpa_tile_config_get(t, SDPA_TILE_OPENCL_FWD_KERNEL) == 1;
     if (TV(UNFUSED) != SDPA_AUTO) unfused = TV(UNFUSED), *forced = true;
     if (fwg != SDPA_AUTO) wg = fwg, *forced = true;
-    if (fq != SDPA_AUTO) {
+    if (fq != SDPA_AUTO && fblock) {
+        *forced = true;
+    } else if (fq != SDPA_AUTO) {
         *forced = true;
         if (fwg == SDPA_AUTO && (fq % wg != 0 || fq / wg > 4))
             wg = fq; /* one row per work-item */
@@ -247,13 +316,16 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     } else if (fwg != SDPA_AUTO) {
         rpw = 1;
     }
-    if (TV(K_TILE) != SDPA_AUTO) kt = TV(K_TILE), *forced = true;
+    const int TV_KT = TV(K_TILE);
+    if (TV_KT != SDPA_AUTO) kt = TV_KT, *forced = true;
     if (TV(VEC_WIDTH) != SDPA_AUTO) vec = TV(VEC_WIDTH), *forced = true;
     if (TV(STAGE_KV) != SDPA_AUTO) stage = TV(STAGE_KV), *forced = true;
     if (TV(SPLIT_KV) != SDPA_AUTO) split = TV(SPLIT_KV), *forced = true;
 #undef TV
     if (sdpa_tile_config_get(t, SDPA_TILE_OPENCL_GEMM_PARAMS) != SDPA_AUTO)
         gemm = sdpa_tile_config_get(t, SDPA_TILE_OPENCL_GEMM_PARAMS), *forced = true;
+    const int fk = sdpa_tile_config_get(t, SDPA_TILE_OPENCL_FWD_KERNEL);
+    if (fk != SDPA_AUTO) *forced = true;
     if (unfused == 1 && (flags & SDPA_PLAN_BACKWARD))
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
                       "(create the backward plan without unfused = 1)");
@@ -274,9 +346,50 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
         return REFUSE(quiet, ctx, "opencl: tile.gemm_params 0 (CLBlast's own parameters): "
                       "libsdpa set %d is in force for this device in this process, and "
                       "CLBlast cannot go back to its own", sdpa__cl_gemm_current(device));
+    /* The direct decode path's shape conditions (below). */
+    const bool direct_shape = !unfused && !(flags & SDPA_PLAN_BACKWARD) &&
+                              (p->Sq == 1 || (p->Sq <= 16 && p->Skv > p->Sq)) &&
+                              !p->has_stats && p->qk_norm == SDPA_QK_NORM_NONE &&
+                              !p->has_k_gain;
+    /* fwd_block.cl: forced (fwd_kernel = 1, q_tile / k_tile / wg_size as
+     * given or its defaults), or automatic on GPU-class devices for forward
+     * plans whose tile forces nothing but split_kv and which do not take the
+     * direct decode path; a shape the block split does not divide keeps
+     * fwd.cl (automatic) or is refused (forced). */
+    pl->block = 0;
+    if (fk == 1 || (fk == SDPA_AUTO && gpu_class(d) && !unfused && !direct_shape &&
+                    !(flags & SDPA_PLAN_BACKWARD) && rpw == rpw0 && wg == wg0 &&
+                    kt == kt0 && stage == stage0 && vec == vec0)) {
+        if (fk == 1 && (unfused == 1 || (flags & SDPA_PLAN_BACKWARD)))
+            return REFUSE(quiet, ctx, "opencl: tile.fwd_kernel 1 is the fused forward of "
+                          "forward-only plans (not unfused, not SDPA_PLAN_BACKWARD)");
+        int bbr, bkt, bwg;
+        bool ok = block_default(d, p, &bbr, &bkt, &bwg, pl);
+        if (fk == 1) {
+            if (fq != SDPA_AUTO) bbr = fq;
+            if (TV_KT != SDPA_AUTO) bkt = TV_KT;
+            if (fwg != SDPA_AUTO) bwg = fwg;
+            ok = block_shape(p, bbr, bkt, bwg, pl);
+            if (!ok || (size_t)bwg > d->max_wg || block_bytes(p, bbr, bkt) > d->local_mem)
+                return REFUSE(quiet, ctx, "opencl: tile.fwd_kernel 1 with q_tile %d, k_tile "
+                              "%d, wg_size %d: needs q_tile <= wg_size, k_tile >= 4, "
+                              "q_tile x k_tile and q_tile x Dv (%lld) multiples of wg_size, "
+                              "wg_size <= %zu and %llu bytes of local memory (device %llu)",
+                              bbr, bkt, bwg, (long long)p->Dv, d->max_wg,
+                              (unsigned long long)block_bytes(p, bbr, bkt),
+                              (unsigned long long)d->local_mem);
+        }
+        if (ok) {
+            pl->block = 1;
+            wg = bwg;
+            kt = bkt;
+            rpw = 1;
+            stage = 1;
+        }
+    }
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
-    if (stage) {
+    if (stage && !pl->block) {
         uint64_t need = stage_bytes(p, kt);
         if (need > d->local_mem)
             return REFUSE(quiet, ctx,
@@ -298,21 +411,20 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
      * pack.cl makes (QK-norm, k gain) or whole rows (statistics), forward
      * plans, and no forced field other than split_kv (a forced value equal
      * to the default is no change, so forcing default_tile gives this plan). */
-    pl->direct_kv = !unfused && !(flags & SDPA_PLAN_BACKWARD) &&
-                    (p->Sq == 1 || (p->Sq <= 16 && p->Skv > p->Sq)) &&
-                    !p->has_stats && p->qk_norm == SDPA_QK_NORM_NONE && !p->has_k_gain &&
-                    rpw == rpw0 && wg == wg0 && kt == kt0 && stage == stage0 && vec == vec0;
+    pl->direct_kv = direct_shape && !pl->block && fk == SDPA_AUTO && rpw == rpw0 &&
+                    wg == wg0 && kt == kt0 && stage == stage0 && vec == vec0;
     if (pl->direct_kv)
         direct_plan(d, p, split, pl);
     else
-        split_plan(d, p, wg, rpw, kt, unfused ? 1 : split, &pl->nsplit, &pl->chunk);
+        split_plan(d, p, pl->block ? pl->br : (int64_t)wg * rpw, kt, unfused ? 1 : split,
+                   &pl->nsplit, &pl->chunk);
     return SDPA_OK;
 }
 
 static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
 {
     sdpa_tile_config_init(t);
-    sdpa_tile_config_set(t, SDPA_TILE_Q_TILE, pl->wg * pl->rpw);
+    sdpa_tile_config_set(t, SDPA_TILE_Q_TILE, pl->block ? pl->br : pl->wg * pl->rpw);
     sdpa_tile_config_set(t, SDPA_TILE_K_TILE, pl->kt);
     sdpa_tile_config_set(t, SDPA_TILE_WG_SIZE, pl->wg);
     sdpa_tile_config_set(t, SDPA_TILE_VEC_WIDTH, pl->vec);
@@ -320,6 +432,7 @@ static void config_to_tile(const sdpa__cl_plan *pl, sdpa_tile_config *t)
     sdpa_tile_config_set(t, SDPA_TILE_SPLIT_KV, pl->nsplit);
     sdpa_tile_config_set(t, SDPA_TILE_UNFUSED, pl->unfused);
     if (pl->unfused) sdpa_tile_config_set(t, SDPA_TILE_OPENCL_GEMM_PARAMS, pl->gemm);
+    if (pl->block) sdpa_tile_config_set(t, SDPA_TILE_OPENCL_FWD_KERNEL, 1);
 }
 
 /* The configuration choose_config makes of `forced` (NULL = nothing forced),
@@ -394,6 +507,21 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
                     add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
                 }
     }
+    /* GPU-class devices, forward plans: fwd_block.cl's rows x keys x
+     * work-items around its defaults. */
+    if (gpu_class(&st->props) && !(plan_flags & SDPA_PLAN_BACKWARD)) {
+        static const int brs[] = {16, 32, 64}, bkts[] = {16, 32}, bwgs[] = {64, 128};
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 2; b++)
+                for (int c = 0; c < 2; c++) {
+                    sdpa_tile_config_init(&t);
+                    sdpa_tile_config_set(&t, SDPA_TILE_OPENCL_FWD_KERNEL, 1);
+                    sdpa_tile_config_set(&t, SDPA_TILE_Q_TILE, brs[a]);
+                    sdpa_tile_config_set(&t, SDPA_TILE_K_TILE, bkts[b]);
+                    sdpa_tile_config_set(&t, SDPA_TILE_WG_SIZE, bwgs[c]);
+                    add_candidate(ctx, st, p, plan_flags, &t, out, max, &n);
+                }
+    }
     /* Decode shapes (few query rows or an automatic split, long key range,
      * no statistics): split counts around the default's. */
     int d = sdpa_tile_config_get(&def, SDPA_TILE_SPLIT_KV);
@@ -447,6 +575,9 @@ void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char
     if (n < 0 || (size_t)n >= size) return;
     if (pl->backward)
         snprintf(opts + n, size - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
+    else if (pl->block)
+        snprintf(opts + n, size - (size_t)n, " -DFWD_BLOCK=1 -DBR=%d -DTR=%d -DTC=%d -DTRO=%d "
+                 "-DTO=%d", pl->br, pl->tr, pl->tc, pl->tro, pl->to);
     else if (pl->direct_kv)
         snprintf(opts + n, size - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
 }
@@ -458,6 +589,8 @@ int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
     static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
                                                 "unfused.cl"};
     static const char *const direct_files[] = {"pack.cl", "decode.cl", "combine.cl"};
+    static const char *const block_files[] = {"pack.cl", "stats.cl", "fwd.cl", "fwd_block.cl",
+                                              "combine.cl"};
     if (pl->unfused) {
         *out = unfused_files;
         return 4;
@@ -465,6 +598,10 @@ int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
     if (pl->direct_kv) {
         *out = direct_files;
         return 3;
+    }
+    if (pl->block) {
+        *out = block_files;
+        return 5;
     }
     *out = files;
     return pl->backward ? 5 : 4;
@@ -562,7 +699,9 @@ static bool kernels_fit(sdpa_context *ctx, const sdpa__cl_state *st, const sdpa_
         }
         if (lm > eff->local_mem) {
             /* what the kernel takes beyond the staged tile comes off the budget */
-            uint64_t tile = pl->stage_kv ? stage_bytes(p, pl->kt) : 0;
+            uint64_t tile = pl->block      ? block_bytes(p, pl->br, pl->kt)
+                            : pl->stage_kv ? stage_bytes(p, pl->kt)
+                                           : 0;
             uint64_t extra = lm > tile ? lm - tile : lm;
             eff->local_mem = eff->local_mem > extra ? eff->local_mem - extra : 0;
             fit = false;
@@ -616,6 +755,11 @@ static void describe_config(sdpa__cl_plan *pl)
                  "direct_kv=1 rows=%d wg_size=%d vec_width=%d split_kv=%d chunk=%d "
                  "(decode.cl on K/V in place)", pl->drb, pl->dwg, pl->ov, pl->nsplit,
                  pl->chunk);
+    else if (pl->block)
+        snprintf(pl->config, sizeof pl->config,
+                 "fwd_kernel=1 wg_size=%d q_tile=%d k_tile=%d split_kv=%d (fwd_block.cl: "
+                 "scores %dx%d, outputs %dx%d per work-item)", pl->wg, pl->br, pl->kt,
+                 pl->nsplit, pl->tr, pl->tc, pl->tro, pl->to);
     else
         snprintf(pl->config, sizeof pl->config,
                  "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
