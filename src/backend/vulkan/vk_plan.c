@@ -13,6 +13,7 @@
  * Called through the backend table (vk_backend.c).
  */
 #include "vk_internal.h"
+#include "vk_split.h"
 
 #include "tile.h"
 
@@ -355,6 +356,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
         int64_t need = per > 0 ? cdiv(p->Skv, per * pl->k_tile) : MAX_SPLIT + 1;
         if (need > nsplit) nsplit = (int)(need < MAX_SPLIT + 1 ? need : MAX_SPLIT + 1);
     }
+    if (!stage && !forced_split) nsplit = sdpa__vk_split_keys(p, nsplit); /* vk_split.c */
     if (nsplit > MAX_SPLIT) nsplit = MAX_SPLIT;
     if (nsplit > p->Skv) nsplit = (int)p->Skv;
     if (nsplit < 1) nsplit = 1;

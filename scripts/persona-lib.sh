@@ -1,0 +1,25 @@
+# persona-lib.sh — shared by scripts/cl-personas.sh and scripts/vk-personas.sh
+# (sourced, not run): the environment of a persona run (the meson suites'
+# cache and profile folders, so compiled kernels, pipelines and PoCL's /
+# Mesa's own caches are shared with the test step and between personas) and
+# `persona_run LABEL COMMAND...`, which runs one command with its output in
+# BUILD/persona-LABEL.log and prints one line with its result and time.
+# Sets persona_fail=1 when a run fails. Needs $build (the build folder).
+export SDPA_CACHE_DIR="$PWD/$build/tests/cache" SDPA_PROFILE_DIR="$PWD/$build/tests/profiles"
+export SDPA_SHIPPED_PROFILE_DIR="$PWD/$build/tests/shipped-profiles"
+export SDPA_LOG=error CK_DEFAULT_TIMEOUT=600
+persona_fail=0
+persona_start=$(date +%s)
+persona_run() { # label, command...
+  local label=$1 t0 rc=0
+  t0=$(date +%s)
+  shift
+  "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
+  echo "personas: $label: $([ $rc = 0 ] && echo pass || echo "FAIL (rc $rc, $build/persona-$label.log)") in $(( $(date +%s) - t0 )) s"
+  [ $rc = 0 ] || persona_fail=1
+}
+# The closing line: how many personas, total time, verdict; returns the status.
+persona_done() { # api, persona count
+  echo "$1-personas: $2 personas in $(( $(date +%s) - persona_start )) s, $([ $persona_fail = 0 ] && echo "all green" || echo "failures")"
+  return $persona_fail
+}
