@@ -32,7 +32,13 @@
  */
 #include "vk_split.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Test hook: pieces recorded with a non-zero base since the process began
+ * (tests/test_vksplit.c checks that the forced bound really splits). */
+static atomic_ullong based_pieces;
+uint64_t sdpa__vk_split_based_pieces(void) { return (uint64_t)atomic_load(&based_pieces); }
 
 uint64_t sdpa__vk_split_work(const sdpa__vk_plan *pl, int pipe)
 {
@@ -96,7 +102,8 @@ sdpa_status sdpa__vk_split_plan(sdpa_context *ctx, const sdpa__vk_state *s,
                 (unsigned long long)groups);
     out->gx = (uint32_t)gx;
     out->rows = (groups + gx - 1) / gx;
-    out->rows_per = chunk / gx > 1 ? chunk / gx : 1;
+    /* whole rows per piece; all of them when the bound holds the dispatch */
+    out->rows_per = chunk >= groups ? out->rows : chunk / gx > 1 ? chunk / gx : 1;
     out->pieces = (out->rows + out->rows_per - 1) / out->rows_per;
     return SDPA_OK;
 }
@@ -108,7 +115,9 @@ void sdpa__vk_split_record(VkCommandBuffer cb, const sdpa__vk_split *sp)
         if (n > sp->rows_per) n = sp->rows_per;
         if (y0 == 0)
             vkCmdDispatch(cb, sp->gx, (uint32_t)n, 1);
-        else
+        else {
             vkCmdDispatchBase(cb, 0, (uint32_t)y0, 0, sp->gx, (uint32_t)n, 1);
+            atomic_fetch_add(&based_pieces, 1);
+        }
     }
 }

@@ -51,4 +51,7 @@ sdpa_status sdpa__vk_split_plan(sdpa_context *ctx, const sdpa__vk_state *s,
 /* Records the pieces into cb (the pipeline and descriptor set bound). */
 void sdpa__vk_split_record(VkCommandBuffer cb, const sdpa__vk_split *sp);
 
+/* Test hook: pieces recorded with a non-zero base so far, all contexts. */
+uint64_t sdpa__vk_split_based_pieces(void);
+
 #endif
