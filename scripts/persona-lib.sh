@@ -4,7 +4,8 @@
 # Mesa's own caches are shared with the test step and between personas) and
 # `persona_run LABEL COMMAND...`, which runs one command with its output in
 # BUILD/persona-LABEL.log and prints one line with its result and time.
-# Sets persona_fail=1 when a run fails. Needs $build (the build folder).
+# Sets persona_fail=1 when a run fails; a run is ended after
+# PERSONA_TIMEOUT seconds (default 900). Needs $build (the build folder).
 export SDPA_CACHE_DIR="$PWD/$build/tests/cache" SDPA_PROFILE_DIR="$PWD/$build/tests/profiles"
 export SDPA_SHIPPED_PROFILE_DIR="$PWD/$build/tests/shipped-profiles"
 export SDPA_LOG=error CK_DEFAULT_TIMEOUT=600
@@ -14,7 +15,7 @@ persona_run() { # label, command...
   local label=$1 t0 rc=0
   t0=$(date +%s)
   shift
-  "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
+  timeout "${PERSONA_TIMEOUT:-900}" "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
   echo "personas: $label: $([ $rc = 0 ] && echo pass || echo "FAIL (rc $rc, $build/persona-$label.log)") in $(( $(date +%s) - t0 )) s"
   [ $rc = 0 ] || persona_fail=1
 }
