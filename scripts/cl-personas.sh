@@ -3,14 +3,17 @@
 # SDPA_PARITY_BACKENDS=opencl) and the conformance corpus (sdpa-check
 # --backend opencl on tests/conformance) under every test-only GPU persona of
 # the OpenCL backend (SDPA_TEST_PERSONA=cl-..., src/backend/opencl/cl_persona.c,
-# docs/opencl.md "GPU personas"), plus test_opencl's `personas` case once (a
-# fresh process per persona: limits and the exact default plans), so the
-# configuration a GPU with those limits would get runs here on PoCL. CI
-# (.ci/run) calls it after the test build; coverage and timing: docs/gpu.md.
+# docs/opencl.md "GPU personas"), so the configuration a GPU with those
+# limits would get runs here on PoCL. test_opencl's `personas` case (limits
+# and the exact default plans, a fresh process per persona) is part of the
+# opencl suite, so of the test step; CL_PERSONA_RUNS=personas runs it here.
+# CI (.ci/run) calls this after the test build; coverage and timing:
+# docs/gpu.md "Persona runs in CI".
 #
 # Usage: bash scripts/cl-personas.sh [BUILD_DIR]   (default: build, already built)
 #   CL_PERSONAS="cl-wg32 ..."   personas to run (default: all)
-#   CL_PERSONA_RUNS="parity conformance"   what to run per persona (default both)
+#   CL_PERSONA_RUNS="parity conformance"   what to run (default both, per
+#                                          persona; `personas`: the test case, once)
 # Prints one line per run with its time; exits 1 when any run failed, 0 with a
 # note when the build has no OpenCL device.
 set -uo pipefail
@@ -29,10 +32,13 @@ if ! "$build/tools/sdpa-info" 2>/dev/null | grep -qi opencl; then
   exit 0
 fi
 source scripts/persona-lib.sh
-persona_run cl-personas-case env CK_RUN_CASE=personas "$build/tests/test_opencl"
+case " $runs " in
+  *" personas "*) persona_run cl-personas-case env CK_RUN_CASE=personas "$build/tests/test_opencl" ;;
+esac
 for p in $personas; do
   for r in $runs; do
     case $r in
+      personas) ;;
       parity) persona_run "$p-parity" env SDPA_TEST_PERSONA="$p" SDPA_PARITY_BACKENDS=opencl \
                 "$build/tests/test_parity" ;;
       conformance) persona_run "$p-conformance" env SDPA_TEST_PERSONA="$p" \

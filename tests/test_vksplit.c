@@ -190,47 +190,34 @@ static void tiny(const tcase *c, bool backward)
         ck_assert_msg(pieces > 0, "%s: no dispatch was split (%s)", c->name, info.config);
 }
 
-START_TEST(test_tiny_forward)
+/* Every length as prefill (causal bottom-right on odd ones, statistics on
+ * every third), decode (Sq = 1, kv_len on odd ones) or prefill backward. */
+typedef enum { TINY_FORWARD, TINY_DECODE, TINY_BACKWARD } tiny_kind;
+
+static void tiny_lengths(tiny_kind kind)
 {
+    static const char *const names[] = {"forward", "decode", "backward"};
     char name[64];
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
-        snprintf(name, sizeof name, "forward_len%lld", (long long)lengths[i]);
-        tcase c = mk(name, lengths[i], lengths[i], 700 + i);
-        if (i % 2) { /* causal, bottom-right */
+        snprintf(name, sizeof name, "%s_len%lld", names[kind], (long long)lengths[i]);
+        tcase c = mk(name, kind == TINY_DECODE ? 1 : lengths[i], lengths[i],
+                     700 + 20 * (uint64_t)kind + i);
+        if (kind == TINY_DECODE) {
+            c.kv_len = i % 2 == 1;
+        } else if (i % 2) { /* causal, bottom-right */
             c.window_right = 0;
             c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
         }
-        c.stats = i % 3 == 0;
-        tiny(&c, false);
+        c.stats = kind == TINY_FORWARD && i % 3 == 0;
+        tiny(&c, kind == TINY_BACKWARD);
     }
 }
-END_TEST
 
-START_TEST(test_tiny_decode)
-{
-    char name[64];
-    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
-        snprintf(name, sizeof name, "decode_len%lld", (long long)lengths[i]);
-        tcase c = mk(name, 1, lengths[i], 720 + i);
-        c.kv_len = i % 2 == 1;
-        tiny(&c, false);
-    }
-}
+START_TEST(test_tiny_forward) { tiny_lengths(TINY_FORWARD); }
 END_TEST
-
-START_TEST(test_tiny_backward)
-{
-    char name[64];
-    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
-        snprintf(name, sizeof name, "backward_len%lld", (long long)lengths[i]);
-        tcase c = mk(name, lengths[i], lengths[i], 740 + i);
-        if (i % 2) { /* causal, bottom-right */
-            c.window_right = 0;
-            c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
-        }
-        tiny(&c, true);
-    }
-}
+START_TEST(test_tiny_decode) { tiny_lengths(TINY_DECODE); }
+END_TEST
+START_TEST(test_tiny_backward) { tiny_lengths(TINY_BACKWARD); }
 END_TEST
 
 int main(void)
