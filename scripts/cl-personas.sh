@@ -32,6 +32,11 @@ if ! "$build/tools/sdpa-info" 2>/dev/null | grep -qi opencl; then
   exit 0
 fi
 source scripts/persona-lib.sh
+# A parity row whose plan (kernel, config, workspace) an earlier persona ran
+# and passed is not run again (tests/test_parity.c, SDPA_PARITY_SEEN); each
+# such row says "same plan as under <persona>" in its persona's log.
+export SDPA_PARITY_SEEN="$PWD/$build/persona-cl-seen.txt"
+: > "$SDPA_PARITY_SEEN"
 case " $runs " in
   *" personas "*) persona_run cl-personas-case env CK_RUN_CASE=personas "$build/tests/test_opencl" ;;
 esac
@@ -47,4 +52,7 @@ for p in $personas; do
     esac
   done
 done
+if [ -s "$SDPA_PARITY_SEEN" ]; then
+  echo "cl-personas: parity rows run: $(wc -l < "$SDPA_PARITY_SEEN"), not run again (same plan as an earlier persona): $(cat "$build"/persona-cl-*-parity.log | grep -c 'not run again')"
+fi
 persona_done cl "$(echo $personas | wc -w)"
