@@ -4,7 +4,8 @@
 # --backend opencl on tests/conformance) under every test-only GPU persona of
 # the OpenCL backend (SDPA_TEST_PERSONA=cl-..., src/backend/opencl/cl_persona.c,
 # docs/opencl.md "GPU personas"), so the configuration a GPU with those
-# limits would get runs here on PoCL. test_opencl's `personas` case (limits
+# limits would get runs here on PoCL. A parity row whose plan an earlier
+# persona of this run already ran and passed is run once (SDPA_PARITY_SEEN). test_opencl's `personas` case (limits
 # and the exact default plans, a fresh process per persona) is part of the
 # opencl suite, so of the test step; CL_PERSONA_RUNS=personas runs it here.
 # CI (.ci/run) calls this after the test build; coverage and timing:
