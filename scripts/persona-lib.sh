@@ -7,7 +7,7 @@
 # CPU time (user + system of the command and its children: on a shared
 # machine the CPU time is the figure that does not grow with the load).
 # Sets persona_fail=1 when a run fails; a run is ended after
-# PERSONA_TIMEOUT seconds (default 900). Needs $build (the build folder).
+# PERSONA_TIMEOUT seconds (default 1800). Needs $build (the build folder).
 export SDPA_CACHE_DIR="$PWD/$build/tests/cache" SDPA_PROFILE_DIR="$PWD/$build/tests/profiles"
 export SDPA_SHIPPED_PROFILE_DIR="$PWD/$build/tests/shipped-profiles"
 export SDPA_LOG=error CK_DEFAULT_TIMEOUT=600
@@ -22,7 +22,7 @@ persona_run() { # label, command...
   t0=$(date +%s)
   c0=$(persona_cpu $me)
   shift
-  timeout "${PERSONA_TIMEOUT:-900}" "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
+  timeout "${PERSONA_TIMEOUT:-1800}" "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
   echo "personas: $label: $([ $rc = 0 ] && echo pass || echo "FAIL (rc $rc, $build/persona-$label.log)") in $(( $(date +%s) - t0 )) s ($(( $(persona_cpu $me) - c0 )) s CPU)"
   [ $rc = 0 ] || persona_fail=1
 }
