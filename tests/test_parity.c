@@ -22,6 +22,15 @@
  * reports no 16-bit storage; the test then prints "unsupported" with the
  * backend's message. Any other refusal fails.
  *
+ * Plans already run (SDPA_PARITY_SEEN=<file>, used by the persona scripts,
+ * scripts/cl-personas.sh): a row whose plan (its name, the plan's kernel,
+ * config and workspace size from sdpa_plan_get_info) is listed in the file
+ * is not run again; the test prints "same plan as under <label>" and passes.
+ * A row that passes is appended with the label SDPA_PARITY_SEEN_AS (default:
+ * SDPA_TEST_PERSONA, else "default"). So GPU personas that get the same plan
+ * for a row run it once; what the plan's config does not name is assumed
+ * equal (the device limits a persona enforces at enqueue, for one).
+ *
  * Runs unforked by default (CK_FORK=no unless the caller set it): one context
  * per backend for the whole run, so plans of a kernel variant share the
  * context's compiled programs and pipelines. 312 tests (78 per backend) on
@@ -125,6 +134,50 @@ static void undilate(dilated *d, const char *name, const char *what)
     for (int a = 0; a < 4; a++) d->t->stride[a] /= 2;
     free(d->wide);
     d->t = NULL;
+}
+
+/* ---- plans already run (SDPA_PARITY_SEEN) ------------------------------------- */
+
+/* The row's plan as one line: name, kernel, config, workspace bytes. */
+static void plan_key(const ptest *t, const sdpa_plan *plan, char *key, size_t n)
+{
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    snprintf(key, n, "%s\t%s\t%s\t%zu", t->name, info.kernel, info.config,
+             info.workspace_bytes);
+}
+
+/* The label under which `key` was run before, in `label` (false: not run). */
+static bool seen_before(const char *key, char *label, size_t n)
+{
+    const char *path = getenv("SDPA_PARITY_SEEN");
+    FILE *f = path && *path ? fopen(path, "r") : NULL;
+    if (!f) return false;
+    char line[1024];
+    size_t kl = strlen(key);
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == '\t') {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(label, n, "%s", line + kl + 1);
+            found = true;
+        }
+    fclose(f);
+    return found;
+}
+
+static void record_seen(const char *key)
+{
+    const char *path = getenv("SDPA_PARITY_SEEN");
+    if (!path || !*path) return;
+    const char *as = getenv("SDPA_PARITY_SEEN_AS");
+    if (!as || !*as) as = getenv("SDPA_TEST_PERSONA");
+    FILE *f = fopen(path, "a");
+    ck_assert_msg(f != NULL, "SDPA_PARITY_SEEN=%s cannot be written", path);
+    fprintf(f, "%s\t%s\n", key, as && *as ? as : "default");
+    fclose(f);
 }
 
 /* ---- the oracle --------------------------------------------------------------- */
@@ -263,6 +316,14 @@ START_TEST(parity)
         tproblem_free(&p);
         return;
     }
+    char key[1024], label[256];
+    plan_key(t, plan, key, sizeof key);
+    if (seen_before(key, label, sizeof label)) {
+        printf("%s: same plan as under %s: not run again\n", t->name, label);
+        sdpa_plan_destroy(plan);
+        tproblem_free(&p);
+        return;
+    }
     sdpa_forward_tensors *ft = &p.desc.tensors;
     sdpa_backward_tensors *bt = &p.bwd;
     sdpa_tensor *outs[] = {&ft->out, &ft->lse, &ft->stats, &bt->dq, &bt->dk, &bt->dv,
@@ -333,6 +394,7 @@ START_TEST(parity)
     }
     nv_free(&np);
     tproblem_free(&p);
+    record_seen(key);
 }
 END_TEST
 

@@ -30,6 +30,7 @@
     X(vkCmdBindPipeline) \
     X(vkCmdCopyBuffer) \
     X(vkCmdDispatch) \
+    X(vkCmdDispatchBase) \
     X(vkCmdPipelineBarrier) \
     X(vkCmdPushConstants) \
     X(vkCmdResetQueryPool) \
@@ -108,6 +109,7 @@ const char *sdpa__vk_api_load(void);
 #define vkCmdBindPipeline                        sdpa__vk_api.vkCmdBindPipeline
 #define vkCmdCopyBuffer                          sdpa__vk_api.vkCmdCopyBuffer
 #define vkCmdDispatch                            sdpa__vk_api.vkCmdDispatch
+#define vkCmdDispatchBase                        sdpa__vk_api.vkCmdDispatchBase
 #define vkCmdPipelineBarrier                     sdpa__vk_api.vkCmdPipelineBarrier
 #define vkCmdPushConstants                       sdpa__vk_api.vkCmdPushConstants
 #define vkCmdResetQueryPool                      sdpa__vk_api.vkCmdResetQueryPool

@@ -8,7 +8,8 @@
  *
  * Packed descriptor layout (vk_pack.c): the tensors are copied into the
  * plan's pack buffer first and the written ones back at the end.
- * Sequences: forward = [qknorm] fwd [combine] [stats_reduce];
+ * Each dispatch may be recorded as several pieces of bounded work
+ * (vk_split.c). Sequences: forward = [qknorm] fwd [combine] [stats_reduce];
  * backward = [qknorm] bwd_dq bwd_dkv [bwd_reduce].
  * Every command buffer opens with a barrier against all earlier memory
  * writes on the queue and closes with one making its writes visible to all
@@ -17,6 +18,7 @@
  * Called through the backend table (vk_backend.c).
  */
 #include "vk_internal.h"
+#include "vk_split.h"
 
 #define BAND_CLAMP ((int64_t)1 << 29)
 
@@ -181,14 +183,11 @@ static sdpa_status dispatch(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan 
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     *first = false;
-    uint64_t groups = (invocations + (uint64_t)pl->wg_size - 1) / (uint64_t)pl->wg_size;
-    uint64_t gx = groups < s->caps.max_groups[0] ? groups : s->caps.max_groups[0];
-    uint64_t gy = (groups + gx - 1) / gx;
-    SDPA__CHECK(ctx, gy <= s->caps.max_groups[1], SDPA_ERR_UNSUPPORTED,
-                "vulkan: %llu work-groups exceed the device's dispatch limits",
-                (unsigned long long)groups);
+    /* one or more pieces of bounded work each (vk_split.c) */
+    sdpa__vk_split sp;
+    SDPA__TRY(sdpa__vk_split_plan(ctx, s, pl, pipe, invocations, &sp));
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipes[pipe]);
-    vkCmdDispatch(cb, (uint32_t)gx, (uint32_t)gy, 1);
+    sdpa__vk_split_record(cb, &sp);
     return SDPA_OK;
 }
 

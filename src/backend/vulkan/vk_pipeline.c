@@ -132,7 +132,8 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
             .pSpecializationInfo = &si,
         },
         .layout = layout,
-        .flags = s->pipeline_flags,
+        /* pieces of a split dispatch start at a base group (vk_split.c) */
+        .flags = s->pipeline_flags | VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
     };
     r = vkCreateComputePipelines(s->device, s->pcache, 1, &ci, NULL, out);
     vkDestroyShaderModule(s->device, mod, NULL);

@@ -13,6 +13,7 @@
  * Called through the backend table (vk_backend.c).
  */
 #include "vk_internal.h"
+#include "vk_split.h"
 
 #include "tile.h"
 
@@ -540,7 +541,9 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
         SDPA__TRY(rows_config(ctx, caps, p, t, max_wg, pl));
     }
     int nsplit = pl->nsplit;
-
+    /* the watchdog bound on keys per invocation (vk_split.c), unless the
+     * split is forced or the staged forward (which does not split) runs */
+    if (!pl->stage_kv && !pick(t, SDPA_TILE_SPLIT_KV, 0)) nsplit = sdpa__vk_split_keys(p, nsplit);
     if (nsplit > MAX_SPLIT) nsplit = MAX_SPLIT;
     if (nsplit > p->Skv) nsplit = (int)p->Skv;
     if (nsplit < 1) nsplit = 1;
