@@ -15,6 +15,8 @@
 #   CL_PERSONAS="cl-wg32 ..."   personas to run (default: all)
 #   CL_PERSONA_RUNS="parity conformance"   what to run (default both, per
 #                                          persona; `personas`: the test case, once)
+#   CL_PARITY_PERSONAS="cl-discrete ..."   the personas whose parity run runs
+#                                          (default: all of CL_PERSONAS)
 # Prints one line per run with its time; exits 1 when any run failed, 0 with a
 # note when the build has no OpenCL device.
 set -uo pipefail
@@ -22,6 +24,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 personas=${CL_PERSONAS:-"cl-discrete cl-mali cl-wg32 cl-wg1024 cl-lmem8 cl-lmem16 cl-lmem64 cl-spill"}
 runs=${CL_PERSONA_RUNS:-"parity conformance"}
+parity_personas=${CL_PARITY_PERSONAS:-$personas}
 for f in "$build/tools/sdpa-check" "$build/tests/test_parity" "$build/tests/test_opencl"; do
   [ -x "$f" ] || { echo "cl-personas: $f not built" >&2; exit 1; }
 done
@@ -45,7 +48,8 @@ for p in $personas; do
   for r in $runs; do
     case $r in
       personas) ;;
-      parity) persona_run "$p-parity" env SDPA_TEST_PERSONA="$p" SDPA_PARITY_BACKENDS=opencl \
+      parity) case " $parity_personas " in *" $p "*) ;; *) continue ;; esac
+              persona_run "$p-parity" env SDPA_TEST_PERSONA="$p" SDPA_PARITY_BACKENDS=opencl \
                 "$build/tests/test_parity" ;;
       conformance) persona_run "$p-conformance" env SDPA_TEST_PERSONA="$p" \
                      "$build/tools/sdpa-check" --backend opencl tests/conformance ;;

@@ -6,7 +6,8 @@
 # BUILD/persona-LABEL.log and prints one line with its result, wall time and
 # CPU time (user + system of the command and its children: on a shared
 # machine the CPU time is the figure that does not grow with the load).
-# Sets persona_fail=1 when a run fails; a run is ended after
+# Sets persona_fail=1 when a run fails (a Check run of 0 checks, e.g. a
+# CK_RUN_CASE that names no case, counts as failed); a run is ended after
 # PERSONA_TIMEOUT seconds (default 1800). Needs $build (the build folder).
 export SDPA_CACHE_DIR="$PWD/$build/tests/cache" SDPA_PROFILE_DIR="$PWD/$build/tests/profiles"
 export SDPA_SHIPPED_PROFILE_DIR="$PWD/$build/tests/shipped-profiles"
@@ -23,6 +24,8 @@ persona_run() { # label, command...
   c0=$(persona_cpu $me)
   shift
   timeout "${PERSONA_TIMEOUT:-1800}" "$@" > "$build/persona-$label.log" 2>&1 || rc=$?
+  # a Check run that ran nothing (CK_RUN_CASE naming no case) is no pass
+  if [ $rc = 0 ] && grep -q "Checks: 0," "$build/persona-$label.log"; then rc=3; fi
   echo "personas: $label: $([ $rc = 0 ] && echo pass || echo "FAIL (rc $rc, $build/persona-$label.log)") in $(( $(date +%s) - t0 )) s ($(( $(persona_cpu $me) - c0 )) s CPU)"
   [ $rc = 0 ] || persona_fail=1
 }
