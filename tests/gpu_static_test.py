@@ -6,7 +6,7 @@ compiler (meson suite `tools`; docs/gpu.md).
 
 1. sdpa-gpu-config list: the configurations the library's own code chooses
    for the described devices (GPU-style staged tiles on devices with
-   dedicated local memory; GPU-style unstaged rows on the Mali-like device,
+   dedicated local memory; the block forward on the Mali-like device too,
    whose local memory is system memory (mobile-gpu in the vendor table); decode.cl with DRB/DWG for decode; bwd.cl with
    NORM for backward; the assembled source starts with prelude.cl; Vulkan specialization constants carry D, Dv and the
    work-group size).
@@ -49,10 +49,11 @@ def main():
             check(len(cl) == 8 * 3 * 3 * 2, "OpenCL jobs: 8 devices x 3 kinds x 3 D x 2 dtypes")
             nv = by.get("cl-nv-sm89-forward-d128-f32", {})
             opts = nv.get("options", "").split()
-            for o in ("-DHD=128", "-DWG=64", "-DRPW=1", "-DKT=8", "-DSTAGE_KV=1", "-DSTORE_DT=1"):
+            # the GPU-class block forward (fwd_block.cl, docs/opencl.md)
+            for o in ("-DHD=128", "-DWG=128", "-DFWD_BLOCK=1", "-DSTORE_DT=1"):
                 check(o in opts, "nv-sm89 forward D=128 options have %s: %s" % (o, opts))
-            check(nv.get("files") == ["pack.cl", "stats.cl", "fwd.cl", "combine.cl"],
-                  "forward program files")
+            check(nv.get("files") == ["pack.cl", "stats.cl", "fwd.cl", "fwd_block.cl", "combine.cl"],
+                  "forward program files: %s" % nv.get("files"))
             src = open(nv["source"]).read() if nv.get("source") else ""
             order = [src.find("/* ---- %s ----" % f) for f in ("sdpa_shared.h", "prelude.cl", "fwd.cl")]
             check(src.lstrip().startswith("/* ---- sdpa_shared.h ----") and
@@ -60,10 +61,13 @@ def main():
                   "assembled source: sdpa_shared.h, prelude.cl, then fwd.cl; no quirk defines")
             mali = by.get("cl-mali-forward-d128-f32", {})
             mopts = mali.get("options", "").split()
-            check(mali.get("kernel_class") == "mobile-gpu" and "-DRPW=1" in mopts and
-                  "-DWG=64" in mopts and "-DSTAGE_KV=0" in mopts,
+            check(mali.get("kernel_class") == "mobile-gpu" and "-DFWD_BLOCK=1" in mopts,
                   "Mali-like (local memory in system memory): mobile-gpu through the vendor "
-                  "table, GPU-style rows, unstaged: %s %s" % (mali.get("kernel_class"), mopts))
+                  "table, the GPU-class block forward: %s %s" % (mali.get("kernel_class"), mopts))
+            mdec = by.get("cl-mali-decode-d128-f32", {}).get("options", "").split()
+            check("-DDWG=64" in mdec and "-DSTAGE_KV=0" in mdec,
+                  "Mali-like decode: GPU-style work-group of 64, K/V unstaged (the vendor "
+                  "table's Mali row): %s" % mdec)
             check(nv.get("kernel_class") == "gpu-style" and nv.get("arch_key") == "sm_89",
                   "nv-sm89 resolves to gpu-style sm_89 in the vendor table")
             dec = by.get("cl-amd-gfx1030-decode-d64-f16", {})
