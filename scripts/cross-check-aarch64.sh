@@ -44,7 +44,7 @@ else
 fi || { tail -20 "$L-setup.log"; exit 1; }
 # Only what this check runs (not every tool: aarch64 GCC 12 at -O3 crashes
 # on tools/lab_saturation.c, an internal compiler error in the vectoriser).
-targets=(tools/sdpa-info tools/sdpa-check tests/gen_conformance)
+targets=(tools/sdpa-info tools/sdpa-check tests/gen_conformance tests/gen_wave2)
 for s in "${SUITES[@]}"; do targets+=("tests/test_$s"); done
 ninja -C "$DIR" "${targets[@]}" >"$L-build.log" 2>&1 || { tail -30 "$L-build.log"; exit 1; }
 say "built in $((SECONDS - t0)) s"
@@ -56,22 +56,25 @@ echo "$info" | grep -qE "^\s+kernels neon: " ||
   { echo "cross-check-aarch64: FAIL: the cpu backend did not select the NEON kernels" >&2; exit 1; }
 
 # Each suite with the environment `meson test` would give it (meson
-# introspect), through the wrapper. The conformance suite regenerates the
-# corpus with gen_conformance (an aarch64 program started with system()):
-# without binfmt_misc the guest cannot exec it, so it gets a wrapper script.
-gen_wrap="$PWD/$L-gen_conformance-qemu.sh"
-printf '#!/bin/sh\nexec env -u QEMU_LD_PREFIX qemu-aarch64 -L / %q "$@"\n' \
-  "$PWD/$DIR/tests/gen_conformance" >"$gen_wrap"
-chmod +x "$gen_wrap"
+# introspect), through the wrapper. The conformance suite regenerates its
+# corpora with gen_conformance and gen_wave2 (aarch64 programs started with
+# system()): without binfmt_misc the guest cannot exec them, so each gets a
+# wrapper script.
+for g in gen_conformance gen_wave2; do
+  printf '#!/bin/sh\nexec env -u QEMU_LD_PREFIX qemu-aarch64 -L / %q "$@"\n' \
+    "$PWD/$DIR/tests/$g" >"$PWD/$L-$g-qemu.sh"
+  chmod +x "$PWD/$L-$g-qemu.sh"
+done
 meson introspect --tests "$DIR" >"$L-tests.json"
 failed=""
 for s in "${SUITES[@]}"; do
   ts=$SECONDS
-  mapfile -t envs < <(python3 - "$L-tests.json" "$s" "$gen_wrap" <<'EOF'
+  mapfile -t envs < <(python3 - "$L-tests.json" "$s" "$PWD/$L" <<'EOF'
 import json, os, sys
 tests = {t['name']: t for t in json.load(open(sys.argv[1]))}
 env = dict(tests[sys.argv[2]]['env'])
-env['SDPA_GEN_CONFORMANCE'] = sys.argv[3]
+env['SDPA_GEN_CONFORMANCE'] = sys.argv[3] + '-gen_conformance-qemu.sh'
+env['SDPA_GEN_WAVE2'] = sys.argv[3] + '-gen_wave2-qemu.sh'
 for k, v in env.items():
     print(f'{k}={v}')
 EOF
