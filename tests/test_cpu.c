@@ -315,17 +315,7 @@ END_TEST
 static sdpa_plan_info plan_info_of(const fcase *f)
 {
     tcase c = fcase_make(f, 1234u);
-    tproblem p;
-    tproblem_make(&p, &c);
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(g_cpu, &p.desc, NULL, &plan), SDPA_OK);
-    sdpa_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    sdpa_plan_destroy(plan);
-    tproblem_free(&p);
-    return info;
+    return tplan_info(g_cpu, &c);
 }
 
 START_TEST(decode_uses_split_kv)

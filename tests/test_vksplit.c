@@ -163,16 +163,7 @@ static int config_value(const sdpa_plan_info *info, const char *key)
  * more than one work-group. */
 static void tiny(const tcase *c, bool backward)
 {
-    tproblem p;
-    tproblem_make(&p, c);
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(vk, &p.desc, NULL, &plan), SDPA_OK);
-    sdpa_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    sdpa_plan_destroy(plan);
-    tproblem_free(&p);
+    const sdpa_plan_info info = tplan_info(vk, c);
     const int splits = config_value(&info, "split_kv="), wg = config_value(&info, "wg_size=");
     const int q_tile = config_value(&info, "q_tile=");
     const int want = (int)((c->Skv + TINY_KEYS - 1) / TINY_KEYS);

@@ -475,3 +475,18 @@ char *tmkdtemp(const char *prefix)
     ck_assert_ptr_nonnull(out);
     return out;
 }
+
+sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c)
+{
+    tproblem p;
+    tproblem_make(&p, c);
+    sdpa_plan *plan = NULL;
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
+    sdpa_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
+    sdpa_plan_destroy(plan);
+    tproblem_free(&p);
+    return info;
+}

@@ -89,6 +89,9 @@ typedef struct tproblem {
 /* Allocates and fills the inputs; outputs are allocated and poisoned (NaN). */
 void tproblem_make(tproblem *p, const tcase *c);
 void tproblem_free(tproblem *p);
+/* The plan ctx makes for c (no tile forced): its sdpa_plan_info, asserted
+ * to be created and described. */
+sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c);
 /* Fills every output (out, lse, stats, dq, dk, dv, gain grads) with NaN. */
 void tproblem_poison(tproblem *p);
 

@@ -116,13 +116,12 @@ sdpa_status sdpa__cl_ws_alloc(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_pl
 #define REFUSE(quiet, ctx, ...) \
     ((quiet) ? SDPA_ERR_UNSUPPORTED : SDPA__FAIL((ctx), SDPA_ERR_UNSUPPORTED, __VA_ARGS__))
 
-/* CPU- or GPU-style kernels: the vendor defaults table (cl_vendor.c). */
+/* CPU- or GPU-style kernels: the vendor defaults table (cl_vendor.c). The
+ * GPU-style devices (gpu-style and mobile-gpu, Mali-like devices that report
+ * global "local" memory included) also take the GPU-class block forward
+ * (fwd_block.cl); CPU devices (PoCL) keep fwd.cl. */
 static bool gpu_style(const sdpa__cl_props *d) { return sdpa__cl_gpu_style(d); }
 
-/* The devices that take the GPU-class kernels (fwd_block.cl): the GPU-style
- * ones of the vendor table (gpu-style and mobile-gpu: Mali-like devices that
- * report global "local" memory included); CPU devices (PoCL) keep fwd.cl. */
-static bool gpu_class(const sdpa__cl_props *d) { return gpu_style(d); }
 
 /* Split count for a row blocking: with few work-groups (fewer than 4 per
  * compute unit on CPUs, 8 on GPUs) and Skv >= 512, enough key chunks to fill
@@ -357,7 +356,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
      * direct decode path; a shape the block split does not divide keeps
      * fwd.cl (automatic) or is refused (forced). */
     pl->block = 0;
-    if (fk == 1 || (fk == SDPA_AUTO && gpu_class(d) && !unfused && !direct_shape &&
+    if (fk == 1 || (fk == SDPA_AUTO && gpu_style(d) && !unfused && !direct_shape &&
                     !(flags & SDPA_PLAN_BACKWARD) && rpw == rpw0 && wg == wg0 &&
                     kt == kt0 && stage == stage0 && vec == vec0)) {
         if (fk == 1 && (unfused == 1 || (flags & SDPA_PLAN_BACKWARD)))
@@ -509,7 +508,7 @@ int sdpa__cl_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
     }
     /* GPU-class devices, forward plans: fwd_block.cl's rows x keys x
      * work-items around its defaults. */
-    if (gpu_class(&st->props) && !(plan_flags & SDPA_PLAN_BACKWARD)) {
+    if (gpu_style(&st->props) && !(plan_flags & SDPA_PLAN_BACKWARD)) {
         static const int brs[] = {16, 32, 64}, bkts[] = {16, 32}, bwgs[] = {64, 128};
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 2; b++)
