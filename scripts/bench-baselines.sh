@@ -5,25 +5,38 @@
 # (scripts/baselines/openblas_attention.c: two cblas_sgemm per KV group and a
 # row softmax; Debian libopenblas-dev) and, when its Python has them, ONNX
 # Runtime's opset-23 Attention (scripts/baselines/ort_attention.py; PyPI
-# onnxruntime + onnx + numpy), all with the same thread count, each timed as
-# the median of --repeat runs after --warmup. Prints one line per shape with
-# the times and the ratios baseline / cpu (above 1 = the cpu backend is
-# faster). Not part of the tests; the packages come from
+# onnxruntime + onnx + numpy) and, when it is built, ggml's CPU flash
+# attention (scripts/baselines/ggml_flash_attn.c: one ggml_flash_attn_ext,
+# f32 queries, K/V in --kv-dtype), all with the same thread count, each
+# timed as the median of --repeat runs after --warmup. Prints one line per
+# shape with the times and the ratios baseline / cpu (above 1 = the cpu
+# backend is faster). Not part of the tests; the packages come from
 # `scripts/install-deps.sh --baselines`.
 #
 #   scripts/bench-baselines.sh [--build DIR] [--preset NAME]... [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]...
-#                              [--causal] [--threads N] [--repeat N] [--warmup N] [--no-ort]
+#                              [--causal] [--kv-dtype f32|f16|q8_0|q4_0] [--threads N]
+#                              [--repeat N] [--warmup N] [--no-ort] [--no-ggml] [--check]
+#
+# --kv-dtype stores K/V in that type for the cpu row (sdpa-bench --kv-dtype)
+# and ggml (queries stay f32); OpenBLAS and ONNX Runtime are f32 only, so
+# their columns are left out ("-") for another type. --check runs no
+# benchmark: it checks that the ggml program computes what libsdpa does
+# (small decode and causal prefill shapes, every K/V type: ggml's output
+# written as an sdpa-case/1 case, run by `sdpa-check --backend reference`,
+# and the same case with the query heads' outputs rotated, which must fail).
 #
 # --preset defaults to llm-prefill, llm-decode and vit (mobile is f16 and the
 # baselines are f32); --causal applies to the --shape rows. OPENBLAS_CORETYPE
 # is unset for the OpenBLAS baseline only (the machine's setting, if any,
 # stays for everything else). SDPA_BASELINES_PYTHON names the Python with
 # onnxruntime (default: the venv install-deps.sh makes,
-# ~/.cache/sdpa/baselines-venv).
+# ~/.cache/sdpa/baselines-venv); SDPA_GGML_PREFIX the folder with ggml's
+# include/ and lib/ (default: where install-deps.sh builds it,
+# ~/.cache/sdpa/ggml).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build"
-presets=() shapes=() causal=0 threads=2 repeat=10 warmup=2 ort=1
+presets=() shapes=() causal=0 threads=2 repeat=10 warmup=2 ort=1 ggml=1 kvdt=f32 check=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -34,16 +47,75 @@ while [ $# -gt 0 ]; do
     --repeat) repeat="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --no-ort) ort=0; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --kv-dtype) kvdt="$2"; shift 2 ;;
+    --no-ggml) ggml=0; shift ;;
+    --check) check=1; shift ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-baselines: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case "$kvdt" in f32|f16|q8_0|q4_0) ;; *) echo "bench-baselines: --kv-dtype $kvdt is not f32, f16, q8_0 or q4_0" >&2; exit 2 ;; esac
 [ ${#presets[@]} -gt 0 ] || [ ${#shapes[@]} -gt 0 ] || presets=(llm-prefill llm-decode vit)
 bench="$build/tools/sdpa-bench"
 [ -x "$bench" ] || { echo "bench-baselines: no $bench (build first: meson setup build && ninja -C build)" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# ggml: scripts/baselines/ggml_flash_attn.c against install-deps.sh's static
+# build (OpenMP, C++ runtime).
+gprefix="${SDPA_GGML_PREFIX:-$HOME/.cache/sdpa/ggml}"
+gfa="$work/ggml_flash_attn"
+if [ "$ggml" = 1 ] || [ "$check" = 1 ]; then
+  if [ ! -f "$gprefix/lib/libggml-cpu.a" ]; then
+    echo "bench-baselines: no ggml in $gprefix (scripts/install-deps.sh --baselines); ggml column left out" >&2
+    [ "$check" = 1 ] && exit 1
+    ggml=0
+  else
+    "${CC:-cc}" -O2 -o "$gfa" "$root/scripts/baselines/ggml_flash_attn.c" -I"$gprefix/include" \
+      "$gprefix/lib/libggml-cpu.a" "$gprefix/lib/libggml-base.a" -fopenmp -lstdc++ -lm -lpthread
+  fi
+fi
+if [ "$check" = 1 ]; then
+  chk="$build/tools/sdpa-check"
+  [ -x "$chk" ] || { echo "bench-baselines: no $chk (build first)" >&2; exit 1; }
+  fails=0
+  # decode with GQA (over 512 keys: ggml splits f32/f16 K/V across threads),
+  # and causal prefill (bottom-right), odd lengths
+  for kt in f32 f16 q8_0 q4_0; do
+    for s in "1 8 2 1 601 64 64 0" "2 4 2 37 45 64 32 1"; do
+      dir="$work/ggml_${kt}_${s// /_}"
+      # shellcheck disable=SC2086
+      "$gfa" $s 1 0 --kv-dtype "$kt" --threads "$threads" --case "$dir" >/dev/null
+      res=$("$chk" --backend reference "$dir" | head -1) || true
+      echo "$res"
+      case "$res" in PASS*) ;; *) fails=$((fails + 1)) ;; esac
+      # negative control: ggml's output with the query heads rotated by one
+      python3 - "$dir" <<'PY'
+import array, json, sys
+d = sys.argv[1]
+c = json.load(open(d + "/case.json"))
+B, H, S, Dv = c["expected"]["out"]["shape"]
+o = array.array("f")
+with open(d + "/out.expected.f32", "rb") as f:
+    o.frombytes(f.read())
+n = S * Dv
+r = array.array("f")
+for b in range(B):
+    blk = o[b * H * n:(b + 1) * H * n]
+    r.extend(blk[n:] + blk[:n])
+with open(d + "/out.expected.f32", "wb") as f:
+    f.write(r.tobytes())
+PY
+      res=$("$chk" --backend reference "$dir" | head -1) || true
+      case "$res" in
+        FAIL*) echo "  heads rotated, must fail: ${res#* * }" ;;
+        *) echo "FAIL the same case with its heads rotated: $res"; fails=$((fails + 1)) ;;
+      esac
+    done
+  done
+  echo "bench-baselines --check: $fails failed"
+  [ "$fails" = 0 ]; exit
+fi
 oblas="$work/openblas_attention"
 if ! pkg-config --exists openblas; then
   echo "bench-baselines: OpenBLAS not found (scripts/install-deps.sh --baselines installs libopenblas-dev)" >&2
@@ -79,24 +151,35 @@ for s in "${shapes[@]}"; do
   echo "$B $Hq $Hkv $Sq $Skv $D ${Dv:-$D} $causal" >> "$list"
 done
 
-printf "threads %s, repeat %s, warmup %s; ratio = baseline median / cpu median (above 1: cpu faster)\n" \
-  "$threads" "$repeat" "$warmup"
-printf "%-28s %-6s %10s %12s %7s %10s %7s\n" "shape B,Hq,Hkv,Sq,Skv,D,Dv" "mask" "cpu ms" \
-  "openblas ms" "ratio" "ort ms" "ratio"
+printf "threads %s, repeat %s, warmup %s, K/V %s; ratio = baseline median / cpu median (above 1: cpu faster)\n" \
+  "$threads" "$repeat" "$warmup" "$kvdt"
+printf "%-28s %-6s %10s %12s %7s %10s %7s %10s %7s\n" "shape B,Hq,Hkv,Sq,Skv,D,Dv" "mask" "cpu ms" \
+  "openblas ms" "ratio" "ort ms" "ratio" "ggml ms" "ratio"
 while read -r B Hq Hkv Sq Skv D Dv c; do
   shape="$B,$Hq,$Hkv,$Sq,$Skv,$D,$Dv"
   flag=""; [ "$c" = 1 ] && flag="--causal"
-  cpu=$("$bench" --backend cpu --shape "$shape" $flag --dtype f32 --threads "$threads" \
+  cpu=$("$bench" --backend cpu --shape "$shape" $flag --dtype f32 --kv-dtype "$kvdt" --threads "$threads" \
           --repeat "$repeat" --warmup "$warmup" --no-peak --csv 2>/dev/null |
         python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["median_ms"])')
-  ob=$(env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$threads" \
-         "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" | cut -d' ' -f1)
+  ob="-" obr="-"
+  if [ "$kvdt" = f32 ]; then
+    ob=$(env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$threads" \
+           "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" | cut -d' ' -f1)
+    ob=$(printf "%.3f" "$ob")
+    obr=$(python3 -c "print('%.2fx' % ($ob / $cpu))")
+  fi
   ox="-" oxr="-"
-  if [ "$ort" = 1 ]; then
+  if [ "$ort" = 1 ] && [ "$kvdt" = f32 ]; then
     ox=$("$python" "$root/scripts/baselines/ort_attention.py" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
            "$D" "$Dv" "$c" "$repeat" "$warmup" --threads "$threads" | cut -d' ' -f1)
     oxr=$(python3 -c "print('%.2fx' % ($ox / $cpu))")
   fi
-  printf "%-28s %-6s %10.3f %12.3f %7s %10s %7s\n" "$shape" "$([ "$c" = 1 ] && echo causal || echo none)" \
-    "$cpu" "$ob" "$(python3 -c "print('%.2fx' % ($ob / $cpu))")" "$ox" "$oxr"
+  gx="-" gxr="-"
+  if [ "$ggml" = 1 ]; then
+    gx=$("$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" \
+           --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1)
+    gxr=$(python3 -c "print('%.2fx' % ($gx / $cpu))")
+  fi
+  printf "%-28s %-6s %10.3f %12s %7s %10s %7s %10s %7s\n" "$shape" "$([ "$c" = 1 ] && echo causal || echo none)" \
+    "$cpu" "$ob" "$obr" "$ox" "$oxr" "$gx" "$gxr"
 done < "$list"

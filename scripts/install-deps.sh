@@ -6,7 +6,8 @@
 # scripts/hardening.sh (see hardening_packages below); `--gpu-static` those
 # of scripts/gpu-static.sh (gpu_static_packages below, plus ptxas from PyPI);
 # `--baselines` those of scripts/bench-baselines.sh (baselines_packages below,
-# plus ONNX Runtime from PyPI); `--windows` those of
+# plus ONNX Runtime from PyPI and ggml built from PyPI's llama-cpp-python
+# sdist); `--windows` those of
 # scripts/cross-check-windows.sh (windows_packages below, then Check and
 # cJSON cross-built from Debian's source packages; docs/windows.md).
 set -euo pipefail
@@ -133,15 +134,57 @@ if [ "${1:-}" = "--windows" ]; then
 fi
 # --- outside baselines (scripts/bench-baselines.sh only; optional extras,
 # not needed by the README's commands): Debian's OpenBLAS for the unfused
-# baseline, and a venv with ONNX Runtime, onnx and numpy from PyPI
-# (SDPA_BASELINES_VENV; the script's SDPA_BASELINES_PYTHON default).
-baselines_packages=(libopenblas-dev python3-venv python3-pip)
+# baseline, a venv with ONNX Runtime, onnx and numpy from PyPI
+# (SDPA_BASELINES_VENV; the script's SDPA_BASELINES_PYTHON default), and
+# ggml's CPU library built from source (baselines_ggml below; cmake, g++).
+baselines_packages=(libopenblas-dev python3-venv python3-pip cmake g++)
 baselines_venv="${SDPA_BASELINES_VENV:-$HOME/.cache/sdpa/baselines-venv}"
 baselines_ort() {
   "$baselines_venv/bin/python" -c "import onnxruntime, onnx, numpy" 2>/dev/null && return 0
   echo "install-deps: installing onnxruntime, onnx, numpy (pip) into $baselines_venv"
   python3 -m venv "$baselines_venv"
   "$baselines_venv/bin/pip" install -q onnxruntime onnx numpy
+}
+# ggml: Debian has no package, so its source comes from PyPI's
+# llama-cpp-python sdist (which vendors llama.cpp and ggml; pinned below,
+# checked by pip against ggml_sdist_sha256), and only ggml's CPU backend is
+# built from it: CMake on llama.cpp's tree (its ggml folder alone lacks
+# ggml.pc.in in the sdist), Release, GGML_NATIVE (-march=native), OpenMP,
+# static, no llama, tests, tools or examples. Headers and the two static
+# libraries (libggml-base.a, libggml-cpu.a) go to SDPA_GGML_PREFIX, default
+# ~/.cache/sdpa/ggml (the script's default too), its VERSION file naming the
+# sdist; bench-baselines.sh compiles scripts/baselines/ggml_flash_attn.c
+# against them.
+ggml_sdist_version=0.3.36
+ggml_sdist_sha256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+ggml_prefix="${SDPA_GGML_PREFIX:-$HOME/.cache/sdpa/ggml}"
+baselines_ggml() {
+  local tag="llama-cpp-python $ggml_sdist_version"
+  [ -f "$ggml_prefix/lib/libggml-cpu.a" ] && [ "$(cat "$ggml_prefix/VERSION" 2>/dev/null)" = "$tag" ] &&
+    return 0
+  local src="$ggml_prefix/src" sdist="llama_cpp_python-$ggml_sdist_version.tar.gz"
+  local top="llama_cpp_python-$ggml_sdist_version/vendor/llama.cpp"
+  mkdir -p "$src" "$ggml_prefix/lib"
+  if ! echo "$ggml_sdist_sha256  $src/$sdist" | sha256sum -c --status 2>/dev/null; then
+    echo "install-deps: downloading llama-cpp-python $ggml_sdist_version's sdist (pip) into $src"
+    echo "llama-cpp-python==$ggml_sdist_version --hash=sha256:$ggml_sdist_sha256" >"$src/requirements.txt"
+    python3 -m pip download -q --no-deps --no-binary :all: --require-hashes \
+      -r "$src/requirements.txt" -d "$src"
+  fi
+  rm -rf "$src/build" "$src/${top%%/*}" "$ggml_prefix/include"
+  tar -xzf "$src/$sdist" -C "$src" "$top"
+  echo "install-deps: building ggml's CPU backend into $ggml_prefix (minutes)"
+  cmake -S "$src/$top" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_NATIVE=ON -DGGML_CPU=ON -DGGML_OPENMP=ON -DGGML_CCACHE=OFF \
+    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_OPENSSL=OFF >"$src/cmake.log" 2>&1 &&
+    cmake --build "$src/build" --target ggml-base ggml-cpu -j"$(nproc)" >>"$src/cmake.log" 2>&1 ||
+    { tail -20 "$src/cmake.log"; return 1; }
+  cp -r "$src/$top/ggml/include" "$ggml_prefix/include"
+  cp "$src/build/ggml/src/libggml-base.a" "$src/build/ggml/src/libggml-cpu.a" "$ggml_prefix/lib/"
+  rm -rf "$src/build" "$src/${top%%/*}"
+  echo "$tag" >"$ggml_prefix/VERSION"
 }
 if [ "${1:-}" = "--gpu-static" ]; then
   packages=("${gpu_static_packages[@]}")
@@ -168,5 +211,5 @@ else
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 if [ "${1:-}" = "--gpu-static" ]; then gpu_static_ptxas; fi
-if [ "${1:-}" = "--baselines" ]; then baselines_ort; fi
+if [ "${1:-}" = "--baselines" ]; then baselines_ort; baselines_ggml; fi
 if [ "${1:-}" = "--windows" ]; then windows_sources; fi
