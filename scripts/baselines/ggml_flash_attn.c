@@ -34,18 +34,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "timing.h"
 
 static void *xmalloc(size_t n)
 {
@@ -230,9 +219,7 @@ int main(int argc, char **argv)
         if (r >= warmup)
             t[r - warmup] = now_ms() - t0;
     }
-    qsort(t, (size_t)repeat, sizeof *t, cmp);
-    printf("%.4f %.4f\n", repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]),
-           t[0]);
+    print_median_min(t, repeat);
     if (casedir)
         write_case(casedir, kvname, q, k, v, out, causal, tol_abs, tol_rel);
     free(t);

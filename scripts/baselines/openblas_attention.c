@@ -17,18 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "timing.h"
 
 static float *randbuf(size_t n)
 {
@@ -87,9 +76,7 @@ int main(int argc, char **argv)
             }
         if (rep >= warmup) t[rep - warmup] = now_ms() - t0;
     }
-    qsort(t, (size_t)repeat, sizeof *t, cmp);
-    const double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
-    printf("%.4f %.4f\n", med, t[0]);
+    print_median_min(t, repeat);
     free(q);
     free(k);
     free(v);
