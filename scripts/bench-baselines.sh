@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --kv-dtype) kvdt="$2"; shift 2 ;;
     --no-ggml) ggml=0; shift ;;
     --check) check=1; shift ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-baselines: unknown option $1" >&2; exit 2 ;;
   esac
 done
