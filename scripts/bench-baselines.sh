@@ -32,7 +32,9 @@
 # onnxruntime (default: the venv install-deps.sh makes,
 # ~/.cache/sdpa/baselines-venv); SDPA_GGML_PREFIX the folder with ggml's
 # include/ and lib/ (default: where install-deps.sh builds it,
-# ~/.cache/sdpa/ggml).
+# ~/.cache/sdpa/ggml). ggml's threads are OpenMP's: OMP_WAIT_POLICY is
+# passive for it unless set (spinning OpenMP waits cost ggml 1.5-4x on a
+# machine busier than its cores, and next to nothing when it is idle).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build"
@@ -176,7 +178,7 @@ while read -r B Hq Hkv Sq Skv D Dv c; do
   fi
   gx="-" gxr="-"
   if [ "$ggml" = 1 ]; then
-    gx=$("$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" \
+    gx=$(OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" \
            --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1)
     gxr=$(python3 -c "print('%.2fx' % ($gx / $cpu))")
   fi
