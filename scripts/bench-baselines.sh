@@ -33,7 +33,7 @@
 # ~/.cache/sdpa/baselines-venv); SDPA_GGML_PREFIX the folder with ggml's
 # include/ and lib/ (default: where install-deps.sh builds it,
 # ~/.cache/sdpa/ggml). ggml's threads are OpenMP's: OMP_WAIT_POLICY is
-# passive for it unless set (spinning OpenMP waits cost ggml 1.5-4x on a
+# passive for it unless set (spinning OpenMP waits cost ggml 1.3-4x on a
 # machine busier than its cores, and next to nothing when it is idle).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

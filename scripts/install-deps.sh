@@ -163,15 +163,16 @@ baselines_ggml() {
   [ -f "$ggml_prefix/lib/libggml-cpu.a" ] && [ "$(cat "$ggml_prefix/VERSION" 2>/dev/null)" = "$tag" ] &&
     return 0
   local src="$ggml_prefix/src" sdist="llama_cpp_python-$ggml_sdist_version.tar.gz"
-  local top="llama_cpp_python-$ggml_sdist_version/vendor/llama.cpp"
-  mkdir -p "$src" "$ggml_prefix/lib"
+  local tree="llama_cpp_python-$ggml_sdist_version" top
+  top="$tree/vendor/llama.cpp"
+  mkdir -p "$src" "$ggml_prefix/lib" "$ggml_prefix/include"
   if ! echo "$ggml_sdist_sha256  $src/$sdist" | sha256sum -c --status 2>/dev/null; then
     echo "install-deps: downloading llama-cpp-python $ggml_sdist_version's sdist (pip) into $src"
     echo "llama-cpp-python==$ggml_sdist_version --hash=sha256:$ggml_sdist_sha256" >"$src/requirements.txt"
     python3 -m pip download -q --no-deps --no-binary :all: --require-hashes \
       -r "$src/requirements.txt" -d "$src"
   fi
-  rm -rf "$src/build" "$src/${top%%/*}" "$ggml_prefix/include"
+  rm -rf "${src:?}/build" "${src:?}/$tree"
   tar -xzf "$src/$sdist" -C "$src" "$top"
   echo "install-deps: building ggml's CPU backend into $ggml_prefix (minutes)"
   cmake -S "$src/$top" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
@@ -181,9 +182,9 @@ baselines_ggml() {
     -DLLAMA_OPENSSL=OFF >"$src/cmake.log" 2>&1 &&
     cmake --build "$src/build" --target ggml-base ggml-cpu -j"$(nproc)" >>"$src/cmake.log" 2>&1 ||
     { tail -20 "$src/cmake.log"; return 1; }
-  cp -r "$src/$top/ggml/include" "$ggml_prefix/include"
+  cp -r "$src/$top/ggml/include/." "$ggml_prefix/include/"
   cp "$src/build/ggml/src/libggml-base.a" "$src/build/ggml/src/libggml-cpu.a" "$ggml_prefix/lib/"
-  rm -rf "$src/build" "$src/${top%%/*}"
+  rm -rf "${src:?}/build" "${src:?}/$tree"
   echo "$tag" >"$ggml_prefix/VERSION"
 }
 if [ "${1:-}" = "--gpu-static" ]; then
