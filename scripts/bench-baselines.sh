@@ -178,8 +178,8 @@ while read -r B Hq Hkv Sq Skv D Dv c; do
   fi
   gx="-" gxr="-"
   if [ "$ggml" = 1 ]; then
-    gx=$(OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" \
-           --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1)
+    gx=$(OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
+           "$D" "$Dv" "$c" "$repeat" "$warmup" --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1)
     gxr=$(python3 -c "print('%.2fx' % ($gx / $cpu))")
   fi
   printf "%-28s %-6s %10.3f %12s %7s %10s %7s %10s %7s\n" "$shape" "$([ "$c" = 1 ] && echo causal || echo none)" \
