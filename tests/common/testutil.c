@@ -476,6 +476,13 @@ char *tmkdtemp(const char *prefix)
     return out;
 }
 
+int64_t tmax_len(void)
+{
+    const char *v = getenv("SDPA_TEST_MAX_LEN");
+    long long max = v && *v ? strtoll(v, NULL, 10) : 0;
+    return max > 0 ? (int64_t)max : 0;
+}
+
 sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c)
 {
     tproblem p;

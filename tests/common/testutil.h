@@ -96,6 +96,10 @@ void tproblem_free(tproblem *p);
 sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c);
 sdpa_plan_info tplan_info_of(sdpa_context *ctx, tproblem *p, const sdpa_plan_options *o,
                              bool run);
+/* SDPA_TEST_MAX_LEN (0 when unset): the longest query length the slow
+ * instrumented runs (.ci/run's sanitizer, qemu and Wine steps) ask suites to
+ * run; suites say on stderr what they leave out. */
+int64_t tmax_len(void);
 /* Fills every output (out, lse, stats, dq, dk, dv, gain grads) with NaN. */
 void tproblem_poison(tproblem *p);
 
