@@ -19,15 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
+results = []  # (passed, what) per check
 
 
 def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
+    results.append((bool(cond), what))
+    if not cond:
         print("FAIL: " + what)
 
 
@@ -127,5 +124,6 @@ with open(os.path.join(SRC, "scripts", "device-check.sh")) as f:
 check(calls and all("--allow-unsupported" in l for l in calls),
       "device-check.sh runs sdpa-check with --allow-unsupported: %s" % calls)
 
-print("%d passed, %d failed" % (passed, failed))
+failed = sum(1 for ok, _ in results if not ok)
+print("%d passed, %d failed" % (len(results) - failed, failed))
 sys.exit(1 if failed else 0)
