@@ -4,10 +4,15 @@
 # --backend opencl on tests/conformance) under every test-only GPU persona of
 # the OpenCL backend (SDPA_TEST_PERSONA=cl-..., src/backend/opencl/cl_persona.c,
 # docs/opencl.md "GPU personas"), so the configuration a GPU with those
-# limits would get runs here on PoCL. A parity row whose plan an earlier
-# persona of this run already ran and passed is run once (SDPA_PARITY_SEEN). test_opencl's `personas` case (limits
-# and the exact default plans, a fresh process per persona) is part of the
-# opencl suite, so of the test step; CL_PERSONA_RUNS=personas runs it here.
+# limits would get runs here on PoCL. The parity run is the suite's persona
+# set by default (SDPA_PARITY_SET=persona: every kernel kind the persona's
+# defaults select — prefill at D 64 and 256, statistics, decode, backward — at
+# lengths 1, 7, 63, 65, 257, 1000, one program build per kind; the full cross
+# product runs under the default device in the test step). A parity row
+# whose plan an earlier persona of this run already ran and passed is run
+# once (SDPA_PARITY_SEEN). test_opencl's `personas` case (limits and the
+# exact default plans, a fresh process per persona) is part of the opencl
+# suite, so of the test step; CL_PERSONA_RUNS=personas runs it here.
 # CI (.ci/run) calls this after the test build; coverage and timing:
 # docs/gpu.md "Persona runs in CI".
 #
@@ -17,6 +22,9 @@
 #                                          persona; `personas`: the test case, once)
 #   CL_PARITY_PERSONAS="cl-discrete ..."   the personas whose parity run runs
 #                                          (default: all of CL_PERSONAS)
+#   CL_PARITY_SET=persona|full   the parity rows each persona runs (default
+#                                persona; full: the whole table, ~8 min of
+#                                PoCL compiling per persona when cold)
 # Prints one line per run with its time; exits 1 when any run failed, 0 with a
 # note when the build has no OpenCL device.
 set -uo pipefail
@@ -25,6 +33,7 @@ build=${1:-build}
 personas=${CL_PERSONAS:-"cl-discrete cl-mali cl-wg32 cl-wg1024 cl-lmem8 cl-lmem16 cl-lmem64 cl-spill"}
 runs=${CL_PERSONA_RUNS:-"parity conformance"}
 parity_personas=${CL_PARITY_PERSONAS:-$personas}
+parity_set=${CL_PARITY_SET:-persona}
 for f in "$build/tools/sdpa-check" "$build/tests/test_parity" "$build/tests/test_opencl"; do
   [ -x "$f" ] || { echo "cl-personas: $f not built" >&2; exit 1; }
 done
@@ -50,7 +59,7 @@ for p in $personas; do
       personas) ;;
       parity) case " $parity_personas " in *" $p "*) ;; *) continue ;; esac
               persona_run "$p-parity" env SDPA_TEST_PERSONA="$p" SDPA_PARITY_BACKENDS=opencl \
-                "$build/tests/test_parity" ;;
+                SDPA_PARITY_SET="$parity_set" "$build/tests/test_parity" ;;
       conformance) persona_run "$p-conformance" env SDPA_TEST_PERSONA="$p" \
                      "$build/tools/sdpa-check" --backend opencl tests/conformance ;;
       *) echo "cl-personas: unknown run '$r'" >&2; exit 2 ;;

@@ -3,7 +3,9 @@
 #   tsan     ThreadSanitizer build, tests/test_threads
 #   faults   ASan+UBSan+LSan build with -Dfault_injection=true: the fault walk
 #            (tests/test_faults) and tests/test_numerics, CK_FORK=no so a leak
-#            fails the process
+#            fails the process (HARDEN_FAULTS_NUMERICS=0: the walk only, for
+#            callers that run the numerics suite under ASan+UBSan+LSan
+#            themselves, as .ci/run's sanitizer step does)
 #   fuzz     clang libFuzzer build; each target runs FUZZ_SECONDS from its seed
 #            corpus (tests/fuzz/corpus/<target>, copied to a scratch folder)
 #   i686     32-bit build (size_t of 32 bits): reference, cpu, numerics suites
@@ -12,7 +14,10 @@
 #   aarch64  cross build; reference, cpu, numerics suites under qemu-aarch64
 # Usage: scripts/hardening.sh [STEP...]   (default: all steps, in that order)
 # Env: HARDEN_DIR (build root, default /tmp/sdpa-hardening), FUZZ_SECONDS (30),
-#      HARDEN_JOBS (2), HARDEN_DEVICES (0; 1 = OpenCL/Vulkan in the faults step). Needs the extra packages of `install-deps.sh --hardening`.
+#      HARDEN_JOBS (2), HARDEN_DEVICES (0; 1 = OpenCL/Vulkan in the faults step),
+#      HARDEN_FAULTS_NUMERICS (1; 0 = no test_numerics in the faults step),
+#      SDPA_TEST_MAX_LEN (passed to the suites: test_cpu's features cases).
+#      Needs the extra packages of `install-deps.sh --hardening`.
 # Exits non-zero if any step fails; prints one summary line per step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -79,12 +84,14 @@ step_faults() {
   # under ASan, so CI leaves them to the regular suites by default.
   local devopts=("${NODEV[@]}")
   [ "${HARDEN_DEVICES:-0}" = 1 ] && devopts=() && d=$ROOT/faults-dev
-  note "fault injection (ASan+UBSan+LSan): test_faults, test_numerics"
+  local exes=(tests/test_faults tests/test_numerics)
+  [ "${HARDEN_FAULTS_NUMERICS:-1}" = 1 ] || exes=(tests/test_faults)
+  note "fault injection (ASan+UBSan+LSan): ${exes[*]#tests/}"
   if setup "$d" "${devopts[@]}" -Dfault_injection=true -Db_sanitize=address,undefined \
         -Db_lundef=false -Dbuildtype=debugoptimized &&
-     build "$d" tests/test_faults tests/test_numerics &&
+     build "$d" "${exes[@]}" &&
      CK_FORK=no "$d/tests/test_faults" | tee "$d.faults.log" &&
-     CK_FORK=no "$d/tests/test_numerics"; then
+     { [ ${#exes[@]} = 1 ] || CK_FORK=no "$d/tests/test_numerics"; }; then
     result faults ok $((SECONDS - t0)) "$(grep -h '^fault walk' "$d.faults.log" | grep -v skipped | sed 's/ (.*//' | tr '\n' ';')"
   else
     result faults FAIL $((SECONDS - t0)) "see output above"

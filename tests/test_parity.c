@@ -31,6 +31,22 @@
  * for a row run it once; what the plan's config does not name is assumed
  * equal (the device limits a persona enforces at enqueue, for one).
  *
+ * Persona set (SDPA_PARITY_SET=persona, used by scripts/cl-personas.sh):
+ * instead of the table's cross product, one row per kernel kind a GPU
+ * persona's default configuration selects (prefill at D 64 and 256,
+ * statistics, decode, backward), each at the lengths 1, 7, 63, 65, 257 and
+ * 1000 (decode: keys), f32, with the persona's exact default plans. A GPU
+ * kernel program is fixed by (dtype, D, Dv, mask, bias, softcap, stats, the
+ * configuration), not by lengths or runtime features (causal, windows,
+ * kv_len, broadcasts), so each kind costs one program build per persona;
+ * the kinds' shapes and build-relevant features are those of test_opencl's
+ * `personas` case, whose builds (PoCL's cache, the library's) the rows reuse.
+ * The full cross product runs under the default device (the test step).
+ *
+ * SDPA_TEST_MAX_LEN=N (the sanitizer step of .ci/run): rows whose query
+ * length exceeds N are not run, and stderr says how many; decode rows (long
+ * keys, a few queries) all run. The plain test step runs every row.
+ *
  * Runs unforked by default (CK_FORK=no unless the caller set it): one context
  * per backend for the whole run, so plans of a kernel variant share the
  * context's compiled programs and pipelines. 312 tests (78 per backend) on
@@ -435,9 +451,15 @@ static bool selected(const char *list, sdpa_backend_kind kind)
     return false;
 }
 
+static int g_nlong; /* tests not run: Sq above SDPA_TEST_MAX_LEN */
+
 static void add(Suite *s, sdpa_backend_kind kind, const fcase *row, bool backward, int row_i,
                 sdpa_dtype dt)
 {
+    if (tmax_len() && row->Sq > tmax_len()) {
+        g_nlong++;
+        return;
+    }
     if (g_ntests == MAX_TESTS) {
         fprintf(stderr, "parity: more than %d tests\n", MAX_TESTS);
         exit(EXIT_FAILURE);
@@ -468,10 +490,64 @@ static void add_rows(Suite *s, sdpa_backend_kind kind, const fcase *rows, int n,
             add(s, kind, &rows[i], backward, i, dts[d]);
 }
 
+/* ---- the persona set (SDPA_PARITY_SET=persona) ----------------------------------- */
+
+/* One row per kernel kind; Sq / Skv 0 = the length. Shapes, dtype and the
+ * build-relevant features (mask, bias, softcap, stats) as test_opencl's
+ * `personas` case (p_prefill_gqa, p_prefill_d256, p_stats_mask,
+ * p_decode_gqa, p_backward_gqa), batch and heads smaller where no build
+ * option depends on them (decode keeps 4 query heads per KV head: its rows
+ * per work-item do). Runtime features ride along: they cost no build. */
+static const fcase persona_fkinds[] = {
+    {"prefill", 1, 4, 1, 0, 0, 64, 32, F_CAUSAL | F_BR | F_KVLEN},
+    {"prefill_d256", 1, 1, 1, 0, 0, 256, 256, F_CAUSAL},
+    {"stats", 1, 2, 1, 0, 0, 64, 64, F_MASK | F_BIAS | F_BCAST | F_STATS | F_WIN},
+    {"decode", 1, 4, 1, 1, 0, 128, 128, F_KVLEN},
+};
+static const fcase persona_bkinds[] = {
+    {"backward", 1, 2, 1, 0, 0, 64, 48, F_CAUSAL | F_BR | F_CAP},
+};
+static const int64_t persona_lengths[] = {1, 7, 63, 65, 257, 1000};
+#define N_PLEN (int)(sizeof persona_lengths / sizeof persona_lengths[0])
+#define N_PKINDS (int)(sizeof persona_fkinds / sizeof persona_fkinds[0] + \
+                       sizeof persona_bkinds / sizeof persona_bkinds[0])
+static fcase g_prows[N_PKINDS * N_PLEN];
+static bool g_pbackward[N_PKINDS * N_PLEN];
+static char g_pnames[N_PKINDS * N_PLEN][48];
+static int g_nprows;
+
+/* g_prows: every kind at every length (once for all backends). */
+static void persona_rows_make(const fcase *kinds, int n, bool backward)
+{
+    for (int k = 0; k < n; k++)
+        for (int l = 0; l < N_PLEN; l++, g_nprows++) {
+            fcase *r = &g_prows[g_nprows];
+            *r = kinds[k];
+            if (!r->Sq) r->Sq = persona_lengths[l];
+            if (!r->Skv) r->Skv = persona_lengths[l];
+            snprintf(g_pnames[g_nprows], sizeof g_pnames[g_nprows], "persona_%s_len%lld",
+                     kinds[k].name, (long long)persona_lengths[l]);
+            r->name = g_pnames[g_nprows];
+            g_pbackward[g_nprows] = backward;
+        }
+}
+
 int main(void)
 {
     setenv("CK_FORK", "no", 0);
     const char *list = getenv("SDPA_PARITY_BACKENDS");
+    const char *set = getenv("SDPA_PARITY_SET");
+    const bool persona_set = set && strcmp(set, "persona") == 0;
+    if (set && *set && !persona_set && strcmp(set, "full") != 0) {
+        fprintf(stderr, "parity: SDPA_PARITY_SET=%s: must be full or persona\n", set);
+        return EXIT_FAILURE;
+    }
+    if (persona_set) {
+        persona_rows_make(persona_fkinds, (int)(sizeof persona_fkinds / sizeof persona_fkinds[0]),
+                          false);
+        persona_rows_make(persona_bkinds, (int)(sizeof persona_bkinds / sizeof persona_bkinds[0]),
+                          true);
+    }
     Suite *s = suite_create("parity");
     int backends = 0;
     for (int k = SDPA_BACKEND_AUTO + 1; k < SDPA_BACKEND_COUNT; k++) {
@@ -485,15 +561,24 @@ int main(void)
             if (list && *list) return EXIT_FAILURE; /* asked for by name */
             continue;
         }
-        add_rows(s, kind, tparity_fcases, tparity_n_fcases, false);
-        add_rows(s, kind, tparity_bcases, tparity_n_bcases, true);
+        if (persona_set) {
+            for (int i = 0; i < g_nprows; i++)
+                add(s, kind, &g_prows[i], g_pbackward[i], i, SDPA_DTYPE_F32);
+        } else {
+            add_rows(s, kind, tparity_fcases, tparity_n_fcases, false);
+            add_rows(s, kind, tparity_bcases, tparity_n_bcases, true);
+        }
         backends++;
     }
     if (!backends) {
         fprintf(stderr, "parity: no backend selected by SDPA_PARITY_BACKENDS=%s\n", list);
         return EXIT_FAILURE;
     }
-    fprintf(stderr, "parity: %d tests on %d backends\n", g_ntests, backends);
+    fprintf(stderr, "parity: %d tests on %d backends (%s set)\n", g_ntests, backends,
+            persona_set ? "persona" : "full");
+    if (g_nlong)
+        fprintf(stderr, "parity: %d tests of query length > %lld not run (SDPA_TEST_MAX_LEN)\n",
+                g_nlong, (long long)tmax_len());
     int rc = trun_suite(s);
     for (int k = 0; k < SDPA_BACKEND_COUNT; k++) sdpa_context_destroy(g_ctx[k]);
     return rc;

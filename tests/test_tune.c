@@ -137,23 +137,34 @@ static void write_file(const char *path, const void *data, size_t n)
     fclose(f);
 }
 
-/* Plans test_problem on ctx and returns the plan info. */
-static sdpa_plan_info plan_info(sdpa_context *ctx)
+/* test_problem() as testutil's tcase (causal, top-left), for tplan_info. */
+static tcase test_tcase(void)
 {
-    host_problem h;
-    host_problem_make(&h);
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, NULL, &plan), SDPA_OK);
-    ck_assert_int_eq(sdpa_plan_forward(plan, &h.desc.tensors), SDPA_OK);
-    ck_assert(isfinite(h.o[0]));
-    sdpa_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
-    sdpa_plan_destroy(plan);
-    host_problem_free(&h);
+    const sdpa__problem p = test_problem();
+    tcase c;
+    tcase_init(&c, "tune", p.B, p.Hq, p.Hkv, p.Sq, p.Skv, p.D, p.Dv);
+    c.window_left = p.window_left;
+    c.window_right = p.window_right;
+    c.seed = 7;
+    return c;
+}
+
+/* Plans test_problem on ctx with plan options o (NULL: none) and returns the
+ * plan info (testutil's tplan_info_of); run: the forward runs too and its
+ * output is finite. */
+static sdpa_plan_info plan_info_with(sdpa_context *ctx, const sdpa_plan_options *o, bool run)
+{
+    tcase c = test_tcase();
+    c.lse = o && (o->flags & SDPA_PLAN_BACKWARD);
+    tproblem tp;
+    tproblem_make(&tp, &c);
+    sdpa_plan_info info = tplan_info_of(ctx, &tp, o, run);
+    if (run) ck_assert(isfinite(tload(tp.out, c.dtype, 0)));
+    tproblem_free(&tp);
     return info;
 }
+
+static sdpa_plan_info plan_info(sdpa_context *ctx) { return plan_info_with(ctx, NULL, true); }
 
 
 /* ---- a cpu backend that offers tile candidates ------------------------------------
@@ -780,23 +791,15 @@ START_TEST(lookup_chain)
     ck_assert_str_eq(info.source, "shipped profile");
 
     /* A forced tile bypasses the profiles. */
-    host_problem h;
-    host_problem_make(&h);
     sdpa_tile_config tc;
     sdpa_tile_config_init(&tc);
     sdpa_tile_config_set(&tc, SDPA_TILE_Q_TILE, 64);
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.tile = &tc;
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, &po, &plan), SDPA_OK);
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    sdpa_plan_get_info(plan, &info);
+    info = plan_info_with(ctx, &po, false);
     ck_assert_str_ne(info.source, "profile");
     ck_assert_str_ne(info.source, "shipped profile");
-    sdpa_plan_destroy(plan);
-    host_problem_free(&h);
 
     /* Removing the shipped file: back to the default. */
     unlink(spath);
@@ -990,14 +993,8 @@ START_TEST(tune_backward_bucket)
     sdpa_plan_options po;
     sdpa_plan_options_init(&po);
     po.flags = SDPA_PLAN_BACKWARD;
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(ctx, &h.desc, &po, &plan), SDPA_OK);
-    sdpa_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    sdpa_plan_get_info(plan, &info);
+    sdpa_plan_info info = plan_info_with(ctx, &po, false);
     ck_assert_str_eq(info.source, "profile");
-    sdpa_plan_destroy(plan);
     /* The forward bucket has no record. */
     info = plan_info(ctx);
     ck_assert_str_eq(info.source, "default");

@@ -476,17 +476,35 @@ char *tmkdtemp(const char *prefix)
     return out;
 }
 
+int64_t tmax_len(void)
+{
+    const char *v = getenv("SDPA_TEST_MAX_LEN");
+    long long max = v && *v ? strtoll(v, NULL, 10) : 0;
+    return max > 0 ? (int64_t)max : 0;
+}
+
 sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c)
 {
     tproblem p;
     tproblem_make(&p, c);
+    sdpa_plan_info info = tplan_info_of(ctx, &p, NULL, false);
+    tproblem_free(&p);
+    return info;
+}
+
+sdpa_plan_info tplan_info_of(sdpa_context *ctx, tproblem *p, const sdpa_plan_options *o,
+                             bool run)
+{
     sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(ctx, &p.desc, NULL, &plan), SDPA_OK);
+    ck_assert_int_eq(sdpa_plan_create(ctx, &p->desc, o, &plan), SDPA_OK);
+    if (run) {
+        ck_assert_int_eq(sdpa_plan_forward(plan, &p->desc.tensors), SDPA_OK);
+        ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
+    }
     sdpa_plan_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     ck_assert_int_eq(sdpa_plan_get_info(plan, &info), SDPA_OK);
     sdpa_plan_destroy(plan);
-    tproblem_free(&p);
     return info;
 }

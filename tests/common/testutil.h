@@ -90,8 +90,16 @@ typedef struct tproblem {
 void tproblem_make(tproblem *p, const tcase *c);
 void tproblem_free(tproblem *p);
 /* The plan ctx makes for c (no tile forced): its sdpa_plan_info, asserted
- * to be created and described. */
+ * to be created and described. tplan_info_of: the same for a problem made
+ * already, with plan options o (NULL: none); run: the plan's forward also
+ * runs on p's tensors (asserted SDPA_OK), so the caller can check p's out. */
 sdpa_plan_info tplan_info(sdpa_context *ctx, const tcase *c);
+sdpa_plan_info tplan_info_of(sdpa_context *ctx, tproblem *p, const sdpa_plan_options *o,
+                             bool run);
+/* SDPA_TEST_MAX_LEN (0 when unset): the longest query length the slow
+ * instrumented runs (.ci/run's sanitizer, qemu and Wine steps) ask suites to
+ * run; suites say on stderr what they leave out. */
+int64_t tmax_len(void);
 /* Fills every output (out, lse, stats, dq, dk, dv, gain grads) with NaN. */
 void tproblem_poison(tproblem *p);
 

@@ -8,6 +8,15 @@ seconds, log), OUT/sdpa-info.json, OUT/targets.txt and the steps' logs
 (bench and tune print JSON on stdout), and sums them up: the devices, each
 step's outcome with its pass/fail counts, the benchmark rows with % of peak,
 the tuning results. Exit status 1 when a step failed or timed out.
+
+What a device refuses with SDPA_ERR_UNSUPPORTED is no failure: it is counted
+and listed on its own ("Unsupported" in report.md, "unsupported" in
+report.json) — sdpa-check's UNSUPPORTED cases (device-check passes
+--allow-unsupported), the parity suite's "unsupported (SDPA_ERR_UNSUPPORTED"
+lines, sdpa-bench rows with status "unsupported" and sdpa-tune buckets with
+status SDPA_ERR_UNSUPPORTED. A step that exited non-zero only because of such
+refusals (sdpa-tune counts them as failed buckets; sdpa-check without
+--allow-unsupported) counts as passed. tests/device_report_test.py checks it.
 """
 import json
 import os
@@ -25,11 +34,12 @@ def read(path):
 
 def counts(text):
     """Pass/fail counts a step printed: sdpa-check's 'N passed, N failed,
-    N skipped' or meson test's 'Ok: N ... Fail: N'."""
-    m = re.findall(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", text, re.M)
+    N unsupported' or meson test's 'Ok: N ... Fail: N'."""
+    m = re.findall(r"^(\d+) passed, (\d+) failed(?:, (\d+) (?:skipped|unsupported))?", text,
+                   re.M)
     if m:
         p, f, s = m[-1]
-        return {"passed": int(p), "failed": int(f), "skipped": int(s or 0)}
+        return {"passed": int(p), "failed": int(f), "skipped": 0, "unsupported": int(s or 0)}
     ok = re.findall(r"^Ok:\s+(\d+)", text, re.M)
     fail = re.findall(r"^Fail:\s+(\d+)", text, re.M)
     skip = re.findall(r"^Skipped:\s+(\d+)", text, re.M)
@@ -40,9 +50,44 @@ def counts(text):
     # sdpa-check stopped before its summary: its per-case lines so far
     cases = re.findall(r"^(PASS|FAIL|UNSUPPORTED) ", text, re.M)
     if cases:
-        return {"passed": cases.count("PASS"), "failed": cases.count("FAIL"),
-                "skipped": cases.count("UNSUPPORTED"), "partial": True}
+        return {"passed": cases.count("PASS"), "failed": cases.count("FAIL"), "skipped": 0,
+                "unsupported": cases.count("UNSUPPORTED"), "partial": True}
     return None
+
+
+def unsupported(step, text):
+    """What the step's device refused with SDPA_ERR_UNSUPPORTED: one
+    'what: why' string each."""
+    found = ["%s: %s" % (m.group(1), m.group(2) or "unsupported")
+             for m in re.finditer(r"^UNSUPPORTED (\S+)(?:\s+\((.*)\))?\s*$", text, re.M)]
+    found += ["%s: %s" % (m.group(1), m.group(2))
+              for m in re.finditer(r"^(\S+): unsupported \((SDPA_ERR_UNSUPPORTED.*)\)\s*$",
+                                   text, re.M)]
+    js = step.get("json") or {}
+    for r in js.get("results", []) if step["step"].startswith("bench-") else []:
+        if r.get("status") == "unsupported":
+            found.append("%s %s %s %s: %s" % (r.get("op"), r.get("shape"), r.get("dtype"),
+                                              r.get("backend"), r.get("error") or "unsupported"))
+    for b in js.get("buckets", []) if step["step"].startswith("tune-") else []:
+        if b.get("status") == "SDPA_ERR_UNSUPPORTED":
+            found.append("%s: %s" % (b.get("shape"), b.get("error") or b.get("status")))
+    return found
+
+
+def only_unsupported(step, text):
+    """Whether a step that exited 1 failed only by refusals."""
+    if step["rc"] != 1 or not step["unsupported"]:
+        return False
+    c = step["counts"]
+    if c is not None:
+        return c["failed"] == 0 and not c.get("partial")
+    js = step.get("json") or {}
+    if step["step"].startswith("tune-"):
+        buckets = js.get("buckets", [])
+        return bool(buckets) and all(
+            b.get("status") in ("SDPA_OK", "SDPA_ERR_UNSUPPORTED") and
+            (b.get("verify") or {}).get("target") != "missed" for b in buckets)
+    return False
 
 
 def fmt_ms(v):
@@ -72,6 +117,9 @@ def main():
                 s["json"] = json.loads(text)
             except ValueError:
                 s["json"] = None
+        s["unsupported"] = unsupported(s, text)
+        if only_unsupported(s, text):
+            s["rc"], s["outcome"] = 0, "pass (refusals only)"
         steps.append(s)
     try:
         info = json.load(open(os.path.join(out, "sdpa-info.json")))
@@ -80,7 +128,9 @@ def main():
     targets = [l.split(None, 3) for l in read(os.path.join(out, "targets.txt")).splitlines()]
     cpu_only = ngpu == 0
     failed = [s for s in steps if s["rc"] != 0]
+    refused = [(s["step"], u) for s in steps for u in s["unsupported"]]
     report = {"gpus": ngpu, "cpu_devices_stand_in": cpu_only, "seconds": seconds,
+              "unsupported": len(refused),
               "targets": [{"backend": t[0], "index": int(t[1]), "gpu": t[2] == "1",
                            "name": t[3] if len(t) > 3 else ""} for t in targets],
               "steps": steps, "sdpa_info": info, "failed_steps": len(failed)}
@@ -102,14 +152,17 @@ def main():
                                                   "**checked**" if any(
                                                       t[0] == b["name"] and t[1] == str(d["index"])
                                                       for t in targets) else ""))
-    md += ["", "## Steps", "", "| step | outcome | passed | failed | skipped | s | log |",
-           "|---|---|---|---|---|---|---|"]
+    md += ["", "## Steps", "",
+           "| step | outcome | passed | failed | skipped | unsupported | s | log |",
+           "|---|---|---|---|---|---|---|---|"]
     for s in steps:
         c = s["counts"] or {}
-        md.append("| %s | %s | %s | %s | %s | %d | %s |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %d | %s |" % (
             s["step"], s["outcome"] + (" (counts so far)" if c.get("partial") else ""),
-            c.get("passed", ""), c.get("failed", ""),
-            c.get("skipped", ""), s["seconds"], s["log"]))
+            c.get("passed", ""), c.get("failed", ""), c.get("skipped", ""),
+            len(s["unsupported"]) or "", s["seconds"], s["log"]))
+    md += ["", "## Unsupported (refused with SDPA_ERR_UNSUPPORTED; not failures)", ""]
+    md += ["- %s: %s" % r for r in refused] or ["None."]
     md += ["", "## Benchmarks (median, % of the device's measured FMA peak)", "",
            "| backend | device | op | shape | dtype | ms | GFLOP/s | % peak |",
            "|---|---|---|---|---|---|---|---|"]
@@ -140,7 +193,8 @@ def main():
             md += ["### %s (%s)" % (s["step"], s["outcome"]), "", "```"] + tail + ["```", ""]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    print("device-check: %d steps, %d failed or timed out" % (len(steps), len(failed)))
+    print("device-check: %d steps, %d failed or timed out, %d unsupported case(s) "
+          "(not failures)" % (len(steps), len(failed), len(refused)))
     return 1 if failed else 0
 
 
