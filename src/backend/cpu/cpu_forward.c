@@ -8,7 +8,8 @@
  * A task is (b, hkv, block of pl->sb rows, key split); threads take tasks from
  * an atomic counter, largest-first. Each task:
  *   1. packs its rows' Q (normalised, gain, times the head's scale) as f32,
- *      transposed (D x bq) per sub-block of bq rows (row-major when a
+ *      transposed (D x bq, 16 rows at a time by the kernels' transpose)
+ *      per sub-block of bq rows (row-major when a
  *      sub-block has fewer than 16 rows: then S uses dot products);
  *   2. walks key tiles of bk keys over the union of its rows' kept ranges
  *      (sdpa__row_range: valid keys and the band), packing K (normalised, gain)
@@ -367,9 +368,13 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                 if (w->lo[rr] > si->lo_max) si->lo_max = w->lo[rr];
                 if (w->hi[rr] < si->hi_min) si->hi_min = w->hi[rr];
                 if (si->nq >= 16) {
+                    /* 16 rows at a time in the K tile's buffer (free until
+                     * the key loop), then transposed into qs (D x bq) */
+                    const int c = r % 16;
                     sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
-                                      call->scale_h[h], w->row, NULL, NULL);
-                    for (int d = 0; d < D; d++) qs[(size_t)d * bq + r] = w->row[d];
+                                      call->scale_h[h], w->kp + (size_t)c * D, NULL, NULL);
+                    if (c == 15 || r == si->nq - 1)
+                        k->transpose(c + 1, D, w->kp, D, qs + (r - c), bq);
                 } else {
                     sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
                                       call->scale_h[h], qs + (size_t)r * D, NULL, NULL);
