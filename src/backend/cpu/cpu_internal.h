@@ -75,10 +75,11 @@ typedef struct sdpa__cpu_kernels {
     /* dst[e*stride] = src[e] * mul, converted to dtype, for e < n. */
     void (*store_row)(const float *src, float mul, void *dst, sdpa_dtype dtype,
                       int64_t stride, int n);
-    /* dst[c*ldd + r] = src[r*lds + c] for r < R, c < C: a block of Q rows
-     * transposed (D x rows) for the forward's S^T = K Q^T. */
+    /* dst[c*ldd + r] = src[r*lds + c] * mul for r < R, c < C: a block of Q
+     * rows transposed (D x rows) for the forward's S^T = K Q^T, times the
+     * head's scale when the rows come straight from the caller. */
     void (*transpose)(int R, int C, const float *src, ptrdiff_t lds, float *dst,
-                      ptrdiff_t ldd);
+                      ptrdiff_t ldd, float mul);
     /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
      * rows read in their storage dtype (f32, f16, bf16; unit element stride)
      * and converted in registers while streaming, for sub-blocks under 16
@@ -317,7 +318,7 @@ void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_
 /* The transpose kernel as plain loops: the portable tables' entry and the
  * vector kernels' tails. */
 void sdpa__cpu_transpose(int R, int C, const float *src, ptrdiff_t lds, float *dst,
-                         ptrdiff_t ldd);
+                         ptrdiff_t ldd, float mul);
 
 /* Bytes rounded up to a cache line. */
 static inline size_t sdpa__cpu_align(size_t n) { return (n + 63) & ~(size_t)63; }

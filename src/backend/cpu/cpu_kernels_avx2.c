@@ -528,14 +528,16 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
  * rows, shuffle within 128-bit lanes, swap lanes); the ragged edges (rows
  * or columns not a multiple of 8) as plain loops. */
 static void transpose_avx2(int R, int C, const float *src, ptrdiff_t lds, float *dst,
-                           ptrdiff_t ldd)
+                           ptrdiff_t ldd, float mul)
 {
+    const __m256 mv = _mm256_set1_ps(mul);
     const int R8 = R & ~7, C8 = C & ~7;
     for (int r0 = 0; r0 < R8; r0 += 8)
         for (int c0 = 0; c0 < C8; c0 += 8) {
             __m256 x[8], t[8];
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) x[i] = _mm256_loadu_ps(src + (r0 + i) * lds + c0);
+            for (int i = 0; i < 8; i++)
+                x[i] = _mm256_mul_ps(_mm256_loadu_ps(src + (r0 + i) * lds + c0), mv);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 t[2 * k] = _mm256_unpacklo_ps(x[2 * k], x[2 * k + 1]);
@@ -557,8 +559,8 @@ static void transpose_avx2(int R, int C, const float *src, ptrdiff_t lds, float 
                                  _mm256_permute2f128_ps(x[c], x[4 + c], 0x31));
             }
         }
-    if (C8 < C) sdpa__cpu_transpose(R8, C - C8, src + C8, lds, dst + C8 * ldd, ldd);
-    if (R8 < R) sdpa__cpu_transpose(R - R8, C, src + R8 * lds, lds, dst + R8, ldd);
+    if (C8 < C) sdpa__cpu_transpose(R8, C - C8, src + C8, lds, dst + C8 * ldd, ldd, mul);
+    if (R8 < R) sdpa__cpu_transpose(R - R8, C, src + R8 * lds, lds, dst + R8, ldd, mul);
 }
 
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {

@@ -491,10 +491,11 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
 /* Q rows transposed, 16 x 16 floats at a time in registers: unpack pairs of
  * rows, shuffle within 128-bit lanes (4 x 4 blocks), then move 128-bit lanes
  * twice; rows past R read as 0 and columns past C are neither loaded nor
- * stored (masks). */
+ * stored (masks). Times mul on load. */
 static void transpose_avx512(int R, int C, const float *src, ptrdiff_t lds, float *dst,
-                             ptrdiff_t ldd)
+                             ptrdiff_t ldd, float mul)
 {
+    const __m512 mv = _mm512_set1_ps(mul);
     for (int c0 = 0; c0 < C; c0 += 16) {
         const int nc = C - c0 < 16 ? C - c0 : 16;
         const __mmask16 lm = tail_mask(nc);
@@ -503,7 +504,7 @@ static void transpose_avx512(int R, int C, const float *src, ptrdiff_t lds, floa
             __m512 x[16], t[16];
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++)
-                x[i] = i < nr ? _mm512_maskz_loadu_ps(lm, src + (r0 + i) * lds + c0)
+                x[i] = i < nr ? _mm512_mul_ps(_mm512_maskz_loadu_ps(lm, src + (r0 + i) * lds + c0), mv)
                               : _mm512_setzero_ps();
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
