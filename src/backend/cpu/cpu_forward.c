@@ -612,7 +612,8 @@ sdpa_status sdpa__cpu_forward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
     if (p->has_stats)
         memset(pl->stat_ws, 0,
                (size_t)(p->B * p->Hkv * pl->nsub * pl->G) * CPU_SP_N * sizeof(double));
-    sdpa__cpu_pool_run(pl->pool, fwd_worker, &job);
+    /* tasks come from a counter: a worker that starts late is not waited for */
+    sdpa__cpu_pool_run_any(pl->pool, fwd_worker, &job);
     if (pl->nsplit > 1) fwd_merge_splits(pl, p, a);
     if (p->has_stats) fwd_reduce_stats(pl, p, a);
     return SDPA_OK;

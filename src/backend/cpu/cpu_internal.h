@@ -27,6 +27,10 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
                                   sdpa__cpu_pool **out);
 void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool);
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
+/* The same for jobs whose threads take their work from a shared counter (any
+ * thread may do any part): workers that have not started when the caller's
+ * own call returns are skipped, not waited for (cpu_pool.c). */
+void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
 int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 /* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
  * run) and went to the condition variable: a test and diagnostic counter. */
