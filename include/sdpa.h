@@ -773,10 +773,12 @@ SDPA_API sdpa_status sdpa_context_profile_writable(sdpa_context *ctx);
  *  - $SDPA_SHIPPED_PROFILE_DIR when set and not empty (read at every plan);
  *  - the source tree's data/profiles when the library runs uninstalled from
  *    its Meson build directory (the loaded libsdpa file, found with dladdr,
- *    lies in that directory): tools and programs run from build/ use them;
+ *    or GetModuleFileNameW on Windows, lies in that directory): tools and
+ *    programs run from build/ use them;
  *  - <datadir>/sdpa/profiles relative to the loaded library's folder (for
- *    example <libdir>/../share/sdpa/profiles), when it exists: an install
- *    finds its own even after being moved;
+ *    example <libdir>/../share/sdpa/profiles; <bindir>/../share/... for the
+ *    Windows DLL), when it exists: an install finds its own even after
+ *    being moved;
  *  - else the configured <prefix>/<datadir>/sdpa/profiles (a static link
  *    into a program elsewhere, or a platform without dladdr). */
 typedef struct sdpa_shipped_profiles_info {

@@ -5,7 +5,8 @@
 # reference backends are what this checks): libsdpa-0.dll with the tools and
 # quickstart linked against it, the suites against the static library (as on
 # Linux); then under Wine (Debian's wine64):
-#   1. sdpa-info (the DLL loads; the cpu backend's kernel set and devices);
+#   1. sdpa-info (the DLL loads; the cpu backend's kernel set and devices;
+#      the shipped profiles found from the DLL's own location: build tree);
 #   2. quickstart (the README's program, cpu backend picked by AUTO);
 #   3. the suites (Check, unforked: Windows has no fork): by default platform
 #      (the OS layer itself), status, validate, reference, merge, cpu and
@@ -82,6 +83,11 @@ run() {
 run sdpa-info "$DIR/tools/sdpa-info.exe"
 grep -E "^\s+kernels |cpu|reference" "$L-sdpa-info.log" | head -8 || true
 grep -qE "^\s+kernels " "$L-sdpa-info.log" || { say "sdpa-info shows no cpu kernel set"; failed+="sdpa-info-kernels "; }
+# The DLL finds the shipped profiles from its own file (GetModuleFileNameW):
+# run from the build folder, the source tree's data/profiles.
+grep -E "^shipped profiles: " "$L-sdpa-info.log" || true
+grep -qE "^shipped profiles: .*\(build tree\)" "$L-sdpa-info.log" ||
+  { say "sdpa-info does not find the shipped profiles beside the DLL"; failed+="sdpa-info-shipped "; }
 RUN_ENV=(SDPA_BACKEND=cpu)
 run quickstart "$DIR/quickstart.exe"
 

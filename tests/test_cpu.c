@@ -16,6 +16,7 @@
  */
 #include "fcase.h"
 #include "backend.h"
+#include "../src/backend/cpu/cpu_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -902,6 +903,45 @@ START_TEST(features_stats)
 }
 END_TEST
 
+/* The kernels' transpose (Q rows into the D x rows tile of S^T = K Q^T) in
+ * every set this CPU runs: every element lands where the plain loops put it,
+ * ragged blocks included (rows and columns 1..40 around the 8 and 16 wide
+ * register blocks), times the scale, and nothing outside the R x C block is
+ * written. */
+START_TEST(transpose_kernels)
+{
+    static const char *const sets[] = {"generic", "avx2", "avx512", "neon"};
+    enum { MAXN = 40, LDS = MAXN + 3, LDD = MAXN + 5 };
+    static float src[MAXN * LDS], dst[MAXN * LDD];
+    for (int e = 0; e < MAXN * LDS; e++) src[e] = (float)e + 0.25f;
+    int ran = 0;
+    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        setenv("SDPA_CPU_KERNELS", sets[si], 1);
+        const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(NULL, 0, NULL);
+        unsetenv("SDPA_CPU_KERNELS");
+        if (strcmp(k->name, sets[si]) != 0) continue; /* not on this CPU */
+        ran++;
+        for (int R = 1; R <= MAXN; R++)
+            for (int C = 1; C <= MAXN; C++) {
+                for (int e = 0; e < MAXN * LDD; e++) dst[e] = NAN;
+                const float mul = (R + C) % 2 ? 1.0f : 0.375f; /* exact in binary */
+                k->transpose(R, C, src, LDS, dst, LDD, mul);
+                for (int c = 0; c < MAXN; c++)
+                    for (int r = 0; r < LDD; r++) {
+                        const float got = dst[c * LDD + r];
+                        if (r < R && c < C)
+                            ck_assert_msg(got == src[r * LDS + c] * mul, "%s R%d C%d (%d,%d): %g",
+                                          k->name, R, C, r, c, (double)got);
+                        else
+                            ck_assert_msg(isnan(got), "%s R%d C%d wrote (%d,%d) outside",
+                                          k->name, R, C, r, c);
+                    }
+            }
+    }
+    ck_assert_int_ge(ran, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -914,6 +954,7 @@ int main(void)
     tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
     tcase_add_test(tc, decode_uses_split_kv);
     tcase_add_test(tc, tile_candidates_are_valid);
+    tcase_add_test(tc, transpose_kernels);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_checked_fixture(tc, setup, teardown);

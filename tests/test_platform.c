@@ -5,7 +5,9 @@
  * Each case states what the platform must do, so a port that forgets one
  * (rename that cannot replace, text-mode reads, a lock that does not
  * exclude, Windows separators and drive roots, the per-user folders, a DLL
- * that cannot be opened by name) fails here rather than in a user's cache.
+ * that cannot be opened by name, the folder of the module that holds some
+ * code: where libsdpa finds its shipped profiles) fails here rather than in
+ * a user's cache.
  */
 #include "testutil.h"
 
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef _WIN32
@@ -185,6 +188,37 @@ START_TEST(dynamic_loading)
 }
 END_TEST
 
+/* The folder of the module holding some code: for a function of this
+ * program (the suite links libsdpa statically), the folder this program's
+ * file lies in; for a function of a system library, that library's folder,
+ * not the program's (GetModuleFileName(NULL) or /proc/self/exe would give
+ * the program's for both). */
+START_TEST(module_folder)
+{
+    char here[4096], path[4200], lib[4096];
+    ck_assert(sdpa__os_module_folder((const void *)(uintptr_t)&tmkdtemp, here, sizeof here));
+#ifdef _WIN32
+    const char *exe = "test_platform.exe", *syslib = "kernel32.dll", *fn = "GetTickCount";
+#else
+    const char *exe = "test_platform", *syslib = "libc.so.6", *fn = "getpid";
+#endif
+    const char *why = NULL;
+    void *h = sdpa__os_lib_open(syslib, &why);
+    ck_assert_msg(h, "%s: %s", syslib, why);
+    const void *sys = (const void *)(uintptr_t)sdpa__os_lib_sym(h, fn);
+    snprintf(path, sizeof path, "%s" SEP "%s", here, exe);
+    struct stat st;
+    ck_assert_msg(stat(path, &st) == 0 && S_ISREG(st.st_mode), "%s is not this program", path);
+    char real[4096];
+    ck_assert_ptr_nonnull(sdpa__os_realpath(here, real));
+    ck_assert_str_eq(real, here); /* resolved already */
+    ck_assert_ptr_nonnull(sys);
+    ck_assert(sdpa__os_module_folder(sys, lib, sizeof lib));
+    ck_assert_msg(strcmp(lib, here) != 0, "a system library's code found in %s", lib);
+    ck_assert(!sdpa__os_module_folder((const void *)(uintptr_t)&tmkdtemp, here, 2)); /* no room */
+}
+END_TEST
+
 static Suite *platform_suite(void)
 {
     Suite *s = suite_create("platform");
@@ -199,6 +233,7 @@ static Suite *platform_suite(void)
         {"paths", paths},
         {"user_dirs", user_dirs},
         {"dynamic_loading", dynamic_loading},
+        {"module_folder", module_folder},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *t = tcase_create(cases[i].name);

@@ -11,7 +11,8 @@
  *   - the cpu backend's thread pool (cpu_pool.c): every thread runs each job
  *     exactly once, with any SDPA_CPU_SPIN_US (the sleep/wake race included),
  *     a run after a pause wakes every worker, and idle workers spin between
- *     back-to-back runs instead of sleeping.
+ *     back-to-back runs instead of sleeping; run_any does not wait for a
+ *     worker that has not started (and that worker never runs that job).
  * Every result is compared bit for bit with the same job run single-threaded
  * first (each backend is deterministic for a fixed thread count).
  *
@@ -495,6 +496,67 @@ START_TEST(threads_pool_spins_between_runs)
 }
 END_TEST
 
+/* run_any (the forward's runs): runs whose job is over as soon as the
+ * caller's share returns (tid 0 takes every task from a counter before
+ * sleeping workers can wake: SDPA_CPU_SPIN_US=0) do not wait for the
+ * workers, which then skip that job: every task is done exactly once, by
+ * whoever took it, no tid runs a job twice or after its run returned, and
+ * some workers skipped their run (typically most; how many depends on the
+ * machine's load, since a woken worker may preempt the caller), where
+ * sdpa__cpu_pool_run waits for each one to wake up and run the job. */
+typedef struct any_probe {
+    atomic_int next, done[64], calls[POOL_THREADS], late;
+    atomic_bool returned;
+} any_probe;
+
+static void any_job(void *arg, int tid, int n)
+{
+    (void)n;
+    any_probe *p = arg;
+    if (atomic_load(&p->returned)) atomic_fetch_add(&p->late, 1);
+    atomic_fetch_add(&p->calls[tid], 1);
+    for (int t; (t = atomic_fetch_add(&p->next, 1)) < 64;) atomic_fetch_add(&p->done[t], 1);
+}
+
+START_TEST(threads_pool_any_skips_late_workers)
+{
+    enum { RUNS = 200 };
+    static any_probe probes[RUNS];
+    sdpa_context *ctx;
+    sdpa__cpu_pool *pool = make_pool(&ctx, "0", POOL_THREADS);
+    int worker_calls = 0;
+    for (int run = 0; run < RUNS; run++) {
+        any_probe *p = &probes[run];
+        memset(p, 0, sizeof *p);
+        if (run % 50 == 0) tsleep_ms(3); /* every worker asleep */
+        sdpa__cpu_pool_run_any(pool, any_job, p);
+        atomic_store(&p->returned, true);
+        ck_assert_int_eq(atomic_load(&p->calls[0]), 1);
+        for (int t = 0; t < 64; t++) ck_assert_int_eq(atomic_load(&p->done[t]), 1);
+    }
+    tsleep_ms(20); /* a late worker would call its old job by now */
+    for (int run = 0; run < RUNS; run++) {
+        ck_assert_int_eq(atomic_load(&probes[run].late), 0);
+        for (int t = 1; t < POOL_THREADS; t++) {
+            ck_assert_int_le(atomic_load(&probes[run].calls[t]), 1);
+            worker_calls += atomic_load(&probes[run].calls[t]);
+        }
+    }
+    ck_assert_msg(worker_calls < RUNS * (POOL_THREADS - 1),
+                  "workers ran %d of %d jobs: the caller waited for them", worker_calls,
+                  RUNS * (POOL_THREADS - 1));
+    /* plain runs on the same pool still call every tid once */
+    for (int run = 0; run < 20; run++) {
+        pool_probe p;
+        memset(&p, 0, sizeof p);
+        sdpa__cpu_pool_run(pool, probe_job, &p);
+        for (int t = 0; t < POOL_THREADS; t++) ck_assert_int_eq(atomic_load(&p.calls[t]), 1);
+    }
+    sdpa__cpu_pool_destroy(pool);
+    sdpa_context_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("threads");
@@ -507,6 +569,7 @@ int main(void)
     tcase_add_loop_test(t, threads_shared_context, 0, 2);
     tcase_add_loop_test(t, threads_pool_every_tid_once, 0, 3);
     tcase_add_test(t, threads_pool_spins_between_runs);
+    tcase_add_test(t, threads_pool_any_skips_late_workers);
     suite_add_tcase(s, t);
     return trun_suite(s);
 }

@@ -115,6 +115,14 @@ bool sdpa__os_is_symlink(const char *path);
  * malloc'd memory when out is NULL; NULL with errno on failure. */
 char *sdpa__os_realpath(const char *path, char *out);
 
+/* The resolved folder (as sdpa__os_realpath gives it, no trailing separator
+ * but at a root) of the module holding the code at addr: the shared
+ * library (libsdpa.so, libsdpa-0.dll) when addr is in it, else the program.
+ * dladdr; GetModuleHandleExW(FROM_ADDRESS) and GetModuleFileNameW on
+ * Windows. False when it cannot be known (no dladdr, a path the ANSI code
+ * page cannot spell, too long for size). */
+bool sdpa__os_module_folder(const void *addr, char *out, size_t size);
+
 /* Sets the environment variable name to value, or removes it (value NULL),
  * for this process (setenv/unsetenv; _putenv_s). 0, or -1. */
 int sdpa__os_setenv(const char *name, const char *value);

@@ -1,8 +1,12 @@
 /*
  * platform_posix.c — platform.h for POSIX systems (Linux; macOS untested):
  * sysconf, stat's st_mtim, XDG folders, flock, rename, kill(pid, 0),
- * dlopen. Compiled instead of platform_win32.c on every non-Windows host.
+ * dlopen, dladdr. Compiled instead of platform_win32.c on every non-Windows
+ * host.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include "platform.h"
 
 #include <dlfcn.h>
@@ -91,6 +95,21 @@ bool sdpa__os_is_symlink(const char *path)
 }
 
 char *sdpa__os_realpath(const char *path, char *out) { return realpath(path, out); }
+
+bool sdpa__os_module_folder(const void *addr, char *out, size_t size)
+{
+    Dl_info info;
+    char path[PATH_MAX];
+    if (!dladdr(addr, &info) || !info.dli_fname || !*info.dli_fname) return false;
+    /* the program itself may come as a bare argv[0] */
+    const char *file = strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe";
+    if (!realpath(file, path)) return false;
+    char *slash = strrchr(path, '/');
+    if (!slash) return false;
+    slash[slash == path ? 1 : 0] = '\0'; /* "/" stays the root */
+    const int n = snprintf(out, size, "%s", path);
+    return n >= 0 && (size_t)n < size;
+}
 
 int sdpa__os_setenv(const char *name, const char *value)
 {

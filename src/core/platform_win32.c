@@ -2,7 +2,8 @@
  * platform_win32.c — platform.h for Windows (MinGW-w64; tested under Wine,
  * docs/windows.md): GetActiveProcessorCount, GlobalMemoryStatusEx,
  * %LOCALAPPDATA% folders, LockFileEx, MoveFileEx, OpenProcess,
- * LoadLibrary/GetProcAddress. Compiled instead of platform_posix.c when the
+ * LoadLibrary/GetProcAddress, GetModuleHandleExW/GetModuleFileNameW (the
+ * DLL's own folder, where shipped profiles are found from). Compiled instead of platform_posix.c when the
  * host is Windows. Paths are narrow (ANSI code page) strings, as libsdpa's
  * API takes them.
  */
@@ -124,6 +125,34 @@ bool sdpa__os_is_symlink(const char *path)
 char *sdpa__os_realpath(const char *path, char *out)
 {
     return _fullpath(out, path, out ? MAX_PATH : 0);
+}
+
+bool sdpa__os_module_folder(const void *addr, char *out, size_t size)
+{
+    HMODULE mod = NULL;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                                GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            (LPCWSTR)addr, &mod))
+        return false;
+    wchar_t wide[4096];
+    const DWORD n = GetModuleFileNameW(mod, wide, sizeof wide / sizeof wide[0]);
+    if (n == 0 || n >= sizeof wide / sizeof wide[0]) return false; /* failed or cut */
+    /* libsdpa's paths are narrow strings in the ANSI code page: a name it
+     * cannot spell there is not a folder it could open */
+    char path[4 * MAX_PATH], full[MAX_PATH];
+    BOOL lossy = FALSE;
+    if (WideCharToMultiByte(CP_ACP, WC_NO_BEST_FIT_CHARS, wide, -1, path, sizeof path, NULL,
+                            &lossy) <= 0 || lossy)
+        return false;
+    if (!_fullpath(full, path, sizeof full)) return false;
+    char *sep = NULL;
+    for (char *c = full; *c; c++)
+        if (sdpa__os_is_sep(*c)) sep = c;
+    if (!sep) return false;
+    /* "C:\x.dll" and "\\server\share\x.dll" keep their root's separator */
+    sep[(size_t)(sep - full) < sdpa__os_root_len(full) ? 1 : 0] = '\0';
+    const int len = snprintf(out, size, "%s", full);
+    return len >= 0 && (size_t)len < size;
 }
 
 int sdpa__os_setenv(const char *name, const char *value)

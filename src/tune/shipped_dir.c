@@ -8,21 +8,20 @@
  *
  * Order (docs/tuning.md, sdpa_shipped_profiles_get_info in sdpa.h):
  *  1. $SDPA_SHIPPED_PROFILE_DIR when set and not empty (read at every call);
- *  2. the file that holds this code (dladdr on one of its functions, through
- *     realpath) lies directly in the Meson build directory (SDPA_BUILD_ROOT,
- *     where libsdpa.so is linked): the library runs uninstalled, from its
- *     build tree, so the source tree's data/profiles (SDPA_SOURCE_PROFILES);
+ *  2. the file that holds this code (sdpa__os_module_folder on one of its
+ *     functions: dladdr and realpath; GetModuleHandleExW and
+ *     GetModuleFileNameW on Windows) lies directly in the Meson build
+ *     directory (SDPA_BUILD_ROOT, where libsdpa.so is linked): the library
+ *     runs uninstalled, from its build tree, so the source tree's
+ *     data/profiles (SDPA_SOURCE_PROFILES);
  *  3. <that file's folder>/SDPA_PROFILES_FROM_LIBDIR (for example
- *     ../share/sdpa/profiles) when it is a folder: an install, wherever it was
- *     moved since;
+ *     ../share/sdpa/profiles; from bindir on Windows, where the DLL is
+ *     installed) when it is a folder: an install, wherever it was moved since;
  *  4. the configured <prefix>/<datadir>/sdpa/profiles (SDPA_PREFIX_PROFILES):
- *     no dladdr, a static link into a program that lives elsewhere, or an
- *     absolute libdir or datadir.
+ *     the library's file unknown, a static link into a program that lives
+ *     elsewhere, or an absolute libdir (bindir) or datadir.
  * Steps 2-4 are resolved once per process. Never fails, never logs.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* dladdr */
-#endif
 #include "tune.h"
 
 #include "../core/platform.h"
@@ -32,10 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-
-#ifdef SDPA_HAVE_DLADDR
-#include <dlfcn.h>
-#endif
 
 #ifndef SDPA_PREFIX_PROFILES
 #define SDPA_PREFIX_PROFILES "/usr/local/share/sdpa/profiles"
@@ -51,24 +46,12 @@ static bool is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* realpath of the folder holding the file that holds this code; false when
- * it cannot be known. */
+/* The resolved folder holding the file that holds this code (libsdpa.so,
+ * libsdpa-0.dll, or a program it is linked into statically); false when it
+ * cannot be known. */
 static bool own_folder(char *out)
 {
-#ifdef SDPA_HAVE_DLADDR
-    Dl_info info;
-    if (!dladdr((void *)(uintptr_t)&own_folder, &info) || !info.dli_fname || !*info.dli_fname)
-        return false;
-    if (!realpath(info.dli_fname, out)) return false;
-    char *slash = strrchr(out, '/');
-    if (!slash) return false;
-    if (slash == out) slash[1] = '\0'; /* the root folder */
-    else *slash = '\0';
-    return true;
-#else
-    (void)out;
-    return false;
-#endif
+    return sdpa__os_module_folder((const void *)(uintptr_t)&own_folder, out, PATH_MAX);
 }
 
 static void resolve(void)

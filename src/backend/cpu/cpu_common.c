@@ -106,6 +106,13 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
     }
 }
 
+void sdpa__cpu_transpose(int R, int C, const float *src, ptrdiff_t lds, float *dst,
+                         ptrdiff_t ldd, float mul)
+{
+    for (int c = 0; c < C; c++)
+        for (int r = 0; r < R; r++) dst[c * ldd + r] = src[r * lds + c] * mul;
+}
+
 void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
                                ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
                                ptrdiff_t ldc, int accumulate, const float *c_scale)

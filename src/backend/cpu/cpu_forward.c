@@ -8,7 +8,8 @@
  * A task is (b, hkv, block of pl->sb rows, key split); threads take tasks from
  * an atomic counter, largest-first. Each task:
  *   1. packs its rows' Q (normalised, gain, times the head's scale) as f32,
- *      transposed (D x bq) per sub-block of bq rows (row-major when a
+ *      transposed (D x bq, 16 rows at a time by the kernels' transpose)
+ *      per sub-block of bq rows (row-major when a
  *      sub-block has fewer than 16 rows: then S uses dot products);
  *   2. walks key tiles of bk keys over the union of its rows' kept ranges
  *      (sdpa__row_range: valid keys and the band), packing K (normalised, gain)
@@ -286,6 +287,39 @@ static void fwd_stats_row(const sdpa__problem *p, const float *rs, float m, floa
     part[CPU_SP_SINK] += rs[RS_S0] > -INFINITY ? exp((double)rs[RS_S0] - lse) : 0.0;
 }
 
+/* Q rows r..r+15 (at most) of sub-block s, transposed into its qs (D x bq)
+ * by the kernels' transpose: straight from the caller's rows, times the
+ * head's scale, when they are f32 rows of one head at unit element stride
+ * that need no norm or gain (prefill's common case); else each row is first
+ * loaded (converted, normalised, times gain and scale, sdpa__cpu_load_qk)
+ * into the K tile's buffer, free until the key loop. Either way every value
+ * is q * gain * scale rounded once, as sdpa__cpu_load_qk computes it. */
+static void pack_q_transposed(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
+                              const sdpa__cpu_kv *qs_src, int64_t b, int64_t hkv, int64_t r0,
+                              int r)
+{
+    const sdpa__cpu_plan *pl = call->pl;
+    const sdpa__problem *p = call->p;
+    const sdpa__fwd_args *a = call->a;
+    const int D = (int)p->D, n = s->nq - r < 16 ? s->nq - r : 16;
+    float *dst = w->q + (size_t)s->r0 * D + r;
+    int64_t h, i, hl, il;
+    row_head(pl, hkv, r0 + s->r0 + r, &h, &i);
+    row_head(pl, hkv, r0 + s->r0 + r + n - 1, &hl, &il);
+    if (h == hl && p->dtype == SDPA_DTYPE_F32 && a->q.stride[3] == 1 &&
+        p->qk_norm == SDPA_QK_NORM_NONE && !call->q_gain) {
+        pl->k->transpose(n, D, (const float *)a->q.mem + sdpa__at(&a->q, b, h, i, 0),
+                         (ptrdiff_t)a->q.stride[2], dst, pl->bq, call->scale_h[h]);
+        return;
+    }
+    for (int e = 0; e < n; e++) {
+        row_head(pl, hkv, r0 + s->r0 + r + e, &h, &i);
+        sdpa__cpu_load_qk(pl->k, p, qs_src, b, h, i, call->q_gain, call->scale_h[h],
+                          w->kp + (size_t)e * D, NULL, NULL);
+    }
+    pl->k->transpose(n, D, w->kp, D, dst, pl->bq, 1.0f);
+}
+
 static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
 {
     const sdpa__cpu_call *call = &job->call;
@@ -367,9 +401,7 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                 if (w->lo[rr] > si->lo_max) si->lo_max = w->lo[rr];
                 if (w->hi[rr] < si->hi_min) si->hi_min = w->hi[rr];
                 if (si->nq >= 16) {
-                    sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
-                                      call->scale_h[h], w->row, NULL, NULL);
-                    for (int d = 0; d < D; d++) qs[(size_t)d * bq + r] = w->row[d];
+                    if (r % 16 == 0) pack_q_transposed(call, w, si, &qs_src, b, hkv, r0, r);
                 } else {
                     sdpa__cpu_load_qk(k, p, &qs_src, b, h, i, call->q_gain,
                                       call->scale_h[h], qs + (size_t)r * D, NULL, NULL);
@@ -580,7 +612,8 @@ sdpa_status sdpa__cpu_forward_run(sdpa__cpu_plan *pl, const sdpa__problem *p,
     if (p->has_stats)
         memset(pl->stat_ws, 0,
                (size_t)(p->B * p->Hkv * pl->nsub * pl->G) * CPU_SP_N * sizeof(double));
-    sdpa__cpu_pool_run(pl->pool, fwd_worker, &job);
+    /* tasks come from a counter: a worker that starts late is not waited for */
+    sdpa__cpu_pool_run_any(pl->pool, fwd_worker, &job);
     if (pl->nsplit > 1) fwd_merge_splits(pl, p, a);
     if (p->has_stats) fwd_reduce_stats(pl, p, a);
     return SDPA_OK;

@@ -27,6 +27,10 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
                                   sdpa__cpu_pool **out);
 void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool);
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
+/* The same for jobs whose threads take their work from a shared counter (any
+ * thread may do any part): workers that have not started when the caller's
+ * own call returns are skipped, not waited for (cpu_pool.c). */
+void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg);
 int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 /* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
  * run) and went to the condition variable: a test and diagnostic counter. */
@@ -75,6 +79,11 @@ typedef struct sdpa__cpu_kernels {
     /* dst[e*stride] = src[e] * mul, converted to dtype, for e < n. */
     void (*store_row)(const float *src, float mul, void *dst, sdpa_dtype dtype,
                       int64_t stride, int n);
+    /* dst[c*ldd + r] = src[r*lds + c] * mul for r < R, c < C: a block of Q
+     * rows transposed (D x rows) for the forward's S^T = K Q^T, times the
+     * head's scale when the rows come straight from the caller. */
+    void (*transpose)(int R, int C, const float *src, ptrdiff_t lds, float *dst,
+                      ptrdiff_t ldd, float mul);
     /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
      * rows read in their storage dtype (f32, f16, bf16; unit element stride)
      * and converted in registers while streaming, for sub-blocks under 16
@@ -309,6 +318,11 @@ void sdpa__cpu_load_qk(const sdpa__cpu_kernels *k, const sdpa__problem *p,
 void sdpa__cpu_gemm_skip_zeros(int M, int N, int K, const float *A, ptrdiff_t a_rs,
                                ptrdiff_t a_cs, const float *B, ptrdiff_t ldb, float *C,
                                ptrdiff_t ldc, int accumulate, const float *c_scale);
+
+/* The transpose kernel as plain loops: the portable tables' entry and the
+ * vector kernels' tails. */
+void sdpa__cpu_transpose(int R, int C, const float *src, ptrdiff_t lds, float *dst,
+                         ptrdiff_t ldd, float mul);
 
 /* Bytes rounded up to a cache line. */
 static inline size_t sdpa__cpu_align(size_t n) { return (n + 63) & ~(size_t)63; }

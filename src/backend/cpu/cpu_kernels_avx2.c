@@ -524,6 +524,45 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
 #define PV_KV_COLS 16
 #include "cpu_decode_tables.h"
 
+/* Q rows transposed, 8 x 8 floats at a time in registers (unpack pairs of
+ * rows, shuffle within 128-bit lanes, swap lanes); the ragged edges (rows
+ * or columns not a multiple of 8) as plain loops. */
+static void transpose_avx2(int R, int C, const float *src, ptrdiff_t lds, float *dst,
+                           ptrdiff_t ldd, float mul)
+{
+    const __m256 mv = _mm256_set1_ps(mul);
+    const int R8 = R & ~7, C8 = C & ~7;
+    for (int r0 = 0; r0 < R8; r0 += 8)
+        for (int c0 = 0; c0 < C8; c0 += 8) {
+            __m256 x[8], t[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                x[i] = _mm256_mul_ps(_mm256_loadu_ps(src + (r0 + i) * lds + c0), mv);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                t[2 * k] = _mm256_unpacklo_ps(x[2 * k], x[2 * k + 1]);
+                t[2 * k + 1] = _mm256_unpackhi_ps(x[2 * k], x[2 * k + 1]);
+            }
+            /* x[4m + c], lane L: column 4L + c of rows 4m..4m+3 */
+#pragma GCC unroll 2
+            for (int m = 0; m < 2; m++) {
+                x[4 * m] = _mm256_shuffle_ps(t[4 * m], t[4 * m + 2], 0x44);
+                x[4 * m + 1] = _mm256_shuffle_ps(t[4 * m], t[4 * m + 2], 0xEE);
+                x[4 * m + 2] = _mm256_shuffle_ps(t[4 * m + 1], t[4 * m + 3], 0x44);
+                x[4 * m + 3] = _mm256_shuffle_ps(t[4 * m + 1], t[4 * m + 3], 0xEE);
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                _mm256_storeu_ps(dst + (c0 + c) * ldd + r0,
+                                 _mm256_permute2f128_ps(x[c], x[4 + c], 0x20));
+                _mm256_storeu_ps(dst + (c0 + c + 4) * ldd + r0,
+                                 _mm256_permute2f128_ps(x[c], x[4 + c], 0x31));
+            }
+        }
+    if (C8 < C) sdpa__cpu_transpose(R8, C - C8, src + C8, lds, dst + C8 * ldd, ldd, mul);
+    if (R8 < R) sdpa__cpu_transpose(R - R8, C, src + R8 * lds, lds, dst + R8, ldd, mul);
+}
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .name = "avx2",
     .gemm = gemm_avx2,
@@ -532,6 +571,7 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx2 = {
     .expsub = expsub_avx2,
     .load_row = load_row_avx2,
     .store_row = store_row_avx2,
+    .transpose = transpose_avx2,
     .dsoft = dsoft_avx2,
     .nonfinite = nonfinite_avx2,
     .band = band_avx2,

@@ -488,6 +488,56 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
 #define PV_KV_COLS 64
 #include "cpu_decode_tables.h"
 
+/* Q rows transposed, 16 x 16 floats at a time in registers: unpack pairs of
+ * rows, shuffle within 128-bit lanes (4 x 4 blocks), then move 128-bit lanes
+ * twice; rows past R read as 0 and columns past C are neither loaded nor
+ * stored (masks). Times mul on load. */
+static void transpose_avx512(int R, int C, const float *src, ptrdiff_t lds, float *dst,
+                             ptrdiff_t ldd, float mul)
+{
+    const __m512 mv = _mm512_set1_ps(mul);
+    for (int c0 = 0; c0 < C; c0 += 16) {
+        const int nc = C - c0 < 16 ? C - c0 : 16;
+        const __mmask16 lm = tail_mask(nc);
+        for (int r0 = 0; r0 < R; r0 += 16) {
+            const int nr = R - r0 < 16 ? R - r0 : 16;
+            __m512 x[16], t[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                x[i] = i < nr ? _mm512_mul_ps(_mm512_maskz_loadu_ps(lm, src + (r0 + i) * lds + c0), mv)
+                              : _mm512_setzero_ps();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                t[2 * k] = _mm512_unpacklo_ps(x[2 * k], x[2 * k + 1]);
+                t[2 * k + 1] = _mm512_unpackhi_ps(x[2 * k], x[2 * k + 1]);
+            }
+            /* x[4m + c], lane L: column 4L + c of rows 4m..4m+3 */
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                x[4 * m] = _mm512_shuffle_ps(t[4 * m], t[4 * m + 2], 0x44);
+                x[4 * m + 1] = _mm512_shuffle_ps(t[4 * m], t[4 * m + 2], 0xEE);
+                x[4 * m + 2] = _mm512_shuffle_ps(t[4 * m + 1], t[4 * m + 3], 0x44);
+                x[4 * m + 3] = _mm512_shuffle_ps(t[4 * m + 1], t[4 * m + 3], 0xEE);
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                const __m512 v = _mm512_shuffle_f32x4(x[c], x[4 + c], 0x88);
+                const __m512 w = _mm512_shuffle_f32x4(x[c], x[4 + c], 0xDD);
+                const __m512 v2 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0x88);
+                const __m512 w2 = _mm512_shuffle_f32x4(x[8 + c], x[12 + c], 0xDD);
+                t[c] = _mm512_shuffle_f32x4(v, v2, 0x88);
+                t[c + 8] = _mm512_shuffle_f32x4(v, v2, 0xDD);
+                t[c + 4] = _mm512_shuffle_f32x4(w, w2, 0x88);
+                t[c + 12] = _mm512_shuffle_f32x4(w, w2, 0xDD);
+            }
+            const __mmask16 rm = tail_mask(nr);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                if (j < nc) _mm512_mask_storeu_ps(dst + (c0 + j) * ldd + r0, rm, t[j]);
+        }
+    }
+}
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .name = "avx512",
     .gemm = gemm_avx512,
@@ -496,6 +546,7 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_avx512 = {
     .expsub = expsub_avx512,
     .load_row = load_row_avx512,
     .store_row = store_row_avx512,
+    .transpose = transpose_avx512,
     .dsoft = dsoft_avx512,
     .nonfinite = nonfinite_avx512,
     .band = band_avx512,

@@ -191,6 +191,7 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_generic = {
     .expsub = expsub_generic,
     .load_row = load_row_generic,
     .store_row = store_row_generic,
+    .transpose = sdpa__cpu_transpose,
     .dsoft = dsoft_generic,
     .nonfinite = nonfinite_generic,
     .band = band_generic,

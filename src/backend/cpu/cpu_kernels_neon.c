@@ -507,6 +507,7 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_neon = {
     .expsub = expsub_neon,
     .load_row = load_row_neon,
     .store_row = store_row_neon,
+    .transpose = sdpa__cpu_transpose,
     .dsoft = dsoft_neon,
     .nonfinite = nonfinite_neon,
     .band = band_neon,

@@ -23,6 +23,19 @@
  * slice late); a spinner that finds it was descheduled mid-spin (fewer free
  * cores than threads) turns spinning off for the next 64 runs instead.
  *
+ * sdpa__cpu_pool_run_any is the same for jobs that take their work from a
+ * shared counter (the forward): a worker that has not picked up the run by
+ * the time the caller's own share returns is not waited for. Each worker
+ * claims its seat of a run by a compare-and-swap of its `seat` word from an
+ * older generation to this one; the caller, done, marks every unclaimed
+ * seat cancelled (generation | SEAT_CANCELLED) by the same compare-and-swap,
+ * so exactly one of them wins. A cancelled worker skips the job and touches
+ * nothing of the run (the job and its arguments may be gone), and the caller
+ * waits only for workers that claimed. On a machine with fewer free cores
+ * than threads, or after a pause long enough that a worker wakes later than
+ * the call lasts, the call then costs what the caller alone takes, not that
+ * plus the late worker's wake-up.
+ *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
@@ -57,9 +70,13 @@ struct sdpa__cpu_pool {
     atomic_bool quit;
     atomic_llong sleeps;      /* times a worker stopped spinning to sleep */
     atomic_int nospin;        /* runs left with spinning off (oversubscribed) */
+    atomic_ullong *seat;      /* per worker: the generation it claimed, or
+                                 generation | SEAT_CANCELLED (run_any) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
 };
+
+#define SEAT_CANCELLED (1ull << 63)
 
 typedef struct worker_arg {
     sdpa__cpu_pool *pool;
@@ -132,6 +149,14 @@ static void *worker_main(void *p)
         }
         if (atomic_load(&pool->quit)) break;
         seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        /* Claim the seat of run `seen`; the caller may have cancelled it
+         * (run_any), and then nothing of that run may be touched. */
+        atomic_ullong *seat = &pool->seat[wa.tid - 1];
+        unsigned long long s = atomic_load(seat);
+        /* a seat at `seen` or later was cancelled (this worker never claims
+         * ahead of the generation it read) */
+        if ((s & ~SEAT_CANCELLED) >= seen || !atomic_compare_exchange_strong(seat, &s, seen))
+            continue; /* cancelled: wait for the next run */
         atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
         pool->job(pool->arg, wa.tid, pool->n);
         if (atomic_fetch_sub(&pool->pending, 1) == 1 &&
@@ -183,7 +208,8 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     pthread_cond_init(&pool->done, NULL);
     if (nthreads > 1) {
         pool->threads = sdpa__calloc((size_t)nthreads - 1, sizeof(pthread_t));
-        if (!pool->threads) {
+        pool->seat = sdpa__calloc((size_t)nthreads - 1, sizeof *pool->seat);
+        if (!pool->threads || !pool->seat) {
             sdpa__cpu_pool_destroy(pool);
             return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu: thread pool");
         }
@@ -222,6 +248,7 @@ void sdpa__cpu_pool_destroy(sdpa__cpu_pool *pool)
     pthread_cond_destroy(&pool->wake);
     pthread_cond_destroy(&pool->done);
     free(pool->threads);
+    free(pool->seat);
     free(pool);
 }
 
@@ -235,7 +262,9 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
     return pool ? atomic_load_explicit(&pool->sleeps, memory_order_relaxed) : 0;
 }
 
-void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
+/* One run; with `any`, workers that have not claimed their seat when the
+ * caller's share returns are cancelled instead of waited for. */
+static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool any)
 {
     if (!pool || pool->n == 1) {
         job(arg, 0, 1);
@@ -249,16 +278,24 @@ void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
     atomic_store_explicit(&pool->started, 0, memory_order_relaxed);
     /* Publish (release: job, arg, pending), then wake sleepers before doing
      * our own share, so a call after a pause still gets every thread. */
-    atomic_fetch_add(&pool->generation, 1);
+    const unsigned long long gen = atomic_fetch_add(&pool->generation, 1) + 1;
     if (atomic_load(&pool->sleepers) > 0) {
         pthread_mutex_lock(&pool->mu);
         pthread_cond_broadcast(&pool->wake);
         pthread_mutex_unlock(&pool->mu);
     }
     job(arg, 0, pool->n);
+    int cancelled = 0;
+    if (any)
+        for (int t = 0; t < pool->n - 1; t++) {
+            unsigned long long s = atomic_load(&pool->seat[t]);
+            if (s != gen && atomic_compare_exchange_strong(&pool->seat[t], &s, gen | SEAT_CANCELLED))
+                cancelled++;
+        }
+    if (cancelled && atomic_fetch_sub(&pool->pending, cancelled) == cancelled) return;
     /* Spin for the workers only when they all run: one that has not started
      * by now may be waiting for this very core. */
-    if (atomic_load_explicit(&pool->started, memory_order_relaxed) == pool->n - 1 &&
+    if (atomic_load_explicit(&pool->started, memory_order_relaxed) == pool->n - 1 - cancelled &&
         spin(pool, workers_done, 0))
         return;
     pthread_mutex_lock(&pool->mu);
@@ -266,4 +303,14 @@ void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
     while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->done, &pool->mu);
     atomic_store(&pool->caller_waits, 0);
     pthread_mutex_unlock(&pool->mu);
+}
+
+void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
+{
+    pool_run(pool, job, arg, false);
+}
+
+void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
+{
+    pool_run(pool, job, arg, true);
 }
