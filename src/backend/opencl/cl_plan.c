@@ -524,7 +524,9 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
         !p->has_temperature)
         fa2_plan(d, p, wg, pl);
     pl->dgpu = 0;
-    if (pl->direct_kv && !(gpu && gdec_plan(d, p, split, pl)))
+    if (pl->direct_kv && gpu && gdec_plan(d, p, split, pl))
+        ; /* decode_gpu.cl */
+    else if (pl->direct_kv)
         direct_plan(d, p, split, pl);
     else
         split_plan(d, p, pl->block ? pl->br : (int64_t)wg * rpw, kt, unfused ? 1 : split,
