@@ -60,6 +60,15 @@
 #error "bwd_fa2.cl: the work split does not divide (cl_plan.c fa2_plan)"
 #endif
 
+/* Loop unrolling: fully unrolled, clang's AMD back end issues every local
+ * read of the dot products and accumulations at once and spills (256 VGPRs
+ * and 3.8 KB of spills per lane at D = 128 on gfx1030); so the loops over
+ * D are unrolled by 4, those over a tile's keys or rows by 2 and the
+ * per-element score loops not. */
+#define FA2_PARTIAL _Pragma("unroll 4")
+#define FA2_ACCUM_UNROLL _Pragma("unroll 2") /* 4 spills on gfx1100 (128 VGPRs) */
+#define FA2_ROLLED _Pragma("unroll 1")
+
 /* Stages rows [0, nv) of a packed row-major array (n4 float4 per row) at
  * local row stride ls; rows nv..n are 0. */
 inline void fa2_stage(local float *dst, global const float *src, int n, int n4, int ls, int nv)
@@ -75,7 +84,7 @@ inline void fa2_stage(local float *dst, global const float *src, int n, int n4, 
 inline float fa2_dot(local const float *a, local const float *b, int n4)
 {
     float4 s = (float4)(0.0f);
-    for (int c = 0; c < n4; c++) s = fma(vload4(c, a), vload4(c, b), s);
+    FA2_PARTIAL for (int c = 0; c < n4; c++) s = fma(vload4(c, a), vload4(c, b), s);
     return HSUMN(4)(s);
 }
 
@@ -97,6 +106,41 @@ inline float fa2_dot(local const float *a, local const float *b, int n4)
         }                                                                    \
     }
 
+/* FA2_PDS for the element of q / dO rows qr, dor (query index ii) and K /
+ * V rows kr, vr (key jj), with the row's kept range from the band; `valid`:
+ * both lie inside the staged tiles. Uses the kernel's b, h, off, left,
+ * right, kvl. */
+#define FA2_ELEMENT(qr, kr, dor, vr, ii, jj, valid, L, Dd, p, ds)                 \
+    {                                                                            \
+        long lo_, hi_;                                                           \
+        sdpa_row_range(ii, off, left, right, kvl, &lo_, &hi_);                   \
+        float s_ = fa2_dot(qr, kr, FQ4), dp_ = fa2_dot(dor, vr, FV4);            \
+        FA2_PDS(s_, dp_, (valid) && (jj) >= lo_ && (jj) < hi_ && (L) != SDPA_NEG_INF, \
+                L, Dd, b, h, ii, jj, p, ds);                                     \
+    }
+
+/* acc[x] += sum over t < NT of w_l[r * NT + t] * src_l[t * LS + 4 c ..] for
+ * the work-item's N float4 accumulators (element lid + x WG: row r, piece c
+ * of W4 per row), selecting (never multiplying) where the weight is 0. */
+#define FA2_ACCUM(acc, N, W4, w_l, NT, src_l, LS)                                \
+    SDPA_UNROLL for (int x = 0; x < (N); x++) {                                  \
+        int e_ = lid + x * WG, r_ = e_ / (W4), c_ = e_ % (W4);                   \
+        FA2_ACCUM_UNROLL for (int t = 0; t < (NT); t++) {                        \
+            float w_ = (w_l)[r_ * (NT) + t];                                     \
+            acc[x] = w_ != 0.0f ? fma((float4)(w_), vload4(c_, (src_l) + t * (LS)), acc[x]) \
+                                : acc[x];                                        \
+        }                                                                        \
+    }
+
+/* Stores the N accumulators (times mul) of rows r < nv, row r at element
+ * base + r * s2 of a gradient with element stride s3. */
+#define FA2_STORE(acc, N, W4, nv, dst, base, s2, s3, mul)                       \
+    SDPA_UNROLL for (int x = 0; x < (N); x++) {                                  \
+        int e_ = lid + x * WG, r_ = e_ / (W4), c_ = e_ % (W4);                   \
+        if (r_ < (nv))                                                           \
+            fa2_store4(dst, (base) + r_ * (s2) + (long)c_ * 4 * (s3), s3, acc[x] * (mul)); \
+    }
+
 /* Stores a float4 of gradients at element e of a strided row. */
 inline void fa2_store4(global STYPE *dst, long e, long st, float4 g)
 {
@@ -106,6 +150,8 @@ inline void fa2_store4(global STYPE *dst, long e, long st, float4 g)
     ST(dst, e + 3 * st, g.s3);
 }
 
+/* Arguments: exactly bwd.cl's sdpa_bwd_dq (cl_backward.c sets them once
+ * for either kernel). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const float *Kp,
                  global const float *Vt /* here V as rows (cl_backward.c) */,
@@ -153,37 +199,23 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
         fa2_stage(k_l, Kp + (bhk * SkvP + j0) * HD, FQK, FQ4, FLQ, nk);
         fa2_stage(v_l, Vt + (bhk * SkvP + j0) * HDV, FQK, FV4, FLV, nk);
         barrier(CLK_LOCAL_MEM_FENCE);
-        SDPA_UNROLL for (int x = 0; x < F_NSQ; x++) {
+        FA2_ROLLED for (int x = 0; x < F_NSQ; x++) {
             int e = lid + x * WG, i = e / FQK, j = e % FQK;
-            long ii = i0 + i, jj = j0 + j, lo, hi;
-            sdpa_row_range(ii, off, left, right, kvl, &lo, &hi);
-            float L = L_l[i];
-            float s = fa2_dot(q_l + i * FLQ, k_l + j * FLQ, FQ4);
-            float dp = fa2_dot(do_l + i * FLV, v_l + j * FLV, FV4);
             float p, dsx;
-            FA2_PDS(s, dp, i < nr && j < nk && jj >= lo && jj < hi && L != SDPA_NEG_INF, L,
-                    D_l[i], b, h, ii, jj, p, dsx);
+            FA2_ELEMENT(q_l + i * FLQ, k_l + j * FLQ, do_l + i * FLV, v_l + j * FLV, i0 + i,
+                        j0 + j, i < nr && j < nk, L_l[i], D_l[i], p, dsx);
             (void)p;
             ds_l[e] = dsx;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        SDPA_UNROLL for (int x = 0; x < F_NDQ; x++) {
-            int e = lid + x * WG, i = e / FQ4, c = e % FQ4;
-            for (int j = 0; j < FQK; j++) {
-                float d = ds_l[i * FQK + j];
-                acc[x] = d != 0.0f ? fma((float4)(d), vload4(c, k_l + j * FLQ), acc[x]) : acc[x];
-            }
-        }
+        FA2_ACCUM(acc, F_NDQ, FQ4, ds_l, FQK, k_l, FLQ);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    SDPA_UNROLL for (int x = 0; x < F_NDQ; x++) {
-        int e = lid + x * WG, i = e / FQ4, c = e % FQ4;
-        if (i >= nr) continue;
-        long ob = dq_off + b * dqs.s0 + h * dqs.s1 + (i0 + i) * dqs.s2;
-        fa2_store4(dq, ob + (long)c * 4 * dqs.s3, dqs.s3, acc[x] * scale);
-    }
+    FA2_STORE(acc, F_NDQ, FQ4, nr, dq, dq_off + b * dqs.s0 + h * dqs.s1 + i0 * dqs.s2, dqs.s2,
+              dqs.s3, scale);
 }
 
+/* Arguments: exactly bwd.cl's sdpa_bwd_dkdv. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                    global const float *Kp, global const float *Vp,
@@ -235,48 +267,22 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
                 D_l[lid] = lid < nr ? Dsum[bh * SqP + i0 + lid] : 0.0f;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            SDPA_UNROLL for (int x = 0; x < F_NSK; x++) {
+            FA2_ROLLED for (int x = 0; x < F_NSK; x++) {
                 int e = lid + x * WG, j = e / FKR, i = e % FKR;
-                long ii = i0 + i, jj = j0 + j, lo, hi;
-                sdpa_row_range(ii, off, left, right, kvl, &lo, &hi);
-                float L = L_l[i];
-                float s = fa2_dot(k_l + j * FLQ, q_l + i * FLQ, FQ4);
-                float dp = fa2_dot(v_l + j * FLV, do_l + i * FLV, FV4);
                 float p, dsx;
-                FA2_PDS(s, dp, i < nr && j < nk && jj >= lo && jj < hi && L != SDPA_NEG_INF, L,
-                        D_l[i], b, h, ii, jj, p, dsx);
+                FA2_ELEMENT(q_l + i * FLQ, k_l + j * FLQ, do_l + i * FLV, v_l + j * FLV, i0 + i,
+                            j0 + j, i < nr && j < nk, L_l[i], D_l[i], p, dsx);
                 p_l[e] = p;
                 ds_l[e] = dsx;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            SDPA_UNROLL for (int x = 0; x < F_NDV; x++) {
-                int e = lid + x * WG, j = e / FV4, c = e % FV4;
-                for (int i = 0; i < FKR; i++) {
-                    float pv = p_l[j * FKR + i];
-                    va[x] = pv != 0.0f ? fma((float4)(pv), vload4(c, do_l + i * FLV), va[x])
-                                       : va[x];
-                }
-            }
-            SDPA_UNROLL for (int x = 0; x < F_NDK; x++) {
-                int e = lid + x * WG, j = e / FQ4, c = e % FQ4;
-                for (int i = 0; i < FKR; i++) {
-                    float d = ds_l[j * FKR + i];
-                    ka[x] = d != 0.0f ? fma((float4)(d), vload4(c, q_l + i * FLQ), ka[x]) : ka[x];
-                }
-            }
+            FA2_ACCUM(va, F_NDV, FV4, p_l, FKR, do_l, FLV);
+            FA2_ACCUM(ka, F_NDK, FQ4, ds_l, FKR, q_l, FLQ);
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
-    SDPA_UNROLL for (int x = 0; x < F_NDK; x++) {
-        int e = lid + x * WG, j = e / FQ4, c = e % FQ4;
-        if (j >= nk) continue;
-        long ob = dk_off + b * dks.s0 + hk * dks.s1 + (j0 + j) * dks.s2;
-        fa2_store4(dk, ob + (long)c * 4 * dks.s3, dks.s3, ka[x]);
-    }
-    SDPA_UNROLL for (int x = 0; x < F_NDV; x++) {
-        int e = lid + x * WG, j = e / FV4, c = e % FV4;
-        if (j >= nk) continue;
-        long ob = dv_off + b * dvs.s0 + hk * dvs.s1 + (j0 + j) * dvs.s2;
-        fa2_store4(dv, ob + (long)c * 4 * dvs.s3, dvs.s3, va[x]);
-    }
+    FA2_STORE(ka, F_NDK, FQ4, nk, dk, dk_off + b * dks.s0 + hk * dks.s1 + j0 * dks.s2, dks.s2,
+              dks.s3, 1.0f);
+    FA2_STORE(va, F_NDV, FV4, nk, dv, dv_off + b * dvs.s0 + hk * dvs.s1 + j0 * dvs.s2, dvs.s2,
+              dvs.s3, 1.0f);
 }

@@ -59,6 +59,11 @@
 #define GOR (DWG / GV4)                   /* rows accumulated at once (lanes: GOR x GV4) */
 #define GOP ((DRB + GOR - 1) / GOR)       /* output rows per work-item */
 
+/* Partial unrolling of the loops over D and over a tile's keys: fully
+ * unrolled, clang's AMD back end issues all their local reads at once and
+ * runs out of VGPRs (231 at D = 64 on gfx1030, spills on gfx1100). */
+#define GDEC_UNROLL _Pragma("unroll 4")
+
 /* Four consecutive elements of K or V (element stride st) as floats. */
 inline float4 gdec_load4(global const STYPE *p, long e, long st)
 {
@@ -164,7 +169,7 @@ void sdpa_decode(global const float *Qs,
         /* (2) scores and the score pipeline: logits (-inf = dropped) */
         float4 sc[GSP];
         SDPA_UNROLL for (int x = 0; x < GSP; x++) sc[x] = (float4)(0.0f);
-        for (int c = 0; c < GQ4; c++) {
+        GDEC_UNROLL for (int c = 0; c < GQ4; c++) {
             float4 kk = vload4(c, kv_l + su * GKS);
             SDPA_UNROLL for (int x = 0; x < GSP; x++) {
                 int r = sg + x * GSR;
@@ -187,7 +192,7 @@ void sdpa_decode(global const float *Qs,
             local float *sr = s_l + lid * DGK;
             float tmax = SDPA_NEG_INF;
             bool nan = false;
-            for (int u = 0; u < DGK; u++) {
+            GDEC_UNROLL for (int u = 0; u < DGK; u++) {
                 nan = nan || isnan(sr[u]);
                 tmax = fmax(tmax, sr[u]);
             }
@@ -197,7 +202,7 @@ void sdpa_decode(global const float *Qs,
                 float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
                 alpha = mn == mo ? 1.0f : exp(mo - mn);
                 float sum = 0.0f;
-                for (int u = 0; u < DGK; u++) {
+                GDEC_UNROLL for (int u = 0; u < DGK; u++) {
                     float pu = sr[u] == SDPA_NEG_INF ? 0.0f : exp(sr[u] - mn);
                     sr[u] = pu;
                     sum += pu;

@@ -204,6 +204,16 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     direct_chunks(p, nsplit, 16, pl);
 }
 
+/* Whether decode_gpu.cl and bwd_fa2.cl cover p's inputs: not the wave-2
+ * features (ALiBi, sinks, K/V stored in another dtype, quantised or paged),
+ * which only the older kernels may take (issue 19); those plans keep
+ * decode.cl / bwd.cl. */
+static bool gpu_kernels_cover(const sdpa__problem *p)
+{
+    return !p->has_alibi_slopes && !p->has_sinks && !p->has_block_table &&
+           p->kv_dtype == p->dtype;
+}
+
 /* decode_gpu.cl's shape on a GPU-class device (docs/opencl.md, "GPU-class
  * decode"): a work-group of 64 work-items (128 for Dv > 128) per (KV head,
  * key chunk, block of rows); rows per block 4, 8 or 16 (all of the G * Sq
@@ -217,7 +227,7 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
 static bool gdec_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split,
                       sdpa__cl_plan *pl)
 {
-    if (p->D % 4 || p->Dv % 4) return false;
+    if (p->D % 4 || p->Dv % 4 || !gpu_kernels_cover(p)) return false;
     int64_t nr = p->Hq / p->Hkv * p->Sq;
     int dwg = p->Dv > 128 ? 128 : 64, dgk = 32;
     if ((size_t)dwg > d->max_wg) dwg = pow2_floor(d->max_wg);
@@ -252,17 +262,18 @@ static bool gdec_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split
 
 /* bwd_fa2.cl's work split for work-groups of wg (docs/opencl.md, "GPU-class
  * backward"): dQ rows per work-group fbr and dK/dV keys per work-group fbc
- * so each work-item keeps about 32 accumulator floats (no spills within AMD
- * gfx1100's 128 VGPRs), tiles of 32 keys (dQ pass) and 32 rows (dK/dV
+ * so each work-item keeps about 32 dq, or 16 dk + dv, accumulator floats
+ * (no spills within AMD gfx1100's 128 VGPRs: 32 dK/dV floats spill there),
+ * tiles of 32 keys (dQ pass) and 32 rows (dK/dV
  * pass), fitted to the local memory (fewer keys or rows per tile, then
  * fewer per work-group). False (bwd.cl instead) when a head size is not a
  * multiple of 4 or no split divides evenly and fits. */
 static bool fa2_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, sdpa__cl_plan *pl)
 {
-    if (p->D % 4 || p->Dv % 4 || wg < 1) return false;
+    if (p->D % 4 || p->Dv % 4 || wg < 1 || !gpu_kernels_cover(p)) return false;
     const int64_t q4 = p->D / 4, v4 = p->Dv / 4, rowf = p->D + p->Dv + 8;
     int fbr = pow2_floor((uint64_t)(32 * wg / p->D)), fqk = 32;
-    int fbc = pow2_floor((uint64_t)(32 * wg / (p->D + p->Dv))), fkr = 32;
+    int fbc = pow2_floor((uint64_t)(16 * wg / (p->D + p->Dv))), fkr = 32;
     if (fbr > 64) fbr = 64;
     if (fbc > 64) fbc = 64;
     while (fbr < 64 && (fbr * q4) % wg) fbr *= 2;
