@@ -51,12 +51,11 @@
 #define FLQ (HD + 4)  /* local row strides (padded: no bank conflicts) */
 #define FLV (HDV + 4)
 #define F_NDQ (FBR * FQ4 / WG) /* dq float4 accumulators per work-item */
-#define F_NSQ (FBR * FQK / WG) /* dQ pass scores per work-item */
+#define F_NSQ ((FBR * FQK + WG - 1) / WG) /* dQ pass scores per work-item (at most) */
 #define F_NDK (FBC * FQ4 / WG) /* dk float4 accumulators per work-item */
 #define F_NDV (FBC * FV4 / WG) /* dv float4 accumulators per work-item */
-#define F_NSK (FBC * FKR / WG) /* dK/dV pass scores per work-item */
-#if (FBR * FQ4) % WG || (FBR * FQK) % WG || (FBC * FQ4) % WG || (FBC * FV4) % WG || \
-    (FBC * FKR) % WG
+#define F_NSK ((FBC * FKR + WG - 1) / WG) /* dK/dV pass scores per work-item (at most) */
+#if (FBR * FQ4) % WG || (FBC * FQ4) % WG || (FBC * FV4) % WG
 #error "bwd_fa2.cl: the work split does not divide (cl_plan.c fa2_plan)"
 #endif
 
@@ -201,6 +200,7 @@ void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const fl
         barrier(CLK_LOCAL_MEM_FENCE);
         FA2_ROLLED for (int x = 0; x < F_NSQ; x++) {
             int e = lid + x * WG, i = e / FQK, j = e % FQK;
+            if (e >= FBR * FQK) break;
             float p, dsx;
             FA2_ELEMENT(q_l + i * FLQ, k_l + j * FLQ, do_l + i * FLV, v_l + j * FLV, i0 + i,
                         j0 + j, i < nr && j < nk, L_l[i], D_l[i], p, dsx);
@@ -269,6 +269,7 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
             barrier(CLK_LOCAL_MEM_FENCE);
             FA2_ROLLED for (int x = 0; x < F_NSK; x++) {
                 int e = lid + x * WG, j = e / FKR, i = e % FKR;
+                if (e >= FBC * FKR) break;
                 float p, dsx;
                 FA2_ELEMENT(q_l + i * FLQ, k_l + j * FLQ, do_l + i * FLV, v_l + j * FLV, i0 + i,
                             j0 + j, i < nr && j < nk, L_l[i], D_l[i], p, dsx);

@@ -211,7 +211,7 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
 static bool gpu_kernels_cover(const sdpa__problem *p)
 {
     return !p->has_alibi_slopes && !p->has_sinks && !p->has_block_table &&
-           p->kv_dtype == p->dtype;
+           (p->kv_dtype == SDPA_DTYPE_NONE /* q's */ || p->kv_dtype == p->dtype);
 }
 
 /* decode_gpu.cl's shape on a GPU-class device (docs/opencl.md, "GPU-class
@@ -282,20 +282,17 @@ static bool fa2_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, sd
     /* dQ: q, dO, K, V tiles, dS, L and D */
     for (;;) {
         uint64_t b = (uint64_t)((fbr + fqk) * rowf + (int64_t)fbr * fqk + 2 * fbr) * 4;
-        if (b <= d->local_mem && FA2_DIV(fbr * q4) && FA2_DIV(fbr * fqk)) break;
-        if (fqk > 8 && FA2_DIV(fbr * (fqk / 2))) fqk /= 2;
-        else if (fbr > 1 && FA2_DIV(fbr / 2 * q4) && FA2_DIV(fbr / 2 * fqk)) fbr /= 2;
+        if (b <= d->local_mem && FA2_DIV(fbr * q4)) break;
+        if (fqk > 8) fqk /= 2;
+        else if (fbr > 1 && FA2_DIV(fbr / 2 * q4)) fbr /= 2;
         else return false;
     }
     /* dK/dV: K, V blocks, q, dO tiles, P, dS, L and D */
     for (;;) {
         uint64_t b = (uint64_t)((fbc + fkr) * rowf + 2 * (int64_t)fbc * fkr + 2 * fkr) * 4;
-        if (b <= d->local_mem && FA2_DIV(fbc * q4) && FA2_DIV(fbc * v4) && FA2_DIV(fbc * fkr))
-            break;
-        if (fkr > 8 && FA2_DIV(fbc * (fkr / 2))) fkr /= 2;
-        else if (fbc > 1 && FA2_DIV(fbc / 2 * q4) && FA2_DIV(fbc / 2 * v4) &&
-                 FA2_DIV(fbc / 2 * fkr))
-            fbc /= 2;
+        if (b <= d->local_mem && FA2_DIV(fbc * q4) && FA2_DIV(fbc * v4)) break;
+        if (fkr > 8) fkr /= 2;
+        else if (fbc > 1 && FA2_DIV(fbc / 2 * q4) && FA2_DIV(fbc / 2 * v4)) fbc /= 2;
         else return false;
     }
 #undef FA2_DIV
