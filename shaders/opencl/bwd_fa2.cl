@@ -62,10 +62,10 @@
 /* Loop unrolling: fully unrolled, clang's AMD back end issues every local
  * read of the dot products and accumulations at once and spills (256 VGPRs
  * and 3.8 KB of spills per lane at D = 128 on gfx1030); so the loops over
- * D are unrolled by 4, those over a tile's keys or rows by 2 and the
- * per-element score loops not. */
+ * D are unrolled by 4, those over a tile's keys or rows step by 4 and the
+ * per-element score loops are not unrolled. */
 #define FA2_PARTIAL _Pragma("unroll 4")
-#define FA2_ACCUM_UNROLL _Pragma("unroll 2") /* 4 spills on gfx1100 (128 VGPRs) */
+#define FA2_ACCUM_UNROLL _Pragma("unroll 1") /* steps of 4 keys / rows already */
 #define FA2_ROLLED _Pragma("unroll 1")
 
 /* Stages rows [0, nv) of a packed row-major array (n4 float4 per row) at
@@ -120,14 +120,18 @@ inline float fa2_dot(local const float *a, local const float *b, int n4)
 
 /* acc[x] += sum over t < NT of w_l[r * NT + t] * src_l[t * LS + 4 c ..] for
  * the work-item's N float4 accumulators (element lid + x WG: row r, piece c
- * of W4 per row), selecting (never multiplying) where the weight is 0. */
+ * of W4 per row), selecting (never multiplying) where the weight is 0. The
+ * weights are read 4 at a time (NT is a multiple of 4). */
+#define FA2_ACC1(a, w, row) a = (w) != 0.0f ? fma((float4)(w), vload4(c_, row), a) : a
 #define FA2_ACCUM(acc, N, W4, w_l, NT, src_l, LS)                                \
     SDPA_UNROLL for (int x = 0; x < (N); x++) {                                  \
         int e_ = lid + x * WG, r_ = e_ / (W4), c_ = e_ % (W4);                   \
-        FA2_ACCUM_UNROLL for (int t = 0; t < (NT); t++) {                        \
-            float w_ = (w_l)[r_ * (NT) + t];                                     \
-            acc[x] = w_ != 0.0f ? fma((float4)(w_), vload4(c_, (src_l) + t * (LS)), acc[x]) \
-                                : acc[x];                                        \
+        FA2_ACCUM_UNROLL for (int t = 0; t < (NT); t += 4) {                     \
+            float4 w_ = vload4(0, (w_l) + r_ * (NT) + t);                        \
+            FA2_ACC1(acc[x], w_.s0, (src_l) + t * (LS));                         \
+            FA2_ACC1(acc[x], w_.s1, (src_l) + (t + 1) * (LS));                   \
+            FA2_ACC1(acc[x], w_.s2, (src_l) + (t + 2) * (LS));                   \
+            FA2_ACC1(acc[x], w_.s3, (src_l) + (t + 3) * (LS));                   \
         }                                                                        \
     }
 
