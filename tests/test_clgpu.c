@@ -17,8 +17,8 @@
  * local window, f16; backward reruns are bit-identical (no atomics). Plans
  * the new kernels do not cover (head size 17, QK-norm in the backward)
  * keep decode.cl / bwd.cl and still match.
- * Cost (2-core machine, PoCL): 9 program builds, ~1-3 s each cold; the
- * whole suite ~40-60 s cold, ~10 s warm.
+ * Cost (2-core machine, PoCL): 9 program builds; 95-103 s of CPU time
+ * cold (6-20 minutes wall at load average 20-25).
  */
 #include "backend.h"
 #include "internal.h"
