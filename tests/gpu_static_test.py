@@ -7,7 +7,7 @@ compiler (meson suite `tools`; docs/gpu.md).
 1. sdpa-gpu-config list: the configurations the library's own code chooses
    for the described devices (GPU-style staged tiles on devices with
    dedicated local memory; the block forward on the Mali-like device too,
-   whose local memory is system memory (mobile-gpu in the vendor table); decode.cl with DRB/DWG for decode; bwd.cl with
+   whose local memory is system memory (mobile-gpu in the vendor table); decode_gpu.cl with DRB/DWG/DGK for decode; bwd.cl + bwd_fa2.cl with
    NORM for backward; the assembled source starts with prelude.cl; Vulkan specialization constants carry D, Dv and the
    work-group size).
 2. gpu_static.py: its parsers on compiler output captured from ptxas, clang
@@ -71,11 +71,14 @@ def main():
             check(nv.get("kernel_class") == "gpu-style" and nv.get("arch_key") == "sm_89",
                   "nv-sm89 resolves to gpu-style sm_89 in the vendor table")
             dec = by.get("cl-amd-gfx1030-decode-d64-f16", {})
-            check("decode.cl" in dec.get("files", []) and "-DDRB=" in dec.get("options", "") and
-                  "-DSTORE_DT=2" in dec.get("options", ""), "decode: decode.cl, DRB, f16 storage")
+            check("decode_gpu.cl" in dec.get("files", []) and "-DDRB=" in dec.get("options", "") and
+                  "-DDGK=" in dec.get("options", "") and "-DSTORE_DT=2" in dec.get("options", ""),
+                  "decode: the GPU-class decode_gpu.cl, DRB, DGK, f16 storage")
             bwd = by.get("cl-intel-dg2-backward-d256-f32", {})
-            check("bwd.cl" in bwd.get("files", []) and "-DNORM=0" in bwd.get("options", "") and
-                  "-DHD=256" in bwd.get("options", ""), "backward: bwd.cl, NORM, D=256")
+            check(bwd.get("files", [])[-2:] == ["bwd.cl", "bwd_fa2.cl"] and
+                  "-DNORM=0" in bwd.get("options", "") and "-DBWD_FA2=1" in bwd.get("options", "")
+                  and "-DHD=256" in bwd.get("options", ""),
+                  "backward: bwd.cl (D = rowsum(dO O)) then bwd_fa2.cl, BWD_FA2, D=256")
         vk = [j for j in jobs if j["api"] == "vulkan"]
         if vk:
             f = by.get("vk-amd-gfx1100-forward-d256-f16-fwd", {})

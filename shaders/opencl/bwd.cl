@@ -46,6 +46,9 @@
 #ifndef QV
 #define QV 16 /* vector width over HD; divides HD */
 #endif
+#ifndef BWD_FA2
+#define BWD_FA2 0 /* 1 = sdpa_bwd_dq / sdpa_bwd_dkdv come from bwd_fa2.cl (GPU-class) */
+#endif
 #ifndef NORM
 #define NORM 0 /* QK-norm: 0 none, 1 RMS, 2 layer, 3 L2 */
 #endif
@@ -130,6 +133,7 @@ inline void sdpa_norm_back(float *g, global const STYPE *x, long base, long st,
 #endif
 #define BWD_PER_KEY (HAS_MASK || HAS_BIAS)
 
+#if !BWD_FA2 /* GPU-class plans take bwd_fa2.cl's dQ and dK/dV kernels instead */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_bwd_dq(global const float *Qs, global const float *Kt, global const float *Kp,
                  global const float *Vt, global const float *dOp,
@@ -402,6 +406,7 @@ void sdpa_bwd_dkdv(global const float *Qs, global const float *Qst,
         }
     }
 }
+#endif /* !BWD_FA2 */
 
 __kernel void sdpa_reduce_cols(global const float *part, long nrows, int ncols,
                                global float *dst, long d_off, long d_st)

@@ -2,7 +2,8 @@
  * cl_backward.c — enqueues the backward pass of a plan (SDPA_PLAN_BACKWARD).
  *
  * Sequence: pack q^ * scale (rows and transposed), k^ (transposed and rows),
- * v (rows and transposed) and dout (rows and transposed) into workspace;
+ * v (rows and transposed) and dout (rows and transposed) into workspace
+ * (rows only for bwd_fa2.cl plans, GPU-class devices);
  * sdpa_bwd_prep (lse copy and D = rowsum(dout * out)); sdpa_bwd_dq (RPW
  * query rows per work-item) and sdpa_bwd_dkdv (min(RPW, 2) keys per
  * work-item); then sdpa_reduce_cols for the q/k gain and temperature
@@ -43,20 +44,25 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
     float scale = sdpa__cl_scale(p);
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, false, true,
                             qg, temp, scale, pl->ws_q));
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, true, true,
-                            qg, temp, scale, pl->ws_qt));
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
-                            kg, NULL, 1.0f, pl->ws_kt));
+    /* bwd_fa2.cl (pl->fa2) reads the row-major copies only */
+    if (!pl->fa2) {
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->q, p->Hq, p->Sq, pl->SqP, p->D, true, true,
+                                qg, temp, scale, pl->ws_qt));
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
+                                kg, NULL, 1.0f, pl->ws_kt));
+    }
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvP, p->D, false,
                             true, kg, NULL, 1.0f, pl->ws_kp));
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, false,
                             false, NULL, NULL, 1.0f, pl->ws_v));
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, true,
-                            false, NULL, NULL, 1.0f, pl->ws_vt));
+    if (!pl->fa2)
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, true,
+                                false, NULL, NULL, 1.0f, pl->ws_vt));
     SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &g->dout, p->Hq, p->Sq, pl->SqP, p->Dv, false,
                             false, NULL, NULL, 1.0f, pl->ws_dop));
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &g->dout, p->Hq, p->Sq, pl->SqP, p->Dv, true,
-                            false, NULL, NULL, 1.0f, pl->ws_dot));
+    if (!pl->fa2)
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &g->dout, p->Hq, p->Sq, pl->SqP, p->Dv, true,
+                                false, NULL, NULL, 1.0f, pl->ws_dot));
 
     size_t ls = sdpa__cl_small_wg(pl);
     int64_t R = p->B * p->Hq * p->Sq;
@@ -82,7 +88,7 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
         sdpa__cl_arg_mem(&a, pl->ws_q);
         sdpa__cl_arg_mem(&a, pl->ws_kt);
         sdpa__cl_arg_mem(&a, pl->ws_kp);
-        sdpa__cl_arg_mem(&a, pl->ws_vt);
+        sdpa__cl_arg_mem(&a, pl->fa2 ? pl->ws_v : pl->ws_vt); /* bwd_fa2.cl: V rows */
         sdpa__cl_arg_mem(&a, pl->ws_dop);
         sdpa__cl_arg_mem(&a, pl->ws_l);
         sdpa__cl_arg_mem(&a, pl->ws_dsum);
@@ -102,7 +108,8 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
         sdpa__cl_arg_mem(&a, pl->ws_gq);
         sdpa__cl_arg_mem(&a, pl->ws_tp);
         SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_bwd_dq)");
-        size_t rows = wg * (size_t)pl->rpw;
+        /* bwd_fa2.cl: a work-group per fbr rows */
+        size_t rows = pl->fa2 ? (size_t)pl->fbr : wg * (size_t)pl->rpw;
         size_t g2[2] = {((size_t)p->Sq + rows - 1) / rows * wg, (size_t)(p->B * p->Hq)};
         size_t l2[2] = {wg, 1};
         SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_dq, "sdpa_bwd_dq", 2, g2, l2));
@@ -128,7 +135,8 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
         sdpa__cl_arg_ref(&a, &g->dv);
         sdpa__cl_arg_mem(&a, pl->ws_gk);
         SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_bwd_dkdv)");
-        size_t keys = wg * (size_t)(pl->rpw > 2 ? 2 : pl->rpw); /* KPW in bwd.cl */
+        size_t keys = pl->fa2 ? (size_t)pl->fbc /* bwd_fa2.cl: a work-group per fbc keys */
+                              : wg * (size_t)(pl->rpw > 2 ? 2 : pl->rpw); /* KPW in bwd.cl */
         size_t g2[2] = {((size_t)p->Skv + keys - 1) / keys * wg, (size_t)(p->B * p->Hkv)};
         size_t l2[2] = {wg, 1};
         SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_dkdv, "sdpa_bwd_dkdv", 2, g2, l2));

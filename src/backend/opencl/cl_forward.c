@@ -114,8 +114,9 @@ sdpa_status sdpa__cl_combine(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_pla
     return sdpa__cl_launch(ctx, st, pl->k_combine, "sdpa_combine", 1, &g, &ls);
 }
 
-/* direct_kv plans: sdpa_decode (decode.cl) on the user's K and V, through
- * their strides, writing the split partials (q is packed first). */
+/* direct_kv plans: sdpa_decode (decode.cl, or decode_gpu.cl on GPU-class
+ * devices: a work-group per item of decode.cl's range) on the user's K and
+ * V, through their strides, writing the split partials (q is packed first). */
 static sdpa_status direct_decode(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *pl,
                                  const sdpa__problem *p, const sdpa__fwd_args *f)
 {
@@ -133,6 +134,7 @@ static sdpa_status direct_decode(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
     sdpa__cl_arg_mem(&a, pl->ws_part_l);
     SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_decode)");
     size_t g = (size_t)(nbhk * pl->nsplit * pl->nrb), l = (size_t)pl->dwg;
+    if (pl->dgpu) g *= l; /* decode_gpu.cl: a work-group per (bhk, split, row block) */
     return sdpa__cl_launch(ctx, st, pl->k_decode, "sdpa_decode", 1, &g, &l);
 }
 

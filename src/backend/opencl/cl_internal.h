@@ -169,6 +169,10 @@ typedef struct sdpa__cl_plan {
     int block;                 /* 1 = sdpa_fwd is fwd_block.cl's (FlashAttention-2 blocks) */
     int br, tr, tc, tro, to;   /* block: rows per group, score and output blocks */
     int gemm_at_setup;         /* the set in force when ws_tmp was sized */
+    int dgpu, dgk;             /* direct_kv on GPU-class devices: decode_gpu.cl, keys/tile */
+    int fa2, fbr, fqk, fbc, fkr; /* backward on GPU-class devices: bwd_fa2.cl; dQ rows per
+                                  work-group and keys per tile, dK/dV keys per work-group
+                                  and rows per tile (cl_plan.c fa2_plan) */
     int SqP, SkvP;
     int SkvT;                  /* keys of the tile-major K: multiple of 64 */
     bool backward;

@@ -18,7 +18,10 @@
  * decode-like shapes (few query rows, long key range) when no statistics are
  * requested. Decode shapes without QK-norm, statistics or a tile forcing
  * another configuration take the direct path (direct_kv: decode.cl reads
- * K/V in place, no packed K/V workspace; see direct_plan).
+ * K/V in place, no packed K/V workspace; see direct_plan; GPU-class devices
+ * take decode_gpu.cl instead, gdec_plan). Backward plans on GPU-class
+ * devices take bwd_fa2.cl's dQ and dK/dV kernels (fa2_plan) unless they
+ * need QK-norm, gain or temperature gradients.
  * tile.unfused = 1 selects the materialised-scores path (cl_unfused.c; forward
  * only, CLBlast builds only, within options->workspace_limit).
  * Tuning slots: sdpa__cl_default_tile returns the complete configuration
@@ -147,6 +150,34 @@ static void split_plan(const sdpa__cl_props *d, const sdpa__problem *p, int64_t 
     *chunk_out = (int)chunk;
 }
 
+/* Largest power of two <= n (1 for n <= 1). */
+static int pow2_floor(uint64_t n)
+{
+    int v = 1;
+    while ((uint64_t)v * 2 <= n && v < (1 << 30)) v *= 2;
+    return v;
+}
+
+/* Key chunks of a direct_kv launch for about nsplit splits: chunk =
+ * ceil(Skv / nsplit) rounded up to `align` keys (the kernel's tile),
+ * iterated to a fixed point so forcing the resulting count (default_tile)
+ * gives the same chunks. */
+static void direct_chunks(const sdpa__problem *p, int64_t nsplit, int align,
+                          sdpa__cl_plan *pl)
+{
+    int64_t chunk;
+    for (;;) {
+        chunk = ((p->Skv + nsplit - 1) / nsplit + align - 1) / align * align;
+        if (chunk < align) chunk = align;
+        int64_t n2 = (p->Skv + chunk - 1) / chunk;
+        if (n2 < 1) n2 = 1;
+        if (n2 == nsplit) break;
+        nsplit = n2;
+    }
+    pl->nsplit = (int)nsplit;
+    pl->chunk = (int)chunk;
+}
+
 /* Shape of a direct_kv (decode.cl) launch: rows per work-item by head size
  * (CPU devices keep up to 16 rows of Dv <= 64 floats in private memory, so K/V
  * of a KV head are read once for all the query heads sharing it), then key
@@ -170,28 +201,107 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     if (split == SDPA_AUTO && nsplit > (p->Skv + 127) / 128) nsplit = (p->Skv + 127) / 128;
     if (nsplit > 256) nsplit = 256;
     if (nsplit < 1) nsplit = 1;
-    /* chunk = ceil(Skv / nsplit) rounded up to 16 keys (decode.cl's tile),
-     * iterated to a fixed point so forcing the resulting count (default_tile)
-     * gives the same chunks */
-    int64_t chunk;
-    for (;;) {
-        chunk = ((p->Skv + nsplit - 1) / nsplit + 15) / 16 * 16;
-        if (chunk < 16) chunk = 16;
-        int64_t n2 = (p->Skv + chunk - 1) / chunk;
-        if (n2 < 1) n2 = 1;
-        if (n2 == nsplit) break;
-        nsplit = n2;
-    }
-    pl->nsplit = (int)nsplit;
-    pl->chunk = (int)chunk;
+    direct_chunks(p, nsplit, 16, pl);
 }
 
-/* Largest power of two <= n (1 for n <= 1). */
-static int pow2_floor(uint64_t n)
+/* Whether decode_gpu.cl and bwd_fa2.cl cover p's inputs: not the wave-2
+ * features (ALiBi, sinks, K/V stored in another dtype, quantised or paged),
+ * which only the older kernels may take (issue 19); those plans keep
+ * decode.cl / bwd.cl. */
+static bool gpu_kernels_cover(const sdpa__problem *p)
 {
-    int v = 1;
-    while ((uint64_t)v * 2 <= n && v < (1 << 30)) v *= 2;
-    return v;
+    return !p->has_alibi_slopes && !p->has_sinks && !p->has_block_table &&
+           (p->kv_dtype == SDPA_DTYPE_NONE /* q's */ || p->kv_dtype == p->dtype);
+}
+
+/* decode_gpu.cl's shape on a GPU-class device (docs/opencl.md, "GPU-class
+ * decode"): a work-group of 64 work-items (128 for Dv > 128) per (KV head,
+ * key chunk, block of rows); rows per block 4, 8 or 16 (all of the G * Sq
+ * rows of a KV group up to 16, so K/V are read once for the group; at most
+ * 8 per float4 column of output lanes, so each work-item keeps <= 32
+ * output floats); tiles of 32 keys; fitted to the device's work-group and
+ * local memory (fewer keys, then rows). Key chunks: at least 4 work-groups
+ * per compute unit, chunks of at least 64 keys, at most 256 of them.
+ * False (decode.cl instead) when a head size is not a multiple of 4 or the
+ * output row does not fit one work-group. */
+static bool gdec_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split,
+                      sdpa__cl_plan *pl)
+{
+    if (p->D % 4 || p->Dv % 4 || !gpu_kernels_cover(p)) return false;
+    int64_t nr = p->Hq / p->Hkv * p->Sq;
+    int dwg = p->Dv > 128 ? 128 : 64, dgk = 32;
+    if ((size_t)dwg > d->max_wg) dwg = pow2_floor(d->max_wg);
+    if (dwg < p->Dv / 4) return false;
+    if (dgk > dwg) dgk = dwg;
+    int drb = nr <= 4 ? 4 : (nr <= 8 ? 8 : 16);
+    if (drb > 8 * (dwg / (int)(p->Dv / 4))) drb = 8 * (dwg / (int)(p->Dv / 4));
+    if (d->max_rows > 0 && drb > d->max_rows) drb = pow2_floor((uint64_t)d->max_rows);
+    int64_t dmax = (p->D > p->Dv ? p->D : p->Dv) + 4;
+    for (;;) {
+        uint64_t bytes = (uint64_t)(drb * p->D + dgk * dmax + (int64_t)drb * dgk + 7 * drb + 2) *
+                         sizeof(float);
+        if (bytes <= d->local_mem) break;
+        if (dgk > 8) dgk /= 2;
+        else if (drb > 1) drb /= 2;
+        else return false;
+    }
+    pl->dgpu = 1;
+    pl->dgk = dgk;
+    pl->dwg = dwg;
+    pl->drb = drb;
+    pl->nrb = (int)((nr + drb - 1) / drb);
+    int64_t groups = p->B * p->Hkv * pl->nrb;
+    int64_t want = (int64_t)(d->compute_units > 0 ? d->compute_units : 1) * 4;
+    int64_t nsplit = split != SDPA_AUTO ? split : (want + groups - 1) / groups;
+    if (split == SDPA_AUTO && nsplit > (p->Skv + 63) / 64) nsplit = (p->Skv + 63) / 64;
+    if (nsplit > 256) nsplit = 256;
+    if (nsplit < 1) nsplit = 1;
+    direct_chunks(p, nsplit, dgk, pl);
+    return true;
+}
+
+/* bwd_fa2.cl's work split for work-groups of wg (docs/opencl.md, "GPU-class
+ * backward"): dQ rows per work-group fbr and dK/dV keys per work-group fbc
+ * so each work-item keeps about 32 dq, or 16 dk + dv, accumulator floats
+ * (no spills within AMD gfx1100's 128 VGPRs: 32 dK/dV floats spill there),
+ * tiles of 32 keys (dQ pass) and 32 rows (dK/dV
+ * pass), fitted to the local memory (fewer keys or rows per tile, then
+ * fewer per work-group). False (bwd.cl instead) when a head size is not a
+ * multiple of 4 or no split divides evenly and fits. */
+static bool fa2_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, sdpa__cl_plan *pl)
+{
+    if (p->D % 4 || p->Dv % 4 || wg < 1 || !gpu_kernels_cover(p)) return false;
+    const int64_t q4 = p->D / 4, v4 = p->Dv / 4, rowf = p->D + p->Dv + 8;
+    int fbr = pow2_floor((uint64_t)(32 * wg / p->D)), fqk = 32;
+    int fbc = pow2_floor((uint64_t)(16 * wg / (p->D + p->Dv))), fkr = 32;
+    if (fbr > 64) fbr = 64;
+    if (fbc > 64) fbc = 64;
+    while (fbr < 64 && (fbr * q4) % wg) fbr *= 2;
+    while (fbc < 64 && ((fbc * q4) % wg || (fbc * v4) % wg)) fbc *= 2;
+#define FA2_DIV(n) ((n) % wg == 0)
+    /* dQ: q, dO, K, V tiles, dS, L and D */
+    for (;;) {
+        uint64_t b = (uint64_t)((fbr + fqk) * rowf + (int64_t)fbr * fqk + 2 * fbr) * 4;
+        if (b <= d->local_mem && FA2_DIV(fbr * q4)) break;
+        if (fqk > 8) fqk /= 2;
+        else if (fbr > 1 && FA2_DIV(fbr / 2 * q4)) fbr /= 2;
+        else return false;
+    }
+    /* dK/dV: K, V blocks, q, dO tiles, P, dS, L and D */
+    for (;;) {
+        uint64_t b = (uint64_t)((fbc + fkr) * rowf + 2 * (int64_t)fbc * fkr + 2 * fkr) * 4;
+        if (b <= d->local_mem && FA2_DIV(fbc * q4) && FA2_DIV(fbc * v4)) break;
+        if (fkr > 8) fkr /= 2;
+        else if (fbc > 1 && FA2_DIV(fbc / 2 * q4) && FA2_DIV(fbc / 2 * v4)) fbc /= 2;
+        else return false;
+    }
+#undef FA2_DIV
+    pl->fa2 = 1;
+    pl->fbr = fbr;
+    pl->fqk = fqk;
+    pl->fbc = fbc;
+    pl->fkr = fkr;
+    return true;
 }
 
 /* Local memory of a staged K/V tile of kt keys (fwd.cl's kt_l and v_l). */
@@ -412,7 +522,19 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
      * to the default is no change, so forcing default_tile gives this plan). */
     pl->direct_kv = direct_shape && !pl->block && fk == SDPA_AUTO && rpw == rpw0 &&
                     wg == wg0 && kt == kt0 && stage == stage0 && vec == vec0;
-    if (pl->direct_kv)
+    /* bwd_fa2.cl: backward plans on GPU-class devices with the default
+     * tile, without the features whose gradients only bwd.cl has (QK-norm,
+     * gains, temperature) */
+    pl->fa2 = 0;
+    if ((flags & SDPA_PLAN_BACKWARD) && gpu && fk == SDPA_AUTO && !unfused && rpw == rpw0 &&
+        wg == wg0 && kt == kt0 && stage == stage0 && vec == vec0 &&
+        p->qk_norm == SDPA_QK_NORM_NONE && !p->has_q_gain && !p->has_k_gain &&
+        !p->has_temperature)
+        fa2_plan(d, p, wg, pl);
+    pl->dgpu = 0;
+    if (pl->direct_kv && gpu && gdec_plan(d, p, split, pl))
+        ; /* decode_gpu.cl */
+    else if (pl->direct_kv)
         direct_plan(d, p, split, pl);
     else
         split_plan(d, p, pl->block ? pl->br : (int64_t)wg * rpw, kt, unfused ? 1 : split,
@@ -572,11 +694,17 @@ void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char
                      (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
                      pl->stage_kv, score, p->has_stats);
     if (n < 0 || (size_t)n >= size) return;
-    if (pl->backward)
+    if (pl->backward && pl->fa2)
+        snprintf(opts + n, size - (size_t)n, " -DNORM=%d -DBWD_FA2=1 -DFBR=%d -DFQK=%d "
+                 "-DFBC=%d -DFKR=%d", (int)p->qk_norm, pl->fbr, pl->fqk, pl->fbc, pl->fkr);
+    else if (pl->backward)
         snprintf(opts + n, size - (size_t)n, " -DNORM=%d", (int)p->qk_norm);
     else if (pl->block)
         snprintf(opts + n, size - (size_t)n, " -DFWD_BLOCK=1 -DBR=%d -DTR=%d -DTC=%d -DTRO=%d "
                  "-DTO=%d", pl->br, pl->tr, pl->tc, pl->tro, pl->to);
+    else if (pl->direct_kv && pl->dgpu)
+        snprintf(opts + n, size - (size_t)n, " -DDRB=%d -DDWG=%d -DDGK=%d", pl->drb, pl->dwg,
+                 pl->dgk);
     else if (pl->direct_kv)
         snprintf(opts + n, size - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
 }
@@ -588,6 +716,9 @@ int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
     static const char *const unfused_files[] = {"pack.cl", "combine.cl", "stats.cl",
                                                 "unfused.cl"};
     static const char *const direct_files[] = {"pack.cl", "decode.cl", "combine.cl"};
+    static const char *const dgpu_files[] = {"pack.cl", "decode_gpu.cl", "combine.cl"};
+    static const char *const fa2_files[] = {"pack.cl", "stats.cl", "fwd.cl", "combine.cl",
+                                            "bwd.cl", "bwd_fa2.cl"};
     static const char *const block_files[] = {"pack.cl", "stats.cl", "fwd.cl", "fwd_block.cl",
                                               "combine.cl"};
     if (pl->unfused) {
@@ -595,12 +726,16 @@ int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
         return 4;
     }
     if (pl->direct_kv) {
-        *out = direct_files;
+        *out = pl->dgpu ? dgpu_files : direct_files;
         return 3;
     }
     if (pl->block) {
         *out = block_files;
         return 5;
+    }
+    if (pl->backward && pl->fa2) {
+        *out = fa2_files;
+        return 6;
     }
     *out = files;
     return pl->backward ? 5 : 4;
@@ -749,6 +884,11 @@ static void describe_config(sdpa__cl_plan *pl)
         snprintf(pl->config, sizeof pl->config,
                  "unfused=1 gemm_params=%d (scores materialised, CLBlast GEMMs: %s) "
                  "clblast_temp=%zu", pl->gemm, sdpa__cl_gemm_label(pl->gemm), pl->tmp_bytes);
+    else if (pl->direct_kv && pl->dgpu)
+        snprintf(pl->config, sizeof pl->config,
+                 "direct_kv=1 rows=%d wg_size=%d k_tile=%d split_kv=%d chunk=%d "
+                 "(decode_gpu.cl on K/V in place)", pl->drb, pl->dwg, pl->dgk, pl->nsplit,
+                 pl->chunk);
     else if (pl->direct_kv)
         snprintf(pl->config, sizeof pl->config,
                  "direct_kv=1 rows=%d wg_size=%d vec_width=%d split_kv=%d chunk=%d "
@@ -763,6 +903,12 @@ static void describe_config(sdpa__cl_plan *pl)
         snprintf(pl->config, sizeof pl->config,
                  "wg_size=%d q_tile=%d k_tile=%d vec_width=%d stage_kv=%d split_kv=%d",
                  pl->wg, pl->wg * pl->rpw, pl->kt, pl->ov, pl->stage_kv, pl->nsplit);
+    if (pl->backward && pl->fa2) {
+        size_t n = strlen(pl->config);
+        snprintf(pl->config + n, sizeof pl->config - n,
+                 " (backward: bwd_fa2.cl, dQ %d rows x %d keys, dK/dV %d keys x %d rows)",
+                 pl->fbr, pl->fqk, pl->fbc, pl->fkr);
+    }
 }
 
 sdpa_status sdpa__cl_plan_shrink(sdpa_context *ctx, sdpa__cl_state *st, const sdpa__problem *p,
@@ -867,11 +1013,11 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, void *state, const sdpa__pro
         WS(ws_part_l, (int64_t)pl->nsplit * R, "split partial lse");
     }
     if (pl->backward) {
-        WS(ws_qt, BHq * pl->SqP * p->D, "packed q^T");
+        if (!pl->fa2) WS(ws_qt, BHq * pl->SqP * p->D, "packed q^T"); /* bwd_fa2.cl: rows only */
         WS(ws_kp, BHkv * pl->SkvP * p->D, "packed k rows");
-        WS(ws_vt, BHkv * pl->SkvP * p->Dv, "packed v^T");
+        if (!pl->fa2) WS(ws_vt, BHkv * pl->SkvP * p->Dv, "packed v^T");
         WS(ws_dop, BHq * pl->SqP * p->Dv, "packed dout");
-        WS(ws_dot, BHq * pl->SqP * p->Dv, "packed dout^T");
+        if (!pl->fa2) WS(ws_dot, BHq * pl->SqP * p->Dv, "packed dout^T");
         WS(ws_l, BHq * pl->SqP, "lse copy");
         WS(ws_dsum, BHq * pl->SqP, "rowsum(dout*out)");
         if (p->has_q_gain) WS(ws_gq, R * p->D, "q gain partials");
