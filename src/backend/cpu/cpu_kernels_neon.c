@@ -603,9 +603,15 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) s[0][i] = s[1][i] = vdupq_n_f32(0.0f);
         int c = 0;
-        for (; c < kfull; c += 16) dots_kv16(NI, 1, row, dt, c, 16, B, ldb, s);
-        if (c < K && sdpa__cpu_unit_elems(dt) == 1) /* block rows: K % 32 == 0 */
-            dots_kv16(NI, 0, row, dt, c, K - c, B, ldb, s);
+        if (sdpa__cpu_unit_elems(dt) > 1) { /* whole blocks: K % 32 == 0 */
+            for (; c < K; c += 32) {
+                dots_kv16(NI, 1, row, dt, c, 16, B, ldb, s);
+                dots_kv16(NI, 1, row, dt, c + 16, 16, B, ldb, s);
+            }
+        } else {
+            for (; c < kfull; c += 16) dots_kv16(NI, 1, row, dt, c, 16, B, ldb, s);
+            if (c < K) dots_kv16(NI, 0, row, dt, c, K - c, B, ldb, s);
+        }
 #pragma GCC unroll 2
         for (int k = 0; k < 2; k++) {
             if (j + k >= M) break;
