@@ -102,6 +102,8 @@ say "instructions per FMA in the NEON GEMM hot loops (objdump; fmla = 4 lanes)"
 obj=$(find "$DIR/src/backend/cpu" -name 'cpu_kernels_neon.c.o' | head -1)
 aarch64-linux-gnu-objdump -d "$obj" >"$L-neon.dis"
 python3 "$SRC/scripts/fma_per_loop.py" "$L-neon.dis" uk_cs_4 uk_rs_4 || failed+="fma-count "
+python3 "$SRC/scripts/fma_per_loop.py" --most "$L-neon.dis" dots_kv_4_F32 dots_kv_4_F16 \
+  dots_kv_4_Q8_0 dots_kv_4_Q4_0 pv_kv_4_F32 pv_kv_4_F16 pv_kv_4_Q8_0 pv_kv_4_Q4_0 || failed+="fma-count "
 
 if [ -n "$failed" ]; then
   say "FAILED: $failed($((SECONDS - t0)) s)"

@@ -9,7 +9,11 @@ FMA instruction and the mix of opcodes. Used by scripts/cross-check-aarch64.sh
 for the NEON GEMM micro-kernels (docs/cpu.md), where speed cannot be measured
 under emulation.
 
-Usage: fma_per_loop.py OBJDUMP.txt FUNCTION...
+With --most, the innermost loop with the most `fmla` instead (the main
+loop where a kernel also has a short tail loop of a higher share, as the
+decode kernels dots_kv_* have).
+
+Usage: fma_per_loop.py [--most] OBJDUMP.txt FUNCTION...
 """
 import re
 import sys
@@ -38,7 +42,7 @@ def target(op, arg):
     return int(m.group(1), 16) if m else None
 
 
-def hot_loop(ins):
+def hot_loop(ins, most=False):
     back = []
     for addr, op, arg in ins:
         t = target(op, arg)
@@ -50,23 +54,30 @@ def hot_loop(ins):
             continue  # another loop inside: not innermost
         body = [x for x in ins if t <= x[0] <= addr]
         fm = sum(1 for x in body if x[1] == 'fmla')
-        if fm and (best is None or fm / len(body) > best[1] / len(best[0])):
-            best = (body, fm)
+        if not fm:
+            continue
+        key = (fm, fm / len(body)) if most else (fm / len(body),)
+        if best is None or key > best[2]:
+            best = (body, fm, key)
     return best
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    most = bool(args) and args[0] == '--most'
+    if most:
+        args = args[1:]
+    if len(args) < 2:
         sys.exit(__doc__)
-    funcs = functions(open(sys.argv[1]).read())
+    funcs = functions(open(args[0]).read())
     status = 0
-    for name in sys.argv[2:]:
-        best = hot_loop(funcs.get(name, []))
+    for name in args[1:]:
+        best = hot_loop(funcs.get(name, []), most)
         if not best:
             print(f'{name}: no loop with fmla found')
             status = 1
             continue
-        body, fm = best
+        body, fm, _ = best
         mix = ', '.join(f'{op} {n}' for op, n in Counter(x[1] for x in body).most_common())
         print(f'{name}: {len(body)} instructions, {fm} fmla: {len(body) / fm:.2f} per FMA '
               f'({mix})')

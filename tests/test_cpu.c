@@ -532,16 +532,17 @@ static void xprob_free(xprob *x)
     memset(x, 0, sizeof *x);
 }
 
-/* Builds the problem of case c with Sq queries and Skv keys; fills d (the
- * tested call) and od (the oracle's). extra_key: one more oracle key with
- * k = v = 0 and bias = sink (the backward's sink check). */
-static void xprob_make(xprob *x, const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed,
-                       bool extra_key, sdpa_attention_desc *d, sdpa_attention_desc *od)
+/* Builds the problem of case c with head dim D (= Dv), Sq queries and Skv
+ * keys; fills d (the tested call) and od (the oracle's). extra_key: one more
+ * oracle key with k = v = 0 and bias = sink (the backward's sink check). */
+static void xprob_make_d(xprob *x, const xcase *c, int64_t D, int64_t Sq, int64_t Skv,
+                         uint32_t seed, bool extra_key, sdpa_attention_desc *d,
+                         sdpa_attention_desc *od)
 {
     uint32_t s = seed * 2654435761u + 12345u;
     memset(x, 0, sizeof *x);
-    x->B = c->B; x->Hq = c->Hq; x->Hkv = c->Hkv; x->Sq = Sq; x->D = XD;
-    const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, D = XD;
+    x->B = c->B; x->Hq = c->Hq; x->Hkv = c->Hkv; x->Sq = Sq; x->D = D;
+    const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv;
     const size_t qe = sdpa_dtype_size(c->qdt), rb = xrow_bytes(c->kvdt, D);
     x->q = malloc((size_t)(B * Hq * Sq * D) * qe);
     xfill_rows(x->q, c->qdt, B * Hq * Sq, D, &s);
@@ -660,6 +661,13 @@ static void xprob_make(xprob *x, const xcase *c, int64_t Sq, int64_t Skv, uint32
     }
 }
 
+/* The same at the features cases' head dim XD. */
+static void xprob_make(xprob *x, const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed,
+                       bool extra_key, sdpa_attention_desc *d, sdpa_attention_desc *od)
+{
+    xprob_make_d(x, c, XD, Sq, Skv, seed, extra_key, d, od);
+}
+
 static void xrun_forward(sdpa_context *ctx, sdpa_attention_desc *d)
 {
     sdpa_plan *plan = NULL;
@@ -676,12 +684,12 @@ static double xtol(sdpa_dtype dt)
     return dt == SDPA_DTYPE_BF16 ? 1.6e-2 : dt == SDPA_DTYPE_F16 ? 2.5e-3 : 2e-5;
 }
 
-/* Case c at Sq queries x Skv keys on g_cpu against the oracle. */
-static void xcheck_forward(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+/* Case c at head dim D, Sq queries x Skv keys on g_cpu against the oracle. */
+static void xcheck_forward_d(const xcase *c, int64_t D, int64_t Sq, int64_t Skv, uint32_t seed)
 {
     xprob x;
     sdpa_attention_desc d, od;
-    xprob_make(&x, c, Sq, Skv, seed, false, &d, &od);
+    xprob_make_d(&x, c, D, Sq, Skv, seed, false, &d, &od);
     xrun_forward(g_cpu, &d);
     xrun_forward(g_ref, &od);
     const int64_t rows = x.B * x.Hq * x.Sq;
@@ -710,6 +718,11 @@ static void xcheck_forward(const xcase *c, int64_t Sq, int64_t Skv, uint32_t see
     xprob_free(&x);
 }
 
+static void xcheck_forward(const xcase *c, int64_t Sq, int64_t Skv, uint32_t seed)
+{
+    xcheck_forward_d(c, XD, Sq, Skv, seed);
+}
+
 /* Decode (Sq 1) and prefill (Sq = Skv) of case _i / N_XLENS at length _i % N_XLENS. */
 START_TEST(features_forward)
 {
@@ -729,6 +742,42 @@ START_TEST(features_forward_short)
     if (xlen_skipped(L)) return;
     xcheck_forward(c, 1, L, (uint32_t)_i + 7);
     xcheck_forward(c, L, L, (uint32_t)_i + 107);
+}
+END_TEST
+
+/* Decode (Sq 1) with the head dims and group sizes the decode kernels
+ * (dots_kv / pv_kv) split unevenly: groups of 5 and 3 query heads (row
+ * blocks of 4 and 1, or 3), D = 96 and 160 (block rows of 3 and 5 blocks,
+ * a last pv_kv column chunk of 32 on AVX-512) and D = 40 / 24 (partial
+ * vectors of f16 / bf16 / f32), contiguous and paged, at lengths 1, 7,
+ * 65, 200 (partial key groups and tiles). */
+static const struct { xcase c; int64_t D; } k_xdcases[] = {
+    {{"dec_q8_0_g5_d96", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, false, false, false, false, 0, 1, 5, 1},
+     96},
+    {{"dec_q4_0_g3_d160_paged16", SDPA_DTYPE_F32, SDPA_DTYPE_Q4_0, false, false, true, false, 16, 1,
+      6, 2},
+     160},
+    {{"dec_q4_0_g5_d96_sinks", SDPA_DTYPE_F16, SDPA_DTYPE_Q4_0, false, true, false, true, 0, 2, 5,
+      1},
+     96},
+    {{"dec_q8_0_g4_d128_paged16", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, false, false, true, false, 16, 1,
+      8, 2},
+     128},
+    {{"dec_f16_g5_d40", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, false, false, false, 0, 1, 5, 1}, 40},
+    {{"dec_bf16_g3_d24", SDPA_DTYPE_F32, SDPA_DTYPE_BF16, false, false, false, true, 0, 2, 3, 1},
+     24},
+    {{"dec_f32_g5_d40_paged3", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, true, false, 3, 1, 5,
+      1},
+     40},
+};
+#define N_XDCASES ((int)(sizeof k_xdcases / sizeof k_xdcases[0]))
+static const int64_t k_xdlens[] = {1, 7, 65, 200};
+#define N_XDLENS 4
+
+START_TEST(features_decode_widths)
+{
+    xcheck_forward_d(&k_xdcases[_i / N_XDLENS].c, k_xdcases[_i / N_XDLENS].D, 1,
+                     k_xdlens[_i % N_XDLENS], (uint32_t)_i + 301);
 }
 END_TEST
 
@@ -969,6 +1018,7 @@ int main(void)
     tcase_add_loop_test(tc, features_forward, 0, N_XCASES * N_XLENS);
     tcase_add_loop_test(tc, features_backward, 0, N_XBCASES * (N_XLENS - 1));
     tcase_add_loop_test(tc, features_stats, 0, N_XLENS - 1);
+    tcase_add_loop_test(tc, features_decode_widths, 0, N_XDCASES * N_XDLENS);
     suite_add_tcase(s, tc);
     /* Every kernel set this CPU runs besides its default: the parity cases again. */
     static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
@@ -996,6 +1046,7 @@ int main(void)
         tcase_add_loop_test(tc, nonfinite_inputs, 0, 4);
         tcase_add_loop_test(tc, backward_parity, 0, tparity_n_bcases);
         tcase_add_loop_test(tc, features_forward_short, 0, N_XCASES * (N_XLENS - 1));
+        tcase_add_loop_test(tc, features_decode_widths, 0, N_XDCASES * N_XDLENS);
         suite_add_tcase(s, tc);
     }
     return trun_suite(s);

@@ -1,6 +1,6 @@
 /*
  * cpu_decode_tables.h — the decode kernels' entry points, shared by the ISA
- * files (cpu_kernels_avx512.c, cpu_kernels_avx2.c), each of which includes
+ * files (cpu_kernels_avx512.c, cpu_kernels_avx2.c, cpu_kernels_neon.c), each of which includes
  * it once after defining, always-inline:
  *   dots_kv_block(NI, M, K, A, dtype, lda, B, ldb, C, ldc, pf)  NI = 1..4 rows
  *   pv_kv_block(NR, n, c0, K, P, ldp, V, dtype, ldv, C, ldc, c_scale, pf)

@@ -85,7 +85,8 @@ typedef struct sdpa__cpu_kernels {
     void (*transpose)(int R, int C, const float *src, ptrdiff_t lds, float *dst,
                       ptrdiff_t ldd, float mul);
     /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
-     * rows read in their storage dtype (f32, f16, bf16; unit element stride)
+     * rows read in their storage dtype (f32, f16, bf16 with a unit element
+     * stride; q8_0, q4_0 whole blocks, lda / ldv counting blocks)
      * and converted in registers while streaming, for sub-blocks under 16
      * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
      * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +

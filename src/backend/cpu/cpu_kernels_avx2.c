@@ -394,28 +394,10 @@ static void store_row_avx2(const float *src, float mul, void *dst, sdpa_dtype dt
 
 /* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
 
-/* n (1..8) elements from element e of a row of dtype dt, as f32 (lanes past
- * n are 0 and their memory is never read). The block types (whose rows hold
- * whole blocks of 32, so n is 8 and e a multiple of 8) dequantize in
- * registers: scale d times int8 q, or a low / high nibble minus 8. */
+/* n (1..8) elements from element e of an f32 / f16 / bf16 row, as f32
+ * (lanes past n are 0 and their memory is never read). */
 SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
 {
-    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
-        (void)n;
-        uint16_t dh;
-        const unsigned char *blk = sdpa__cpu_block_of(base, dt, e, &dh);
-        const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)dh)); /* broadcast, convert */
-        __m256i x;
-        if (dt == SDPA_DTYPE_Q8_0) {
-            x = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + (e & 31))));
-        } else { /* elements 16..31 of a block: the high nibbles (shift without a branch) */
-            __m128i b = _mm_srl_epi16(_mm_loadl_epi64((const __m128i *)(blk + 2 + (e & 15))),
-                                      _mm_cvtsi32_si128((int)(e & 16) >> 2));
-            b = _mm_and_si128(b, _mm_set1_epi8(15));
-            x = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(8));
-        }
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(x), d);
-    }
     if (dt == SDPA_DTYPE_F32)
         return n >= 8 ? _mm256_loadu_ps((const float *)base + e)
                       : load_m(tail_mask(n), (const float *)base + e);
@@ -431,6 +413,38 @@ SDPA_AI __m256 load_kv8(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* The f16 scale of the q8_0 / q4_0 block at blk, broadcast as f32. */
+SDPA_AI __m256 block_scale(const unsigned char *blk)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, sizeof dh);
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)dh));
+}
+
+/* Elements 16 h .. 16 h + 15 (h = 0 or 1) of the q8_0 / q4_0 block at blk,
+ * whose scale is d, dequantized in registers into x[0], x[1]: q8_0 sign-
+ * extends 8 bytes per vector, converts, times d; q4_0 zero-extends 8 bytes
+ * of nibbles per vector, masks the low (h = 0) or shifts down the high
+ * nibbles, and forms (q - 8) d as one FMA, q d + (-8 d) (exact product, one
+ * rounding: the same value as (q - 8) * d). */
+SDPA_AI void load_block16(const unsigned char *blk, sdpa_dtype dt, int h, __m256 d,
+                          __m256 x[2])
+{
+    if (dt == SDPA_DTYPE_Q8_0) {
+        const unsigned char *q = blk + 2 + 16 * h;
+        x[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q))), d);
+        x[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8)))), d);
+        return;
+    }
+    const __m256 m8 = _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++) {
+        __m256i n = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * v)));
+        n = h ? _mm256_srli_epi32(n, 4) : _mm256_and_si256(n, _mm256_set1_epi32(15));
+        x[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(n), d, m8);
+    }
+}
+
 /* The 8 sums of v[0..7] in one vector, lane n = sum of v[n]. */
 SDPA_AI __m256 hsum8(const __m256 v[8])
 {
@@ -442,39 +456,65 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
 
 /* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (8
- * independent FMA chains), the 8 sums reduced together by hsum8. */
+ * independent FMA chains), the 8 sums reduced together by hsum8. Rows are
+ * walked by byte pointers; the block types a whole block (32 elements, one
+ * scale) per step. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
                            ptrdiff_t ldc, ptrdiff_t pf)
 {
+    const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
+    const size_t ldab = (size_t)lda * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
     const int nv = (K + 7) / 8;
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
         for (int k = 0; k < 2; k++) {
             if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
             for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
         /* a row past M repeats row j (in bounds; its sums are not stored) */
-        const ptrdiff_t row[2] = {(ptrdiff_t)j * lde, (ptrdiff_t)(j + 1 < M ? j + 1 : j) * lde};
+        const unsigned char *row[2] = {(const unsigned char *)A + (size_t)j * ldab,
+                                       (const unsigned char *)A + (size_t)(j + 1 < M ? j + 1 : j) * ldab};
         __m256 s[8];
 #pragma GCC unroll 8
         for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
-        for (int c = 0; c < nv; c++) {
-            const int n = K - 8 * c;
-            __m256 q[4];
-#pragma GCC unroll 4
-            for (int i = 0; i < NI; i++) {
-                const float *b = B + i * ldb + 8 * c;
-                q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
-            }
+        if (blocks) {
+            for (int c = 0; c < K; c += 32) {
+                const size_t off = (size_t)c / 32 * usz;
 #pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
-                const __m256 kv = load_kv8(A, dt, row[k] + 8 * c, n);
+                for (int k = 0; k < 2; k++) {
+                    const __m256 d = block_scale(row[k] + off);
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        __m256 x[2];
+                        load_block16(row[k] + off, dt, h, d, x);
 #pragma GCC unroll 4
-                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
+                        for (int i = 0; i < NI; i++) {
+                            const float *b = B + i * ldb + c + 16 * h;
+                            s[4 * k + i] = _mm256_fmadd_ps(x[0], _mm256_loadu_ps(b), s[4 * k + i]);
+                            s[4 * k + i] = _mm256_fmadd_ps(x[1], _mm256_loadu_ps(b + 8), s[4 * k + i]);
+                        }
+                    }
+                }
+            }
+        } else {
+            for (int c = 0; c < nv; c++) {
+                const int n = K - 8 * c;
+                __m256 q[4];
+#pragma GCC unroll 4
+                for (int i = 0; i < NI; i++) {
+                    const float *b = B + i * ldb + 8 * c;
+                    q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
+                }
+#pragma GCC unroll 2
+                for (int k = 0; k < 2; k++) {
+                    const __m256 kv = load_kv8(row[k], dt, 8 * c, n);
+#pragma GCC unroll 4
+                    for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
+                }
             }
         }
         const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */
@@ -483,14 +523,19 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     }
 }
 
-/* C (NR rows x 16 columns) = C * c_scale + P^T V over K keys: each V row
- * chunk is loaded and converted once for the NR rows. n = columns (1..16). */
+/* C (NR rows x 16 columns from c0) = C * c_scale + P^T V over K keys: each V
+ * row chunk is loaded and converted once for the NR rows (the block types:
+ * half a block, c0 a multiple of 16). n = columns (1..16). */
 SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
                          const float *c_scale, ptrdiff_t pf)
 {
-    const size_t usz = sdpa__cpu_unit_bytes(dt);
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
+    const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
+    const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
+    /* column c0 of row 0: the block holding it, or the element itself */
+    const unsigned char *vb = (const unsigned char *)V + (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
+    const int half = (c0 & 31) >> 4;
     const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
     const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
     __m256 acc[4][2];
@@ -502,16 +547,20 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
                            : _mm256_setzero_ps();
     }
     for (int k = 0; k < K; k++) {
-        if (k + ahead_rows < pf)
-            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
-                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
-        const __m256 v0 = load_kv8(V, dt, k * lve + c0, n);
-        const __m256 v1 = n1 > 0 ? load_kv8(V, dt, k * lve + c0 + 8, n1) : _mm256_setzero_ps();
+        const unsigned char *vr = vb + (size_t)k * ldvb;
+        if (k + ahead_rows < pf) _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
+        __m256 v[2];
+        if (blocks) {
+            load_block16(vr, dt, half, block_scale(vr), v);
+        } else {
+            v[0] = load_kv8(vr, dt, 0, n);
+            v[1] = n1 > 0 ? load_kv8(vr, dt, 8, n1) : _mm256_setzero_ps();
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);
-            acc[r][0] = _mm256_fmadd_ps(p, v0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(p, v1, acc[r][1]);
+            acc[r][0] = _mm256_fmadd_ps(p, v[0], acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(p, v[1], acc[r][1]);
         }
     }
 #pragma GCC unroll 4

@@ -355,32 +355,37 @@ static void store_row_avx512(const float *src, float mul, void *dst, sdpa_dtype 
 
 /* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
 
-/* 16 (masked: m) elements from element e of a row of dtype dt, as f32. The
- * block types dequantize in registers: e is a multiple of 16, so the 16
- * elements lie in one block (scale d, then int8 q or the low / high nibbles
- * of 16 bytes). */
+/* 16 (masked: m) elements from element e of an f32 / f16 / bf16 row, as f32. */
 SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16 m)
 {
     if (dt == SDPA_DTYPE_F32) return _mm512_maskz_loadu_ps(m, (const float *)base + e);
-    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
-        if (!m) return _mm512_setzero_ps(); /* columns past the row: no block there */
-        uint16_t dh;
-        const unsigned char *blk = sdpa__cpu_block_of(base, dt, e, &dh);
-        const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)dh)); /* broadcast, convert */
-        __m512i x;
-        if (dt == SDPA_DTYPE_Q8_0) {
-            x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, blk + 2 + (e & 31)));
-        } else { /* elements 16..31 of a block: the high nibbles (shift without a branch) */
-            __m128i b = _mm_srl_epi16(_mm_maskz_loadu_epi8(m, blk + 2),
-                                      _mm_cvtsi32_si128((int)(e & 16) >> 2));
-            b = _mm_and_si128(b, _mm_set1_epi8(15));
-            x = _mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8));
-        }
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(x), d);
-    }
     const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)base + e);
     if (dt == SDPA_DTYPE_F16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* One q8_0 / q4_0 block at blk (the f16 scale d, then 32 int8 or 16 bytes
+ * of nibbles) dequantized in registers: elements 0..15 in *lo, 16..31 in
+ * *hi. The scale is converted once per block; q8_0: sign-extend 16 bytes
+ * per half, convert, times d; q4_0: one zero-extension of the 16 bytes, the
+ * low nibbles masked and the high ones shifted down, and (q - 8) d as one
+ * FMA, q d + (-8 d) (exact product and one rounding, as (q - 8) * d). */
+SDPA_AI void load_block(const unsigned char *blk, sdpa_dtype dt, __m512 *lo, __m512 *hi)
+{
+    uint16_t dh;
+    memcpy(&dh, blk, sizeof dh);
+    const __m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)dh)); /* broadcast, convert */
+    if (dt == SDPA_DTYPE_Q8_0) {
+        const __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+        const __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk + 18)));
+        *lo = _mm512_mul_ps(_mm512_cvtepi32_ps(a), d);
+        *hi = _mm512_mul_ps(_mm512_cvtepi32_ps(b), d);
+        return;
+    }
+    const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+    const __m512 m8 = _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
+    *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(x, _mm512_set1_epi32(15))), d, m8);
+    *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(x, 4)), d, m8);
 }
 
 /* The 16 sums of v[0..15] in one vector, lane n = sum of v[n]: a transpose
@@ -406,37 +411,58 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
 
 /* NI (<= 4) query rows against M key rows, 4 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (16
- * independent FMA chains), the 16 sums reduced together by hsum16. */
+ * independent FMA chains), the 16 sums reduced together by hsum16. Rows
+ * are walked by byte pointers; the block types a whole block (32 elements,
+ * one scale) per step. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
                            ptrdiff_t ldc, ptrdiff_t pf)
 {
+    const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz), lde = lda * sdpa__cpu_unit_elems(dt);
+    const size_t ldab = (size_t)lda * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
     const int nv = (K + 15) / 16;
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
         for (int k = 0; k < 4; k++) {
             if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * lda * usz;
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
             for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
         }
         /* rows past M repeat row j (in bounds; their sums are not stored) */
-        ptrdiff_t row[4];
-        for (int k = 0; k < 4; k++) row[k] = (ptrdiff_t)(j + k < M ? j + k : j) * lde;
+        const unsigned char *row[4];
+        for (int k = 0; k < 4; k++)
+            row[k] = (const unsigned char *)A + (size_t)(j + k < M ? j + k : j) * ldab;
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
-        for (int c = 0; c < nv; c++) {
-            const __mmask16 m = tail_mask(K - 16 * c);
-            __m512 q[4];
+        if (blocks) {
+            for (int c = 0; c < K; c += 32) {
+                const size_t off = (size_t)c / 32 * usz;
 #pragma GCC unroll 4
-            for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
+                for (int k = 0; k < 4; k++) {
+                    __m512 lo, hi;
+                    load_block(row[k] + off, dt, &lo, &hi);
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                const __m512 kv = load_kv16(A, dt, row[k] + 16 * c, m);
+                    for (int i = 0; i < NI; i++) {
+                        s[4 * k + i] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(B + i * ldb + c), s[4 * k + i]);
+                        s[4 * k + i] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(B + i * ldb + c + 16), s[4 * k + i]);
+                    }
+                }
+            }
+        } else {
+            for (int c = 0; c < nv; c++) {
+                const __mmask16 m = tail_mask(K - 16 * c);
+                __m512 q[4];
 #pragma GCC unroll 4
-                for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
+                for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const __m512 kv = load_kv16(row[k], dt, 16 * c, m);
+#pragma GCC unroll 4
+                    for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
+                }
             }
         }
         const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
@@ -447,14 +473,18 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     }
 }
 
-/* C (NR rows x 64 columns from n0) = C * c_scale + P^T V over K keys: each V
- * row chunk is loaded and converted once for the NR rows. */
+/* C (NR rows x N <= 64 columns from c0) = C * c_scale + P^T V over K keys:
+ * each V row chunk is loaded and converted once for the NR rows (the block
+ * types: one or two whole blocks, c0 a multiple of 64). */
 SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
                          const float *c_scale, ptrdiff_t pf)
 {
-    const size_t usz = sdpa__cpu_unit_bytes(dt);
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz), lve = ldv * sdpa__cpu_unit_elems(dt);
+    const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
+    const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
+    /* column c0 of row 0 */
+    const unsigned char *vb = (const unsigned char *)V + (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][4];
@@ -466,12 +496,17 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
     for (int k = 0; k < K; k++) {
-        if (k + ahead_rows < pf)
-            _mm_prefetch((const char *)V + (size_t)(k + ahead_rows) * ldv * usz +
-                             (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz, _MM_HINT_T0);
+        const unsigned char *vr = vb + (size_t)k * ldvb;
+        if (k + ahead_rows < pf) _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
         __m512 v[4];
+        if (blocks) { /* N is a multiple of 32 */
+            load_block(vr, dt, &v[0], &v[1]);
+            if (N > 32) load_block(vr + usz, dt, &v[2], &v[3]);
+            else v[2] = v[3] = _mm512_setzero_ps();
+        } else {
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) v[q] = load_kv16(V, dt, k * lve + c0 + 16 * q, m[q]);
+            for (int q = 0; q < 4; q++) v[q] = load_kv16(vr, dt, 16 * q, m[q]);
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             const __m512 p = _mm512_set1_ps(P[r + k * ldp]);

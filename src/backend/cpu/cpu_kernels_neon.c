@@ -499,6 +499,191 @@ static void store_row_neon(const float *src, float mul, void *dst, sdpa_dtype dt
     }
 }
 
+/* ---- decode: K/V streamed in their storage dtype, converted in registers -- */
+
+/* Elements 16 h .. 16 h + 15 (h = 0 or 1) of the q8_0 / q4_0 block at blk
+ * (its f16 scale d, then 32 int8, or 16 bytes whose low (h = 0) or high
+ * nibbles minus 8 they are) as 4 x 4 f32 d * q. */
+SDPA_AI void load_q16(const unsigned char *blk, sdpa_dtype dt, int h, float32x4_t x[4])
+{
+    uint16_t dh;
+    memcpy(&dh, blk, sizeof dh);
+    const float d = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(dh))), 0);
+    int8x16_t q;
+    if (dt == SDPA_DTYPE_Q8_0) {
+        q = vld1q_s8((const int8_t *)blk + 2 + 16 * h);
+    } else {
+        const uint8x16_t b = vld1q_u8(blk + 2);
+        const uint8x16_t nib = h ? vshrq_n_u8(b, 4) : vandq_u8(b, vdupq_n_u8(15));
+        q = vsubq_s8(vreinterpretq_s8_u8(nib), vdupq_n_s8(8));
+    }
+    const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_high_s8(q);
+    x[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
+    x[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
+    x[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
+    x[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+}
+
+/* 4 elements (the first n, 1..4; the other lanes 0, their memory never
+ * read) of an f32 / f16 / bf16 row from element e, as f32. */
+SDPA_AI float32x4_t load_kv4(const void *base, sdpa_dtype dt, ptrdiff_t e, int n)
+{
+    if (dt == SDPA_DTYPE_F32) return ldm(n, (const float *)base + e);
+    uint16x4_t h;
+    if (n >= 4) {
+        h = vld1_u16((const uint16_t *)base + e);
+    } else {
+        uint16_t t[4] = {0, 0, 0, 0};
+        memcpy(t, (const uint16_t *)base + e, (size_t)n * sizeof(uint16_t));
+        h = vld1_u16(t);
+    }
+    if (dt == SDPA_DTYPE_F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+
+/* Elements c .. c + 15 of a row at byte address row (the first n; the others
+ * 0) as 4 x 4 f32. The block types dequantize in registers (c is then a
+ * multiple of 16 and n >= 16); FULL (n >= 16 known) loads whole vectors. */
+SDPA_AI void load_kv16(const int FULL, const unsigned char *row, sdpa_dtype dt, int c, int n,
+                       float32x4_t x[4])
+{
+    if (dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0) {
+        load_q16(row + (size_t)(c / 32) * sdpa__cpu_unit_bytes(dt), dt, (c >> 4) & 1, x);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++)
+        x[v] = FULL ? load_kv4(row, dt, c + 4 * v, 4)
+               : n > 4 * v ? load_kv4(row, dt, c + 4 * v, n - 4 * v) : vdupq_n_f32(0.0f);
+}
+
+/* 16 elements from c of two K rows times NI query rows of B into s. */
+SDPA_AI void dots_kv16(const int NI, const int FULL, const unsigned char *const row[2],
+                       sdpa_dtype dt, int c, int n, const float *B, ptrdiff_t ldb,
+                       float32x4_t s[2][4])
+{
+    float32x4_t kv[2][4];
+    load_kv16(FULL, row[0], dt, c, n, kv[0]);
+    load_kv16(FULL, row[1], dt, c, n, kv[1]);
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) {
+        if (!FULL && n <= 4 * v) break;
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) {
+            const float32x4_t q = ldm(FULL ? 4 : n - 4 * v, B + i * ldb + c + 4 * v);
+            s[0][i] = vfmaq_f32(s[0][i], kv[0][v], q);
+            s[1][i] = vfmaq_f32(s[1][i], kv[1][v], q);
+        }
+    }
+}
+
+/* NI (<= 4) query rows against M key rows, 2 keys at a time: each 16
+ * elements of a K row are loaded and converted once and multiplied into NI
+ * accumulators per key (8 independent FMA chains), reduced by pairwise adds.
+ * Rows are walked by byte pointers. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
+                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
+                           ptrdiff_t ldc, ptrdiff_t pf)
+{
+    const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
+    const size_t ldab = (size_t)lda * usz;
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
+    const int kfull = K / 16 * 16;
+    for (int j = 0; j < M; j += 2) {
+        for (int k = 0; k < 2; k++) {
+            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
+            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
+            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(ahead + o);
+        }
+        /* a row past M repeats row j (in bounds; its sums are not stored) */
+        const unsigned char *const row[2] = {
+            (const unsigned char *)A + (size_t)j * ldab,
+            (const unsigned char *)A + (size_t)(j + 1 < M ? j + 1 : j) * ldab};
+        float32x4_t s[2][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) s[0][i] = s[1][i] = vdupq_n_f32(0.0f);
+        int c = 0;
+        if (sdpa__cpu_unit_elems(dt) > 1) { /* whole blocks: K % 32 == 0 */
+            for (; c < K; c += 32) {
+                dots_kv16(NI, 1, row, dt, c, 16, B, ldb, s);
+                dots_kv16(NI, 1, row, dt, c + 16, 16, B, ldb, s);
+            }
+        } else {
+            for (; c < kfull; c += 16) dots_kv16(NI, 1, row, dt, c, 16, B, ldb, s);
+            if (c < K) dots_kv16(NI, 0, row, dt, c, K - c, B, ldb, s);
+        }
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            if (j + k >= M) break;
+            /* lane i: the sum of s[k][i] */
+            const float32x4_t w = vpaddq_f32(vpaddq_f32(s[k][0], s[k][1]),
+                                             vpaddq_f32(s[k][2], s[k][3]));
+            stm(NI, C + (j + k) * ldc, w);
+        }
+    }
+}
+
+/* acc += P^T V over K keys for NR rows and 16 columns from c0 (the first n;
+ * FULL: n = 16 known), rows of V at byte stride ldvb from V. */
+SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, const float *P,
+                        ptrdiff_t ldp, const unsigned char *V, sdpa_dtype dt, size_t ldvb,
+                        ptrdiff_t ahead_rows, ptrdiff_t pf, float32x4_t acc[4][4])
+{
+    /* the element, or for the block types the block, holding column c0 */
+    const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
+    const size_t cb = (size_t)c0 / sdpa__cpu_unit_elems(dt) * sdpa__cpu_unit_bytes(dt);
+    for (int k = 0; k < K; k++) {
+        const unsigned char *vr = V + (size_t)k * ldvb;
+        if (k + ahead_rows < pf) __builtin_prefetch(vr + ahead_rows * ldvb + cb);
+        float32x4_t v[4];
+        if (blocks)
+            load_q16(vr + cb, dt, (c0 >> 4) & 1, v);
+        else
+            load_kv16(FULL, vr, dt, c0, n, v);
+        const float32x4_t p = ldm(NR, P + k * ldp); /* lane r: row r's p */
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            if (!FULL && n <= 4 * q) break;
+            acc[0][q] = vfmaq_laneq_f32(acc[0][q], v[q], p, 0);
+            if (NR > 1) acc[1][q] = vfmaq_laneq_f32(acc[1][q], v[q], p, 1);
+            if (NR > 2) acc[2][q] = vfmaq_laneq_f32(acc[2][q], v[q], p, 2);
+            if (NR > 3) acc[3][q] = vfmaq_laneq_f32(acc[3][q], v[q], p, 3);
+        }
+    }
+}
+
+/* C (NR rows x n <= 16 columns from c0) = C * c_scale + P^T V over K keys:
+ * each 16 columns of a V row are loaded and converted once for the NR rows,
+ * whose P values of a key are the lanes of one vector (by-element FMAs). */
+SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
+                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
+                         const float *c_scale, ptrdiff_t pf)
+{
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
+    float32x4_t acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        const float sc = c_scale ? c_scale[r] : 1.0f;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            acc[r][v] = n > 4 * v ? vmulq_n_f32(ldm(n - 4 * v, C + r * ldc + 4 * v), sc)
+                                  : vdupq_n_f32(0.0f);
+    }
+    if (n >= 16)
+        pv_kv_loop(NR, 1, 16, c0, K, P, ldp, V, dt, (size_t)ldv * usz, ahead_rows, pf, acc);
+    else
+        pv_kv_loop(NR, 0, n, c0, K, P, ldp, V, dt, (size_t)ldv * usz, ahead_rows, pf, acc);
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++)
+            if (n > 4 * v) stm(n - 4 * v, C + r * ldc + 4 * v, acc[r][v]);
+}
+
+#define PV_KV_COLS 16
+#include "cpu_decode_tables.h"
+
 const sdpa__cpu_kernels sdpa__cpu_kernels_neon = {
     .name = "neon",
     .gemm = gemm_neon,
@@ -512,4 +697,6 @@ const sdpa__cpu_kernels sdpa__cpu_kernels_neon = {
     .nonfinite = nonfinite_neon,
     .band = band_neon,
     .tilestats = tilestats_neon,
+    .dots_kv = decode_dots_kv,
+    .pv_kv = decode_pv_kv,
 };
