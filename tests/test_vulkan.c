@@ -24,6 +24,7 @@
  * rows_* cases ~25 s cold (about 20 pipelines).
  */
 #include "testutil.h"
+#include "tfeatures.h"
 #include "backend.h"
 #include "sdpa_vulkan.h"
 /* The pure pipeline-cache file parser, by relative path (tests/meson.build
@@ -1548,6 +1549,126 @@ START_TEST(test_spirv_float_controls)
 }
 END_TEST
 
+/* ---- issue 19: ALiBi, sinks, K/V dtypes, q8_0 / q4_0 and paged K/V ---------
+ * Parity with the reference (tests/common/tfeatures.c: random inputs,
+ * poisoned outputs) for each feature and combination, decode (Sq 1) and
+ * prefill (Sq = Skv) at lengths 1, 7, 63, 65, 257 and 1000 on the default
+ * configuration ("features", "features_backward"), every forward shader at
+ * two lengths ("features_kernels": fwd_rows, the staged fwd, fwd_fa2, a
+ * forced key split) and a short set for the GPU personas ("features_short",
+ * scripts/vk-personas.sh: fwd_fa2 by default, packed layouts). */
+#define F32 SDPA_DTYPE_F32
+#define F16 SDPA_DTYPE_F16
+#define BF16 SDPA_DTYPE_BF16
+#define Q8 SDPA_DTYPE_Q8_0
+#define Q4 SDPA_DTYPE_Q4_0
+#define TL SDPA_DIAGONAL_TOP_LEFT
+#define BR SDPA_DIAGONAL_BOTTOM_RIGHT
+#define EX SDPA_DIAGONAL_EXPLICIT
+static const tfcase k_fcases[] = {
+    /* name, q, kv, B, Hq, Hkv, D, Dv, diagonal, offset, wl, wr, softcap, alibi, sinks,
+     * kv_len, stats, page */
+    {"alibi_causal", F32, F32, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, false, true, true, 0},
+    {"sinks_window_gqa", F32, F32, 1, 4, 2, 32, 32, TL, 0, 20, 0, 0, false, true, false, true, 0},
+    {"alibi_sinks_cap_explicit", F32, F32, 2, 4, 2, 32, 32, EX, 5, 50, 10, 5.0, true, true, true,
+     true, 0},
+    {"f32q_f16kv_sinks", F32, F16, 1, 2, 1, 64, 32, TL, 0, -1, -1, 0, false, true, false, false, 0},
+    {"f16q_bf16kv_alibi", F16, BF16, 1, 4, 2, 32, 64, BR, 0, -1, 0, 0, true, false, false, false,
+     0},
+    {"bf16q_f32kv", BF16, F32, 1, 2, 2, 32, 32, TL, 0, -1, -1, 0, false, false, false, true, 0},
+    {"q8_0_f32q", F32, Q8, 1, 4, 1, 64, 64, BR, 0, -1, 0, 0, false, false, true, false, 0},
+    {"q4_0_f16q_sinks", F16, Q4, 1, 2, 2, 32, 32, TL, 0, -1, -1, 0, false, true, false, true, 0},
+    {"paged_f32", F32, F32, 2, 2, 1, 32, 32, TL, 0, -1, -1, 0, false, false, true, false, 16},
+    {"paged_q8_0_f16q_sinks_alibi", F16, Q8, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, true, true,
+     true, 7},
+    {"paged_q4_0_bf16q_alibi_explicit", BF16, Q4, 2, 2, 2, 64, 32, EX, 3, -1, 0, 0, true, true,
+     true, false, 32},
+    {"paged_f32q_f16kv_sinks", F32, F16, 1, 2, 1, 32, 32, TL, 0, -1, -1, 0, false, true, true,
+     false, 5},
+};
+#define N_FCASES ((int)(sizeof k_fcases / sizeof k_fcases[0]))
+static const tfcase k_fbcases[] = {
+    {"bwd_alibi", F32, F32, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, false, true, false, 0},
+    {"bwd_sinks", F32, F32, 1, 4, 2, 32, 32, TL, 0, 20, 0, 0, false, true, false, false, 0},
+    {"bwd_alibi_sinks_cap_f16q_bf16kv", F16, BF16, 1, 4, 1, 32, 32, BR, 0, -1, 0, 5.0, true, true,
+     false, false, 0},
+    {"bwd_f32q_f16kv", F32, F16, 1, 2, 2, 32, 64, TL, 0, -1, -1, 0, false, false, false, false, 0},
+};
+#define N_FBCASES ((int)(sizeof k_fbcases / sizeof k_fbcases[0]))
+static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
+#define N_FLENS 6
+
+/* Case _i / N_FLENS at length _i % N_FLENS, decode and prefill. */
+START_TEST(test_features)
+{
+    const tfcase *c = &k_fcases[_i / N_FLENS];
+    const int64_t L = k_flens[_i % N_FLENS];
+    tfeatures_parity(vk, ref, c, 1, L, false, NULL, (uint64_t)_i + 1);
+    tfeatures_parity(vk, ref, c, L, L, false, NULL, (uint64_t)_i + 101);
+}
+END_TEST
+
+START_TEST(test_features_backward)
+{
+    const tfcase *c = &k_fbcases[_i / N_FLENS];
+    const int64_t L = k_flens[_i % N_FLENS];
+    tfeatures_parity(vk, ref, c, 1, L, true, NULL, (uint64_t)_i + 201);
+    tfeatures_parity(vk, ref, c, L, L, true, NULL, (uint64_t)_i + 301);
+}
+END_TEST
+
+/* Case _i with every forward shader: fwd_rows (q_tile 4), the staged fwd,
+ * fwd_fa2 (lanes 4) and fwd.comp with a forced key split (combine.comp),
+ * prefill 65 x 65 and decode 1 x 257. */
+START_TEST(test_features_kernels)
+{
+    const tfcase *c = &k_fcases[_i];
+    for (int kern = 0; kern < 4; kern++) {
+        sdpa_tile_config tc;
+        sdpa_plan_options po;
+        if (kern == 0) po = rows_opts(&tc, 4, 8, 64);
+        else if (kern == 2) po = fa2_opts(&tc, 4, 2, 8, 64);
+        else {
+            po = rows_opts(&tc, 1, 8, 64);
+            sdpa_tile_config_set(&tc, kern == 1 ? SDPA_TILE_STAGE_KV : SDPA_TILE_SPLIT_KV,
+                                 kern == 1 ? 1 : 3);
+        }
+        tfeatures_parity(vk, ref, c, 65, 65, false, &po, (uint64_t)(_i * 8 + kern + 401));
+        tfeatures_parity(vk, ref, c, 1, 257, false, &po, (uint64_t)(_i * 8 + kern + 501));
+    }
+}
+END_TEST
+
+/* The default configuration at 65 and 257 (prefill, decode) and the
+ * backward cases at 65: run under the GPU personas (scripts/vk-personas.sh). */
+START_TEST(test_features_short)
+{
+    for (int i = 0; i < N_FCASES; i++) {
+        tfeatures_parity(vk, ref, &k_fcases[i], 65, 65, false, NULL, (uint64_t)i + 601);
+        tfeatures_parity(vk, ref, &k_fcases[i], 1, 257, false, NULL, (uint64_t)i + 701);
+    }
+    for (int i = 0; i < N_FBCASES; i++)
+        tfeatures_parity(vk, ref, &k_fbcases[i], 65, 65, true, NULL, (uint64_t)i + 801);
+}
+END_TEST
+
+static void add_features_cases(Suite *s)
+{
+    struct { const char *name; const TTest *fn; int n; } loops[] = {
+        {"features", test_features, N_FCASES * N_FLENS},
+        {"features_backward", test_features_backward, N_FBCASES * N_FLENS},
+        {"features_kernels", test_features_kernels, N_FCASES},
+        {"features_short", test_features_short, 1},
+    };
+    for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
+        TCase *tc = tcase_create(loops[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 900);
+        tcase_add_loop_test(tc, loops[i].fn, 0, loops[i].n);
+        suite_add_tcase(s, tc);
+    }
+}
+
 static void add_persona_cases(Suite *s)
 {
     struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
@@ -1605,6 +1726,7 @@ static Suite *vulkan_suite(void)
     tcase_add_test(tc, test_cache_entry_corruptions);
     suite_add_tcase(s, tc);
     add_persona_cases(s);
+    add_features_cases(s);
     return s;
 }
 
