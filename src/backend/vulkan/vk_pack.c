@@ -1,6 +1,6 @@
 /*
  * vk_pack.c — the packed descriptor layout, for devices whose
- * maxPerStageDescriptorStorageBuffers is below the 20 storage buffers of the
+ * maxPerStageDescriptorStorageBuffers is below the 24 storage buffers of the
  * wide layout (Vulkan guarantees only 4; many Mali drivers report 4 or 8).
  * The shaders' *_pk variants (common.glsl, SDPA_PACKED) read every tensor
  * through typed views of one binding; this file puts the call's tensors
