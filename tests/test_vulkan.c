@@ -1654,6 +1654,37 @@ START_TEST(test_features_short)
 }
 END_TEST
 
+/* The Vulkan backend's own limit on the issue-19 inputs: ALiBi measures
+ * distances in 32-bit ints, so an EXPLICIT diagonal_offset of 2^29 or more
+ * with alibi_slopes is refused (SDPA_ERR_UNSUPPORTED, message saying so);
+ * without ALiBi the same offset plans (the band clamps it). */
+START_TEST(test_features_refusals)
+{
+    float q[32] = {0}, k[32] = {0}, v[32] = {0}, out[32], slope = 0.5f;
+    sdpa_attention_desc d;
+    sdpa_attention_desc_init(&d);
+    d.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    d.diagonal_offset = (int64_t)1 << 29;
+    d.tensors.q = sdpa_tensor_host(q, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.k = sdpa_tensor_host(k, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.v = sdpa_tensor_host(v, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.out = sdpa_tensor_host(out, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.alibi_slopes = sdpa_tensor_host(&slope, SDPA_DTYPE_F32, 1, 1, 1, 1);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        d.diagonal_offset = sign * ((int64_t)1 << 29);
+        sdpa_plan *plan = NULL;
+        ck_assert_int_eq(sdpa_plan_create(vk, &d, NULL, &plan), SDPA_ERR_UNSUPPORTED);
+        sdpa_error_info info;
+        memset(&info, 0, sizeof info);
+        sdpa_context_last_error(vk, &info);
+        ck_assert_msg(info.message && strstr(info.message, "2^29") &&
+                      strstr(info.message, "ALiBi"), "message: %s", info.message);
+        ck_assert_int_eq(sdpa_plan_create(ref, &d, NULL, &plan), SDPA_OK);
+        sdpa_plan_destroy(plan);
+    }
+}
+END_TEST
+
 static void add_features_cases(Suite *s)
 {
     struct { const char *name; const TTest *fn; int n; } loops[] = {
@@ -1661,6 +1692,7 @@ static void add_features_cases(Suite *s)
         {"features_backward", test_features_backward, N_FBCASES * N_FLENS},
         {"features_kernels", test_features_kernels, N_FCASES},
         {"features_short", test_features_short, N_FCASES + N_FBCASES},
+        {"features_refusals", test_features_refusals, 1},
     };
     for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
         TCase *tc = tcase_create(loops[i].name);
