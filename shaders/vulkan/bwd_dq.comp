@@ -51,9 +51,6 @@ void main()
     row_range(valid_keys(int(b)), int(i), lo, hi);
     if (lse == NEG_INF) hi = lo;
     uint kvrow0 = (b * uint(P.shape0.z) + hk) * uint(P.shape1.x);
-    /* strides hoisted out of the loops (re-reading them per load cost AMD
-     * 80 bytes more spills in the static gate) */
-    uint ks = P.tstride[T_K].w, vs = P.tstride[T_V].w;
     for (int j0 = lo; j0 < hi; j0 += K_TILE) {
         uint kb[K_TILE], vb[K_TILE];
         float raw[K_TILE], dp[K_TILE];
@@ -74,13 +71,13 @@ void main()
             for (int d = 0; d < HEAD_DIM; d++) {
                 float qd = qr[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    raw[t] += qd * KV_AT(k_buf, k_words, kb[t], uint(d), ks);
+                    raw[t] += qd * K_AT(kb[t], d);
             }
         }
         for (int d = 0; d < HEAD_DIM_V; d++) {
             float od = dor[d];
             [[unroll]] for (int t = 0; t < K_TILE; t++)
-                dp[t] += od * KV_AT(v_buf, v_words, vb[t], uint(d), vs);
+                dp[t] += od * V_AT(vb[t], d);
         }
         float draw[K_TILE];
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
@@ -107,7 +104,7 @@ void main()
             for (int d = 0; d < HEAD_DIM; d++) {
                 float acc = dq[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    acc += draw[t] != 0.0 ? draw[t] * KV_AT(k_buf, k_words, kb[t], uint(d), ks) : 0.0;
+                    acc += draw[t] != 0.0 ? draw[t] * K_AT(kb[t], d) : 0.0;
                 dq[d] = acc;
             }
         }
