@@ -1590,7 +1590,7 @@ static const tfcase k_fcases[] = {
 static const tfcase k_fbcases[] = {
     {"bwd_alibi", F32, F32, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, false, true, false, 0},
     {"bwd_sinks", F32, F32, 1, 4, 2, 32, 32, TL, 0, 20, 0, 0, false, true, false, false, 0},
-    {"bwd_alibi_sinks_cap_f16q_bf16kv", F16, BF16, 1, 4, 1, 32, 32, BR, 0, -1, 0, 5.0, true, true,
+    {"bwd_alibi_sinks_cap_f16q_bf16kv", F16, BF16, 1, 4, 2, 32, 32, BR, 0, -1, 0, 5.0, true, true,
      false, false, 0},
     {"bwd_f32q_f16kv", F32, F16, 1, 2, 2, 32, 64, TL, 0, -1, -1, 0, false, false, false, false, 0},
 };
