@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 personas=${VK_PERSONAS:-"vk-sb4 vk-sb8 vk-small vk-nobar vk-bar256"}
 runs=${VK_PERSONA_RUNS:-"parity conformance cases"}
-cases=${VK_PERSONA_CASES:-"decode fa2_forward"}
+cases=${VK_PERSONA_CASES:-"decode fa2_forward features_short"}
 full=${VK_PARITY_FULL-vk-sb4}
 for f in "$build/tools/sdpa-check" "$build/tests/test_vulkan" "$build/tests/test_parity"; do
   [ -x "$f" ] || { echo "vk-personas: $f not built" >&2; exit 1; }

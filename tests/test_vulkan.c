@@ -24,6 +24,7 @@
  * rows_* cases ~25 s cold (about 20 pipelines).
  */
 #include "testutil.h"
+#include "tfeatures.h"
 #include "backend.h"
 #include "sdpa_vulkan.h"
 /* The pure pipeline-cache file parser, by relative path (tests/meson.build
@@ -1388,7 +1389,7 @@ static void setup_bar256(void) { setup_persona("vk-bar256"); }
  * every input, decode (auto and forced splits), several rows per
  * invocation, the staged forward, f16 / bf16 storage and the backward with
  * every gradient (bf16 two-halves-per-word stores included). Without the
- * packed layout the persona refuses the 20-buffer descriptor-set layout and
+ * packed layout the persona refuses the 24-buffer descriptor-set layout and
  * no context is created. */
 START_TEST(test_persona_sb4_paths)
 {
@@ -1548,6 +1549,160 @@ START_TEST(test_spirv_float_controls)
 }
 END_TEST
 
+/* ---- issue 19: ALiBi, sinks, K/V dtypes, q8_0 / q4_0 and paged K/V ---------
+ * Parity with the reference (tests/common/tfeatures.c: random inputs,
+ * poisoned outputs) for each feature and combination, decode (Sq 1) and
+ * prefill (Sq = Skv) at lengths 1, 7, 63, 65, 257 and 1000 on the default
+ * configuration ("features", "features_backward"), every forward shader at
+ * two lengths ("features_kernels": fwd_rows, the staged fwd, fwd_fa2, a
+ * forced key split) and a short set for the GPU personas ("features_short",
+ * scripts/vk-personas.sh: fwd_fa2 by default, packed layouts). */
+#define F32 SDPA_DTYPE_F32
+#define F16 SDPA_DTYPE_F16
+#define BF16 SDPA_DTYPE_BF16
+#define Q8 SDPA_DTYPE_Q8_0
+#define Q4 SDPA_DTYPE_Q4_0
+#define TL SDPA_DIAGONAL_TOP_LEFT
+#define BR SDPA_DIAGONAL_BOTTOM_RIGHT
+#define EX SDPA_DIAGONAL_EXPLICIT
+static const tfcase k_fcases[] = {
+    /* name, q, kv, B, Hq, Hkv, D, Dv, diagonal, offset, wl, wr, softcap, alibi, sinks,
+     * kv_len, stats, page */
+    {"alibi_causal", F32, F32, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, false, true, true, 0},
+    {"sinks_window_gqa", F32, F32, 1, 4, 2, 32, 32, TL, 0, 20, 0, 0, false, true, false, true, 0},
+    {"alibi_sinks_cap_explicit", F32, F32, 2, 4, 2, 32, 32, EX, 5, 50, 10, 5.0, true, true, true,
+     true, 0},
+    {"f32q_f16kv_sinks", F32, F16, 1, 2, 1, 64, 32, TL, 0, -1, -1, 0, false, true, false, false, 0},
+    {"f16q_bf16kv_alibi", F16, BF16, 1, 4, 2, 32, 64, BR, 0, -1, 0, 0, true, false, false, false,
+     0},
+    {"bf16q_f32kv", BF16, F32, 1, 2, 2, 32, 32, TL, 0, -1, -1, 0, false, false, false, true, 0},
+    {"q8_0_f32q", F32, Q8, 1, 4, 1, 64, 64, BR, 0, -1, 0, 0, false, false, true, false, 0},
+    {"q4_0_f16q_sinks", F16, Q4, 1, 2, 2, 32, 32, TL, 0, -1, -1, 0, false, true, false, true, 0},
+    {"paged_f32", F32, F32, 2, 2, 1, 32, 32, TL, 0, -1, -1, 0, false, false, true, false, 16},
+    {"paged_q8_0_f16q_sinks_alibi", F16, Q8, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, true, true,
+     true, 7},
+    {"paged_q4_0_bf16q_alibi_explicit", BF16, Q4, 2, 2, 2, 64, 32, EX, 3, -1, 0, 0, true, true,
+     true, false, 32},
+    {"paged_f32q_f16kv_sinks", F32, F16, 1, 2, 1, 32, 32, TL, 0, -1, -1, 0, false, true, true,
+     false, 5},
+};
+#define N_FCASES ((int)(sizeof k_fcases / sizeof k_fcases[0]))
+static const tfcase k_fbcases[] = {
+    {"bwd_alibi", F32, F32, 2, 4, 2, 32, 32, BR, 0, -1, 0, 0, true, false, true, false, 0},
+    {"bwd_sinks", F32, F32, 1, 4, 2, 32, 32, TL, 0, 20, 0, 0, false, true, false, false, 0},
+    {"bwd_alibi_sinks_cap_f16q_bf16kv", F16, BF16, 1, 4, 2, 32, 32, BR, 0, -1, 0, 5.0, true, true,
+     false, false, 0},
+    {"bwd_f32q_f16kv", F32, F16, 1, 2, 2, 32, 64, TL, 0, -1, -1, 0, false, false, false, false, 0},
+};
+#define N_FBCASES ((int)(sizeof k_fbcases / sizeof k_fbcases[0]))
+static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
+#define N_FLENS 6
+
+/* Case _i / N_FLENS at length _i % N_FLENS, decode and prefill. */
+START_TEST(test_features)
+{
+    const tfcase *c = &k_fcases[_i / N_FLENS];
+    const int64_t L = k_flens[_i % N_FLENS];
+    tfeatures_parity(vk, ref, c, 1, L, false, NULL, (uint64_t)_i + 1);
+    tfeatures_parity(vk, ref, c, L, L, false, NULL, (uint64_t)_i + 101);
+}
+END_TEST
+
+START_TEST(test_features_backward)
+{
+    const tfcase *c = &k_fbcases[_i / N_FLENS];
+    const int64_t L = k_flens[_i % N_FLENS];
+    tfeatures_parity(vk, ref, c, 1, L, true, NULL, (uint64_t)_i + 201);
+    tfeatures_parity(vk, ref, c, L, L, true, NULL, (uint64_t)_i + 301);
+}
+END_TEST
+
+/* Case _i with every forward shader: fwd_rows (q_tile 4), the staged fwd,
+ * fwd_fa2 (lanes 4) and fwd.comp with a forced key split (combine.comp),
+ * prefill 65 x 65 and decode 1 x 257. */
+START_TEST(test_features_kernels)
+{
+    const tfcase *c = &k_fcases[_i];
+    for (int kern = 0; kern < 4; kern++) {
+        sdpa_tile_config tc;
+        sdpa_plan_options po;
+        if (kern == 0) po = rows_opts(&tc, 4, 8, 64);
+        else if (kern == 2) po = fa2_opts(&tc, 4, 2, 8, 64);
+        else {
+            po = rows_opts(&tc, 1, 8, 64);
+            sdpa_tile_config_set(&tc, kern == 1 ? SDPA_TILE_STAGE_KV : SDPA_TILE_SPLIT_KV,
+                                 kern == 1 ? 1 : 3);
+        }
+        tfeatures_parity(vk, ref, c, 65, 65, false, &po, (uint64_t)(_i * 8 + kern + 401));
+        tfeatures_parity(vk, ref, c, 1, 257, false, &po, (uint64_t)(_i * 8 + kern + 501));
+    }
+}
+END_TEST
+
+/* Case _i at the default configuration, 65 and 257 (prefill, decode), then
+ * the backward cases at 65: run under the GPU personas
+ * (scripts/vk-personas.sh). */
+START_TEST(test_features_short)
+{
+    if (_i < N_FCASES) {
+        tfeatures_parity(vk, ref, &k_fcases[_i], 65, 65, false, NULL, (uint64_t)_i + 601);
+        tfeatures_parity(vk, ref, &k_fcases[_i], 1, 257, false, NULL, (uint64_t)_i + 701);
+    } else {
+        tfeatures_parity(vk, ref, &k_fbcases[_i - N_FCASES], 65, 65, true, NULL,
+                         (uint64_t)_i + 801);
+    }
+}
+END_TEST
+
+/* The Vulkan backend's own limit on the issue-19 inputs: ALiBi measures
+ * distances in 32-bit ints, so an EXPLICIT diagonal_offset of 2^29 or more
+ * with alibi_slopes is refused (SDPA_ERR_UNSUPPORTED, message saying so);
+ * without ALiBi the same offset plans (the band clamps it). */
+START_TEST(test_features_refusals)
+{
+    float q[32] = {0}, k[32] = {0}, v[32] = {0}, out[32], slope = 0.5f;
+    sdpa_attention_desc d;
+    sdpa_attention_desc_init(&d);
+    d.diagonal = SDPA_DIAGONAL_EXPLICIT;
+    d.diagonal_offset = (int64_t)1 << 29;
+    d.tensors.q = sdpa_tensor_host(q, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.k = sdpa_tensor_host(k, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.v = sdpa_tensor_host(v, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.out = sdpa_tensor_host(out, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    d.tensors.alibi_slopes = sdpa_tensor_host(&slope, SDPA_DTYPE_F32, 1, 1, 1, 1);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        d.diagonal_offset = sign * ((int64_t)1 << 29);
+        sdpa_plan *plan = NULL;
+        ck_assert_int_eq(sdpa_plan_create(vk, &d, NULL, &plan), SDPA_ERR_UNSUPPORTED);
+        sdpa_error_info info;
+        memset(&info, 0, sizeof info);
+        sdpa_context_last_error(vk, &info);
+        ck_assert_msg(info.message && strstr(info.message, "2^29") &&
+                      strstr(info.message, "ALiBi"), "message: %s", info.message);
+        ck_assert_int_eq(sdpa_plan_create(ref, &d, NULL, &plan), SDPA_OK);
+        sdpa_plan_destroy(plan);
+    }
+}
+END_TEST
+
+static void add_features_cases(Suite *s)
+{
+    struct { const char *name; const TTest *fn; int n; } loops[] = {
+        {"features", test_features, N_FCASES * N_FLENS},
+        {"features_backward", test_features_backward, N_FBCASES * N_FLENS},
+        {"features_kernels", test_features_kernels, N_FCASES},
+        {"features_short", test_features_short, N_FCASES + N_FBCASES},
+        {"features_refusals", test_features_refusals, 1},
+    };
+    for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
+        TCase *tc = tcase_create(loops[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 900);
+        tcase_add_loop_test(tc, loops[i].fn, 0, loops[i].n);
+        suite_add_tcase(s, tc);
+    }
+}
+
 static void add_persona_cases(Suite *s)
 {
     struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
@@ -1605,6 +1760,7 @@ static Suite *vulkan_suite(void)
     tcase_add_test(tc, test_cache_entry_corruptions);
     suite_add_tcase(s, tc);
     add_persona_cases(s);
+    add_features_cases(s);
     return s;
 }
 

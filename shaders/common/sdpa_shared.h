@@ -80,13 +80,17 @@
 #define SDPA_VK_T_DQG 16
 #define SDPA_VK_T_DKG 17
 #define SDPA_VK_T_DT 18
-#define SDPA_VK_T_COUNT 19
+#define SDPA_VK_T_ALIBI 19  /* alibi_slopes */
+#define SDPA_VK_T_SINKS 20  /* sinks */
+#define SDPA_VK_T_BTAB 21   /* block_table (k, v are then k_pages, v_pages) */
+#define SDPA_VK_T_DSINKS 22 /* dsinks */
+#define SDPA_VK_T_COUNT 23
 
-/* Wide layout (devices with >= 20 storage buffers per stage): one binding
+/* Wide layout (devices with >= 24 storage buffers per stage): one binding
  * per tensor slot, then the workspace and the uniform parameter block. */
-#define SDPA_VK_B_WS 19
-#define SDPA_VK_B_PARAMS 20
-#define SDPA_VK_B_COUNT 21
+#define SDPA_VK_B_WS 23
+#define SDPA_VK_B_PARAMS 24
+#define SDPA_VK_B_COUNT 25
 /* Packed layout (fewer storage buffers; shaders built with SDPA_PACKED):
  * every tensor of a call in one buffer with typed views aliasing it, the
  * workspace, the parameter block: 2 storage buffers. */
@@ -107,6 +111,19 @@
 #define SDPA_VK_F_SOFTCAP 256
 #define SDPA_VK_F_SPLIT 512   /* forward writes split partials */
 #define SDPA_VK_F_NORMED 1024 /* q/k read from workspace copies */
+#define SDPA_VK_F_ALIBI 2048   /* ALiBi slopes */
+#define SDPA_VK_F_SINKS 4096   /* attention sinks */
+#define SDPA_VK_F_PAGED 8192   /* K/V through the block table */
+
+/* K/V storage (specialization constant 10, KV_TYPE; shaders/vulkan/kv.glsl):
+ * 0 = q's storage type (the tensors' typed views), else K/V read as 32-bit
+ * words and converted in registers. Block types index K/V in bytes. */
+#define SDPA_VK_KV_SAME 0
+#define SDPA_VK_KV_F32 1
+#define SDPA_VK_KV_F16 2
+#define SDPA_VK_KV_BF16 3
+#define SDPA_VK_KV_Q8_0 4
+#define SDPA_VK_KV_Q4_0 5
 /* ---- end Vulkan ---- */
 
 #endif /* SDPA_SHARED_H */

@@ -32,11 +32,11 @@ void main()
     float kk[HEAD_DIM], dk[HEAD_DIM], vr[HEAD_DIM_V], dv[HEAD_DIM_V];
     for (int d = 0; d < HEAD_DIM; d++) {
         kk[d] = NORMED ? ws[P.ws0.y + kr * uint(HEAD_DIM) + uint(d)]
-                       : BUF_LOAD(k_buf, tidx(T_K, b, hk, j, uint(d)));
+                       : K_AT(kv_row(T_K, b, hk, j), d);
         dk[d] = 0.0;
     }
     for (int d = 0; d < HEAD_DIM_V; d++) {
-        vr[d] = BUF_LOAD(v_buf, tidx(T_V, b, hk, j, uint(d)));
+        vr[d] = V_AT(kv_row(T_V, b, hk, j), d);
         dv[d] = 0.0;
     }
     int kvl = valid_keys(int(b));
@@ -123,7 +123,7 @@ void main()
 
     if (NORMED) {
         float y[HEAD_DIM];
-        for (int d = 0; d < HEAD_DIM; d++) y[d] = BUF_LOAD(k_buf, tidx(T_K, b, hk, j, uint(d)));
+        for (int d = 0; d < HEAD_DIM; d++) y[d] = K_AT(kv_row(T_K, b, hk, j), d);
         float rinv = qkn_forward(y);
         for (int d = 0; d < HEAD_DIM; d++) {
             if (HAS_KGAIN) {
@@ -133,6 +133,6 @@ void main()
         }
         qkn_backward(y, rinv, dk);
     }
-    for (int d = 0; d < HEAD_DIM; d++) BUF_STORE(dk_buf, tidx(T_DK, b, hk, j, uint(d)), dk[d]);
-    for (int d = 0; d < HEAD_DIM_V; d++) BUF_STORE(dv_buf, tidx(T_DV, b, hk, j, uint(d)), dv[d]);
+    for (int d = 0; d < HEAD_DIM; d++) DK_STORE(tidx(T_DK, b, hk, j, uint(d)), dk[d]);
+    for (int d = 0; d < HEAD_DIM_V; d++) DV_STORE(tidx(T_DV, b, hk, j, uint(d)), dv[d]);
 }

@@ -51,15 +51,14 @@ void main()
     row_range(valid_keys(int(b)), int(i), lo, hi);
     if (lse == NEG_INF) hi = lo;
     uint kvrow0 = (b * uint(P.shape0.z) + hk) * uint(P.shape1.x);
-    uint ks = NORMED ? 1u : P.tstride[T_K].w, vs = P.tstride[T_V].w;
     for (int j0 = lo; j0 < hi; j0 += K_TILE) {
         uint kb[K_TILE], vb[K_TILE];
         float raw[K_TILE], dp[K_TILE];
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
             uint j = uint(min(j0 + t, hi - 1));
             kb[t] = NORMED ? P.ws0.y + (kvrow0 + j) * uint(HEAD_DIM)
-                           : tidx(T_K, b, hk, j, 0u);
-            vb[t] = tidx(T_V, b, hk, j, 0u);
+                           : kv_row(T_K, b, hk, j);
+            vb[t] = kv_row(T_V, b, hk, j);
             raw[t] = 0.0;
             dp[t] = 0.0;
         }
@@ -72,13 +71,13 @@ void main()
             for (int d = 0; d < HEAD_DIM; d++) {
                 float qd = qr[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    raw[t] += qd * BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+                    raw[t] += qd * K_AT(kb[t], d);
             }
         }
         for (int d = 0; d < HEAD_DIM_V; d++) {
             float od = dor[d];
             [[unroll]] for (int t = 0; t < K_TILE; t++)
-                dp[t] += od * BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
+                dp[t] += od * V_AT(vb[t], d);
         }
         float draw[K_TILE];
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
@@ -105,7 +104,7 @@ void main()
             for (int d = 0; d < HEAD_DIM; d++) {
                 float acc = dq[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    acc += draw[t] != 0.0 ? draw[t] * BUF_LOAD(k_buf, kb[t] + uint(d) * ks) : 0.0;
+                    acc += draw[t] != 0.0 ? draw[t] * K_AT(kb[t], d) : 0.0;
                 dq[d] = acc;
             }
         }

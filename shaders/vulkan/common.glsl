@@ -57,6 +57,9 @@ layout(constant_id = 5) const int QK_NORM = 0;     /* sdpa_qk_norm */
  * local_size_x_id): llvmpipe folded gl_WorkGroupSize to its default in
  * arithmetic, so indexing uses this copy. The host sets both equal. */
 layout(constant_id = 6) const uint WG_SIZE = 64u;
+/* K/V storage (SDPA_VK_KV_*; features.glsl): 0 = q's type (STORE_T views),
+ * else read as 32-bit words and converted in registers. */
+layout(constant_id = 10) const int KV_TYPE = 0;
 
 const bool HAS_MASK = (FLAGS & uint(SDPA_VK_F_MASK)) != 0u;
 const bool HAS_BIAS = (FLAGS & uint(SDPA_VK_F_BIAS)) != 0u;
@@ -69,6 +72,9 @@ const bool HAS_STATS = (FLAGS & uint(SDPA_VK_F_STATS)) != 0u;
 const bool HAS_SOFTCAP = (FLAGS & uint(SDPA_VK_F_SOFTCAP)) != 0u;
 const bool SPLIT = (FLAGS & uint(SDPA_VK_F_SPLIT)) != 0u;
 const bool NORMED = (FLAGS & uint(SDPA_VK_F_NORMED)) != 0u;
+const bool HAS_ALIBI = (FLAGS & uint(SDPA_VK_F_ALIBI)) != 0u;
+const bool HAS_SINKS = (FLAGS & uint(SDPA_VK_F_SINKS)) != 0u;
+const bool PAGED = (FLAGS & uint(SDPA_VK_F_PAGED)) != 0u;
 
 /* ---- tensor slots (index into toff / tstride) and records ------------------ */
 #define T_Q SDPA_VK_T_Q
@@ -90,6 +96,10 @@ const bool NORMED = (FLAGS & uint(SDPA_VK_F_NORMED)) != 0u;
 #define T_DQG SDPA_VK_T_DQG
 #define T_DKG SDPA_VK_T_DKG
 #define T_DT SDPA_VK_T_DT
+#define T_ALIBI SDPA_VK_T_ALIBI
+#define T_SINKS SDPA_VK_T_SINKS
+#define T_BTAB SDPA_VK_T_BTAB
+#define T_DSINKS SDPA_VK_T_DSINKS
 
 #define RS_N SDPA_RS_N
 #define RS_MEAN SDPA_RS_MEAN
@@ -144,6 +154,14 @@ layout(std430, set = 0, binding = SDPA_VK_PK_B_WS) buffer BWs { float ws[]; };
 #define dqg_buf pk_float
 #define dkg_buf pk_float
 #define dt_buf pk_float
+#define alibi_buf pk_float
+#define sinks_buf pk_float
+#define btab_buf pk_int
+#define dsinks_buf pk_float
+#define k_words pk_uint
+#define v_words pk_uint
+#define dk_words pk_uint
+#define dv_words pk_uint
 #else
 layout(std430, set = 0, binding = 0) readonly buffer BQ { STORE_T q_buf[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BK { STORE_T k_buf[]; };
@@ -164,6 +182,16 @@ layout(std430, set = 0, binding = 15) buffer BDv { STORE_T dv_buf[]; };
 layout(std430, set = 0, binding = 16) writeonly buffer BDqg { float dqg_buf[]; };
 layout(std430, set = 0, binding = 17) writeonly buffer BDkg { float dkg_buf[]; };
 layout(std430, set = 0, binding = 18) writeonly buffer BDt { float dt_buf[]; };
+layout(std430, set = 0, binding = 19) readonly buffer BAlibi { float alibi_buf[]; };
+layout(std430, set = 0, binding = 20) readonly buffer BSinks { float sinks_buf[]; };
+layout(std430, set = 0, binding = 21) readonly buffer BBtab { int btab_buf[]; };
+layout(std430, set = 0, binding = 22) writeonly buffer BDsinks { float dsinks_buf[]; };
+/* K/V (and dK/dV) as 32-bit words, for a K/V type other than q's
+ * (features.glsl) */
+layout(std430, set = 0, binding = 1) readonly buffer BKw { uint k_words[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BVw { uint v_words[]; };
+layout(std430, set = 0, binding = 14) buffer BDkw { uint dk_words[]; };
+layout(std430, set = 0, binding = 15) buffer BDvw { uint dv_words[]; };
 layout(std430, set = 0, binding = SDPA_VK_B_WS) buffer BWs { float ws[]; };
 
 #define PARAMS_BINDING SDPA_VK_B_PARAMS
@@ -174,13 +202,15 @@ layout(std140, set = 0, binding = PARAMS_BINDING) uniform Params {
     ivec4 shape1;     /* Skv, D, Dv, group = Hq / Hkv */
     ivec4 band;       /* diagonal mode, diagonal offset, window left, right */
     ivec4 misc;       /* nsplit, split_len, rows = B*Hq*Sq, kvrows = B*Hkv*Skv */
-    ivec4 rflags;     /* backward: write dq_gain, dk_gain, dtemperature; 0 */
+    ivec4 rflags;     /* backward: write dq_gain, dk_gain, dtemperature, dsinks */
     ivec4 feat;       /* feature bits (SDPA__VK_F_*), QK-norm mode, 0, 0 */
+    ivec4 ext;        /* page size, pool pages, ALiBi's EXPLICIT diagonal offset, 0 */
     vec4 fpar;        /* scale, softcap, qk_norm eps, stats saturation */
     uvec4 ws0;        /* workspace offsets: qn, kn, rowstats, partials */
     uvec4 ws1;        /* workspace offsets: dvec, dq_gain rows, dk_gain rows, dt rows */
-    uvec4 toff[5];    /* element offset of tensor t at toff[t / 4][t % 4] */
-    uvec4 tstride[19];/* element strides of tensor t (broadcast axes are 0) */
+    uvec4 toff[(SDPA_VK_T_COUNT + 3) / 4]; /* element offset of tensor t at toff[t / 4][t % 4] */
+    uvec4 tstride[SDPA_VK_T_COUNT]; /* element strides of tensor t (broadcast axes are 0);
+                                       bytes for block-quantized K/V */
 } P;
 
 #define NEG_INF (-1.0 / 0.0)
@@ -280,15 +310,19 @@ float softcap_score(float z, float c)
     return c * safe_tanh(x);
 }
 
+#include "features.glsl"
+
 /* The score function, one for every shader: from the scaled dot product z,
  * the softcap, then the additive terms (bias), then the drop decision (a
  * -inf bias or a zero mask byte); -inf when the key is dropped. A new
- * per-key input goes here (and its slope into score_slope). */
+ * per-key input goes here (and its slope into score_slope). ALiBi
+ * (features.glsl) is additive, a constant of the score. */
 float finish_score(float z, uint b, uint h, uint i, uint j)
 {
     float s = z;
     if (HAS_SOFTCAP) s = softcap_score(z, P.fpar.y);
     if (HAS_BIAS) s += bias_buf[tidx(T_BIAS, b, h, i, j)];
+    if (HAS_ALIBI) s += alibi_bias(b, h, i, j);
     /* a -inf bias drops the key like the mask, even where z is NaN */
     if (HAS_BIAS && bias_buf[tidx(T_BIAS, b, h, i, j)] == NEG_INF) s = NEG_INF;
     if (HAS_MASK) {

@@ -78,10 +78,9 @@ void fwd_direct()
     float o[HEAD_DIM_V];
     for (int d = 0; d < HEAD_DIM_V; d++) o[d] = 0.0;
 
-    RowState r = rs_empty();
+    RowState r = rs_start(sink_logit(h, split == 0));
     float shift = 0.0, sum1 = 0.0, sum2 = 0.0;
     uint kvrow0 = (b * uint(P.shape0.z) + hk) * uint(P.shape1.x);
-    uint ks = NORMED ? 1u : P.tstride[T_K].w, vs = P.tstride[T_V].w;
 
     for (int j0 = lo; j0 < hi; j0 += K_TILE) {
         /* keys past hi repeat key hi-1 (a valid load) and are dropped below */
@@ -90,8 +89,8 @@ void fwd_direct()
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
             uint j = uint(min(j0 + t, hi - 1));
             kb[t] = NORMED ? P.ws0.y + (kvrow0 + j) * uint(HEAD_DIM)
-                           : tidx(T_K, b, hk, j, 0u);
-            vb[t] = tidx(T_V, b, hk, j, 0u);
+                           : kv_row(T_K, b, hk, j);
+            vb[t] = kv_row(T_V, b, hk, j);
             s[t] = 0.0;
         }
         if (NORMED) {
@@ -103,7 +102,7 @@ void fwd_direct()
             for (int d = 0; d < HEAD_DIM; d++) {
                 float qd = qr[d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
-                    s[t] += qd * BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+                    s[t] += qd * K_AT(kb[t], d);
             }
         }
         float bm = NEG_INF;
@@ -116,7 +115,7 @@ void fwd_direct()
         float c = tile_step(r, s, bm, j0, shift, sum1, sum2, pr);
         for (int d = 0; d < HEAD_DIM_V; d++) {
             float vv[K_TILE];
-            [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
+            [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = V_AT(vb[t], d);
             o[d] = pv_column(o[d], c, pr, vv);
         }
     }
@@ -174,9 +173,8 @@ void fwd_staged()
     float o[HEAD_DIM_V];
     for (int d = 0; d < HEAD_DIM_V; d++) o[d] = 0.0;
 
-    RowState r = rs_empty();
+    RowState r = rs_start(sink_logit(h, true));
     float shift = 0.0, sum1 = 0.0, sum2 = 0.0;
-    uint ks = P.tstride[T_K].w, vs = P.tstride[T_V].w;
 
     uint sl_last = (gend - 1u) / slab_rows;
     for (uint sl = g0 / slab_rows; sl <= sl_last; sl++) {
@@ -193,9 +191,7 @@ void fwd_staged()
         row_range(kvl, ib, unused, uhi);
         uhi = min(uhi, kvl);
         bool mine = live && my_slab == sl && lo < hi;
-        uint kbase = NORMED ? P.ws0.y + sl * uint(Skv) * uint(HEAD_DIM)
-                            : tidx(T_K, sb, shk, 0u, 0u);
-        uint vbase = tidx(T_V, sb, shk, 0u, 0u);
+        uint kbase = P.ws0.y + sl * uint(Skv) * uint(HEAD_DIM);
 
         for (int j0 = ulo; j0 < uhi; j0 += K_TILE) {
             /* everyone is done with the previous tile */
@@ -206,12 +202,12 @@ void fwd_staged()
                 uint t = e / uint(HEAD_DIM), d = e % uint(HEAD_DIM);
                 uint j = uint(min(j0 + int(t), uhi - 1));
                 sh_k[e] = NORMED ? ws[kbase + j * uint(HEAD_DIM) + d]
-                                 : BUF_LOAD(k_buf, kbase + j * P.tstride[T_K].z + d * ks);
+                                 : K_AT(kv_row(T_K, sb, shk, j), d);
             }
             for (uint e = lid; e < uint(K_TILE * HEAD_DIM_V); e += WG_SIZE) {
                 uint t = e / uint(HEAD_DIM_V), d = e % uint(HEAD_DIM_V);
                 uint j = uint(min(j0 + int(t), uhi - 1));
-                sh_v[e] = BUF_LOAD(v_buf, vbase + j * P.tstride[T_V].z + d * vs);
+                sh_v[e] = V_AT(kv_row(T_V, sb, shk, j), d);
             }
             memoryBarrierShared();
             barrier();

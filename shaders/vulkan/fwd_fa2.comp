@@ -13,6 +13,9 @@
  *    values in a uvec2, half the bytes), with one vector load per chunk when
  *    the rows are contiguous and 16-byte aligned (a scalar path otherwise);
  *    every row of the block reads them (one shared read per 4 x ROWS FMAs);
+ *    a K/V type other than q's (features.glsl: converted or dequantized in
+ *    registers while loading) and paged K/V take the scalar path and stage
+ *    f32 (sh_kf, sh_vf);
  *  - a row's dot products are summed over its LANES lanes with subgroup
  *    shuffles or, in the variant built with -DFA2_SHARED_REDUCE (fwd_fa2sh,
  *    for devices without subgroup shuffle in compute), through shared memory;
@@ -87,8 +90,15 @@ layout(std430, set = 0, binding = 1) readonly buffer BKVec { VEC_T k_vec[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BVVec { VEC_T v_vec[]; };
 #endif
 
-shared SH_T sh_k[K_TILE * KC];
-shared SH_T sh_v[K_TILE * VC];
+shared SH_T sh_k[(1 - KV_RAW_I) * K_TILE * KC + KV_RAW_I];
+shared SH_T sh_v[(1 - KV_RAW_I) * K_TILE * VC + KV_RAW_I];
+/* K_TILE keys as f32 when K/V are not q's type (KV_RAW); one vec4 otherwise */
+shared vec4 sh_kf[KV_RAW_I * K_TILE * KC + 1 - KV_RAW_I];
+shared vec4 sh_vf[KV_RAW_I * K_TILE * VC + 1 - KV_RAW_I];
+#define STAGE_K(e, a) if (KV_RAW) sh_kf[e] = (a); else sh_k[e] = SH_PACK(a)
+#define STAGE_V(e, a) if (KV_RAW) sh_vf[e] = (a); else sh_v[e] = SH_PACK(a)
+#define STAGED_K(e) (KV_RAW ? sh_kf[e] : SH_UNPACK(sh_k[e]))
+#define STAGED_V(e) (KV_RAW ? sh_vf[e] : SH_UNPACK(sh_v[e]))
 /* the shared-memory reduction (SG_REDUCE = 0): one partial per invocation,
  * row and key; one float otherwise */
 shared float sh_red[(1 - SG_REDUCE) * WG_SIZE * ROWS * K_TILE + SG_REDUCE];
@@ -105,8 +115,22 @@ shared float sh_red[(1 - SG_REDUCE) * WG_SIZE * ROWS * K_TILE + SG_REDUCE];
         return a;                                                            \
     }
 LOAD4(load4_q, q_buf, HEAD_DIM)
-LOAD4(load4_k, k_buf, HEAD_DIM)
-LOAD4(load4_v, v_buf, HEAD_DIM_V)
+
+/* The same for the K (V) row of key j at base (kv_row), in any K/V type. */
+vec4 load4_k(uint base, int d0)
+{
+    vec4 a = vec4(0.0);
+    [[unroll]] for (int c = 0; c < 4; c++)
+        if (d0 + c < HEAD_DIM) a[c] = K_AT(base, d0 + c);
+    return a;
+}
+vec4 load4_v(uint base, int d0)
+{
+    vec4 a = vec4(0.0);
+    [[unroll]] for (int c = 0; c < 4; c++)
+        if (d0 + c < HEAD_DIM_V) a[c] = V_AT(base, d0 + c);
+    return a;
+}
 
 #ifndef FA2_SHARED_REDUCE
 /* Sum of x over the LANES lanes of this lane group, in every lane. */
@@ -180,19 +204,19 @@ void main()
                 q[r][m] = load4_q(qb, qs, 4 * (int(lane) + m * LANES)) * scale;
         }
         [[unroll]] for (int m = 0; m < CPLV; m++) o[r][m] = vec4(0.0);
-        st[r] = rs_empty();
+        st[r] = rs_start(sink_logit(hh[r], split == 0));
         shift[r] = 0.0;
         sum1[r] = 0.0;
         sum2[r] = 0.0;
     }
 
     /* vector loads when every K / V row starts on a 4-element boundary and
-     * its columns are contiguous (uniform) */
+     * its columns are contiguous (uniform), in q's type and not paged */
     uint kbase = tidx(T_K, b, hk, 0u, 0u), vbase = tidx(T_V, b, hk, 0u, 0u);
     uint kr = P.tstride[T_K].z, vr = P.tstride[T_V].z;
     uint ks = P.tstride[T_K].w, vs = P.tstride[T_V].w;
-    bool kvec = HEAD_DIM % 4 == 0 && ks == 1u && kbase % 4u == 0u && kr % 4u == 0u;
-    bool vvec = HEAD_DIM_V % 4 == 0 && vs == 1u && vbase % 4u == 0u && vr % 4u == 0u;
+    bool kvec = !KV_RAW && !PAGED && HEAD_DIM % 4 == 0 && ks == 1u && kbase % 4u == 0u && kr % 4u == 0u;
+    bool vvec = !KV_RAW && !PAGED && HEAD_DIM_V % 4 == 0 && vs == 1u && vbase % 4u == 0u && vr % 4u == 0u;
 
     for (int j0 = ulo; j0 < uhi; j0 += K_TILE) {
         barrier(); /* everyone is done with the previous tile */
@@ -211,7 +235,7 @@ void main()
             [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * KC); e += WG_SIZE) {
                 int t = int(e) / KC, c = int(e) % KC;
                 uint j = uint(min(j0 + t, uhi - 1));
-                sh_k[e] = SH_PACK(load4_k(kbase + j * kr, ks, 4 * c));
+                STAGE_K(e, load4_k(kv_row(T_K, b, hk, j), 4 * c));
             }
         }
         if (vvec) {
@@ -227,7 +251,7 @@ void main()
             [[dont_unroll]] for (uint e = lid; e < uint(K_TILE * VC); e += WG_SIZE) {
                 int t = int(e) / VC, c = int(e) % VC;
                 uint j = uint(min(j0 + t, uhi - 1));
-                sh_v[e] = SH_PACK(load4_v(vbase + j * vr, vs, 4 * c));
+                STAGE_V(e, load4_v(kv_row(T_V, b, hk, j), 4 * c));
             }
         }
         memoryBarrierShared();
@@ -238,7 +262,7 @@ void main()
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
             [[unroll]] for (int r = 0; r < ROWS; r++) s[r][t] = 0.0;
             [[unroll]] for (int m = 0; m < CPL; m++) {
-                vec4 kk = SH_UNPACK(sh_k[t * KC + m * LANES + int(lane)]);
+                vec4 kk = STAGED_K(t * KC + m * LANES + int(lane));
                 [[unroll]] for (int r = 0; r < ROWS; r++) {
                     vec4 qq = q[r][m];
                     s[r][t] = fma(qq.w, kk.w, fma(qq.z, kk.z, fma(qq.y, kk.y,
@@ -292,7 +316,7 @@ void main()
             }
         [[unroll]] for (int t = 0; t < K_TILE; t++)
             [[unroll]] for (int m = 0; m < CPLV; m++) {
-                vec4 vv = SH_UNPACK(sh_v[t * VC + m * LANES + int(lane)]);
+                vec4 vv = STAGED_V(t * VC + m * LANES + int(lane));
                 [[unroll]] for (int r = 0; r < ROWS; r++) {
                     float p = pr[r][t];
                     vec4 v = p != 0.0 ? vv : vec4(0.0);

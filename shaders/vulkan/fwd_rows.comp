@@ -81,13 +81,12 @@ void main()
     RowState st[ROWS];
     float shift[ROWS], sum1[ROWS], sum2[ROWS];
     [[unroll]] for (int r = 0; r < ROWS; r++) {
-        st[r] = rs_empty();
+        st[r] = rs_start(sink_logit(hh[r], split == 0));
         shift[r] = 0.0;
         sum1[r] = 0.0;
         sum2[r] = 0.0;
     }
     uint kvrow0 = slab * uint(P.shape1.x);
-    uint ks = NORMED ? 1u : P.tstride[T_K].w, vs = P.tstride[T_V].w;
 
     for (int j0 = ulo; j0 < uhi; j0 += K_TILE) {
         /* keys past uhi repeat key uhi-1 (a valid load); no row keeps them */
@@ -95,14 +94,14 @@ void main()
         float s[ROWS][K_TILE];
         [[unroll]] for (int t = 0; t < K_TILE; t++) {
             uint j = uint(min(j0 + t, uhi - 1));
-            kb[t] = NORMED ? P.ws0.y + (kvrow0 + j) * uint(HEAD_DIM) : tidx(T_K, b, hk, j, 0u);
-            vb[t] = tidx(T_V, b, hk, j, 0u);
+            kb[t] = NORMED ? P.ws0.y + (kvrow0 + j) * uint(HEAD_DIM) : kv_row(T_K, b, hk, j);
+            vb[t] = kv_row(T_V, b, hk, j);
             [[unroll]] for (int r = 0; r < ROWS; r++) s[r][t] = 0.0;
         }
         for (int d = 0; d < HEAD_DIM; d++) {
             float kd[K_TILE];
             [[unroll]] for (int t = 0; t < K_TILE; t++)
-                kd[t] = NORMED ? ws[kb[t] + uint(d)] : BUF_LOAD(k_buf, kb[t] + uint(d) * ks);
+                kd[t] = NORMED ? ws[kb[t] + uint(d)] : K_AT(kb[t], d);
             [[unroll]] for (int r = 0; r < ROWS; r++) {
                 float qd = qr[r * HEAD_DIM + d];
                 [[unroll]] for (int t = 0; t < K_TILE; t++) s[r][t] += qd * kd[t];
@@ -128,7 +127,7 @@ void main()
         if (!any) continue;
         for (int d = 0; d < HEAD_DIM_V; d++) {
             float vv[K_TILE];
-            [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = BUF_LOAD(v_buf, vb[t] + uint(d) * vs);
+            [[unroll]] for (int t = 0; t < K_TILE; t++) vv[t] = V_AT(vb[t], d);
             /* a row without keys in this tile has c = 1 and p = 0: unchanged */
             [[unroll]] for (int r = 0; r < ROWS; r++)
                 o[r * HEAD_DIM_V + d] = pv_column(o[r * HEAD_DIM_V + d], c[r], pr[r], vv);

@@ -28,6 +28,21 @@ RowState rs_empty()
     return r;
 }
 
+/* The state a row starts from: empty, or with a sink logit (features.glsl
+ * sink_logit) one more outcome already in it, as the top (e = 1) at m =
+ * sink: it joins l (the denominator, so lse) and the entropy, p_max and
+ * Jacobian sums, never o or the logit moments (n, mean, min, max, s0). A
+ * row that keeps no key then gives out 0 and lse = sink. */
+RowState rs_start(float sink)
+{
+    RowState r = rs_empty();
+    if (sink != NEG_INF) {
+        r.m = sink;
+        r.l = 1.0;
+    }
+    return r;
+}
+
 /* Moves the state to maximum mnew >= m; returns e^{m - mnew} for o. Below
  * mnew the old top key joins l1..l3 (the caller supplies the new top). */
 float rs_rescale(inout RowState r, float mnew)
@@ -97,7 +112,8 @@ void rs_store_row(RowState r, uint b, uint h, uint i, uint row)
         lse_buf[tidx(T_LSE, b, h, i, 0u)] = empty ? NEG_INF : r.m + log(r.l);
     if (HAS_STATS) {
         uint base = P.ws0.z + row * uint(RS_SIZE);
-        if (empty) {
+        /* with a sink a row may have l = 1 and no kept key: still empty */
+        if (empty || r.n == 0.0) {
             [[unroll]] for (int k = 0; k < RS_SIZE; k++) ws[base + uint(k)] = 0.0;
             return;
         }

@@ -27,7 +27,7 @@ void main()
     uint i = r % S, h = (r / S) % H, b = r / (S * H);
     for (int d = 0; d < HEAD_DIM; d++)
         x[d] = isq ? BUF_LOAD(q_buf, tidx(T_Q, b, h, i, uint(d)))
-                   : BUF_LOAD(k_buf, tidx(T_K, b, h, i, uint(d)));
+                   : K_AT(kv_row(T_K, b, h, i), d);
     qkn_forward(x);
     uint base = (isq ? P.ws0.x : P.ws0.y) + r * uint(HEAD_DIM);
     for (int d = 0; d < HEAD_DIM; d++) {

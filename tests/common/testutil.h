@@ -169,6 +169,11 @@ tcompare tparity_backward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
 void trun_problem(sdpa_context *ctx, tproblem *p, bool backward,
                   const sdpa_plan_options *plan_opts);
 void texpect_parity(const tproblem *got, const tproblem *want, bool backward);
+/* Asserts that n elements of got agree with want (dtype dt) within bound
+ * times max(1, max |want|), non-finite values alike; messages name `name`
+ * and `what`. */
+void texpect_close(const char *name, const char *what, const void *got, const void *want,
+                   sdpa_dtype dt, size_t n, double bound);
 
 /* Runs a Check suite and returns the process exit status. */
 int trun_suite(Suite *s);

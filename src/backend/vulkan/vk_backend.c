@@ -6,6 +6,7 @@
  * The table is registered by src/core/registry.c when SDPA_HAVE_VULKAN.
  */
 #include "vk_internal.h"
+#include "capabilities.h"
 #include "sdpa_vulkan.h"
 
 #include <stdlib.h>
@@ -15,6 +16,7 @@ const sdpa__backend sdpa__backend_vulkan = {
     .kind = SDPA_BACKEND_VULKAN,
     .name = "vulkan",
     .host_memory = false,
+    .features = SDPA__FEAT_ALL, /* every optional capability (capabilities.h) */
     .load = sdpa__vk_api_load,
     .device_count = sdpa__vk_device_count,
     .device_info = sdpa__vk_device_info,

@@ -19,6 +19,7 @@
  */
 #include "vk_internal.h"
 #include "vk_split.h"
+#include "capabilities.h"
 
 #define BAND_CLAMP ((int64_t)1 << 29)
 
@@ -30,18 +31,22 @@ static int32_t clamp_band(int64_t v)
 }
 
 /* Tensor t's strides and the element index of its last element in its
- * buffer (*last); false when an index would pass 2^32. */
+ * buffer (*last); false when an index would pass 2^32. A block-quantized
+ * tensor (ext[3] counting blocks, unit = the block's bytes) is indexed in
+ * bytes: offset, strides and *last (its last byte) times the unit. */
 static bool tensor_extent(sdpa__vk_params *pr, int t, const sdpa__ref *r, const int64_t *ext,
-                          uint64_t *last)
+                          uint64_t unit, uint64_t *last)
 {
-    *last = r->offset;
+    *last = r->offset * unit;
     for (int k = 0; k < 4; k++) {
-        if (r->stride[k] < 0 || r->stride[k] > (int64_t)UINT32_MAX) return false;
-        *last += (uint64_t)(ext[k] - 1) * (uint64_t)r->stride[k];
+        uint64_t st = (uint64_t)r->stride[k] * unit;
+        if (r->stride[k] < 0 || st > (uint64_t)UINT32_MAX) return false;
+        *last += (uint64_t)(ext[k] - 1) * st;
         if (*last > UINT32_MAX) return false;
-        pr->tstride[t][k] = (uint32_t)r->stride[k];
+        pr->tstride[t][k] = (uint32_t)st;
     }
-    return true;
+    *last += unit - 1;
+    return *last <= UINT32_MAX;
 }
 
 static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
@@ -67,18 +72,25 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pl
         pr.rflags[0] = g->dq_gain.mem != NULL;
         pr.rflags[1] = g->dk_gain.mem != NULL;
         pr.rflags[2] = g->dtemperature.mem != NULL;
+        pr.rflags[3] = g->dsinks.mem != NULL;
     }
     pr.feat[0] = (int32_t)pl->spec_flags;
     pr.feat[1] = (int32_t)p->qk_norm;
+    pr.ext[0] = (int32_t)p->page;
+    pr.ext[1] = (int32_t)p->pages;
+    pr.ext[2] = (int32_t)p->alibi_offset; /* |value| < 2^29 (sdpa__vk_supports) */
     memcpy(pr.fpar, pl->fpar, sizeof pr.fpar);
     memcpy(pr.ws0, pl->ws0, sizeof pr.ws0);
     memcpy(pr.ws1, pl->ws1, sizeof pr.ws1);
 
     int64_t B = p->B, Hq = p->Hq, Hkv = p->Hkv, Sq = p->Sq, Skv = p->Skv, D = p->D, Dv = p->Dv;
+    /* paged: k and v are the page pools (pages, Hkv, page, D) */
+    bool paged = p->has_block_table;
+    int64_t kv0 = paged ? p->pages : B, kv2 = paged ? p->page : Skv;
     struct { int t; const sdpa__ref *r; int64_t n[4]; } tl[] = {
         {SDPA__VK_T_Q, &a->q, {B, Hq, Sq, D}},
-        {SDPA__VK_T_K, &a->k, {B, Hkv, Skv, D}},
-        {SDPA__VK_T_V, &a->v, {B, Hkv, Skv, Dv}},
+        {SDPA__VK_T_K, paged ? &a->k_pages : &a->k, {kv0, Hkv, kv2, D}},
+        {SDPA__VK_T_V, paged ? &a->v_pages : &a->v, {kv0, Hkv, kv2, Dv}},
         {SDPA__VK_T_OUT, &a->out, {B, Hq, Sq, Dv}},
         {SDPA__VK_T_MASK, &a->mask, {B, Hq, Sq, Skv}},
         {SDPA__VK_T_BIAS, &a->bias, {B, Hq, Sq, Skv}},
@@ -95,32 +107,48 @@ static sdpa_status fill_params(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pl
         {SDPA__VK_T_DQG, g ? &g->dq_gain : NULL, {1, 1, 1, D}},
         {SDPA__VK_T_DKG, g ? &g->dk_gain : NULL, {1, 1, 1, D}},
         {SDPA__VK_T_DT, g ? &g->dtemperature : NULL, {1, Hq, 1, 1}},
+        {SDPA__VK_T_ALIBI, &a->alibi_slopes, {1, Hq, 1, 1}},
+        {SDPA__VK_T_SINKS, &a->sinks, {1, Hq, 1, 1}},
+        {SDPA__VK_T_BTAB, &a->block_table, {B, 1, 1, p->max_pages}},
+        {SDPA__VK_T_DSINKS, g ? &g->dsinks : NULL, {1, Hq, 1, 1}},
     };
     static const char *names[] = {"q", "k", "v", "out", "mask", "bias", "kv_len", "q_gain",
                                   "k_gain", "temperature", "lse", "stats", "dout", "dq",
-                                  "dk", "dv", "dq_gain", "dk_gain", "dtemperature"};
+                                  "dk", "dv", "dq_gain", "dk_gain", "dtemperature",
+                                  "alibi_slopes", "sinks", "block_table", "dsinks"};
     uint64_t max_range = s->caps.max_storage_range;
     size_t esize[SDPA_VK_T_COUNT];
-    uint64_t last[SDPA_VK_T_COUNT], base[SDPA_VK_T_COUNT];
+    uint64_t last[SDPA_VK_T_COUNT], base[SDPA_VK_T_COUNT], first[SDPA_VK_T_COUNT];
     bool written[SDPA_VK_T_COUNT];
     for (size_t i = 0; i < sizeof tl / sizeof tl[0]; i++) {
         int t = tl[i].t;
         const sdpa__ref *r = tl[i].r && tl[i].r->mem ? tl[i].r : NULL;
-        bool stored = t <= SDPA__VK_T_OUT || (t >= SDPA__VK_T_DOUT && t <= SDPA__VK_T_DV);
-        esize[t] = t == SDPA__VK_T_MASK ? 1 : stored ? sdpa_dtype_size(p->dtype) : 4;
-        written[t] = g ? t >= SDPA__VK_T_DQ : (t == SDPA__VK_T_OUT || t == SDPA__VK_T_LSE ||
-                                             t == SDPA__VK_T_STATS);
+        bool kv = t == SDPA__VK_T_K || t == SDPA__VK_T_V || t == SDPA__VK_T_DK ||
+                  t == SDPA__VK_T_DV;
+        bool stored = t == SDPA__VK_T_Q || t == SDPA__VK_T_OUT || t == SDPA__VK_T_DOUT ||
+                      t == SDPA__VK_T_DQ;
+        /* block types are indexed in bytes (tensor_extent) */
+        bool block = kv && sdpa__dtype_is_block(p->kv_dtype);
+        uint64_t unit = block ? sdpa_dtype_size(p->kv_dtype) : 1;
+        int64_t n[4] = {tl[i].n[0], tl[i].n[1], tl[i].n[2], tl[i].n[3]};
+        if (block) n[3] /= sdpa_dtype_block_elems(p->kv_dtype);
+        esize[t] = t == SDPA__VK_T_MASK || block ? 1
+                   : kv                          ? sdpa_dtype_size(p->kv_dtype)
+                   : stored                      ? sdpa_dtype_size(p->dtype)
+                                                 : 4;
+        written[t] = g ? (t >= SDPA__VK_T_DQ && t <= SDPA__VK_T_DT) || t == SDPA__VK_T_DSINKS
+                       : (t == SDPA__VK_T_OUT || t == SDPA__VK_T_LSE || t == SDPA__VK_T_STATS);
         refs[t] = r;
         last[t] = 0;
-        base[t] = r ? r->offset : 0;
-        SDPA__CHECK(ctx, !r || tensor_extent(&pr, t, r, tl[i].n, &last[t]),
+        first[t] = base[t] = r ? r->offset * unit : 0;
+        SDPA__CHECK(ctx, !r || tensor_extent(&pr, t, r, n, unit, &last[t]),
                     SDPA_ERR_UNSUPPORTED, "vulkan: tensor '%s' reaches past 2^32 elements",
                     names[t]);
     }
     if (pl->packed)
         SDPA__TRY(sdpa__vk_pack_prepare(ctx, s, pl, refs, esize, last, written, base, job));
     for (int t = 0; t < SDPA_VK_T_COUNT; t++) {
-        uint64_t end = refs[t] ? base[t] + (last[t] - (uint64_t)refs[t]->offset) : 0;
+        uint64_t end = refs[t] ? base[t] + (last[t] - first[t]) : 0;
         /* a binding reaches at most maxStorageBufferRange bytes */
         SDPA__CHECK(ctx, end <= UINT32_MAX && (end + 1) * esize[t] <= max_range,
                     SDPA_ERR_UNSUPPORTED,
@@ -237,9 +265,9 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
         if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DQ, rows, &first);
         if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DKV, kvrows, &first);
         if (st == SDPA_OK && pl->pipes[SDPA__VK_P_BWD_REDUCE] &&
-            (g->dq_gain.mem || g->dk_gain.mem || g->dtemperature.mem))
+            (g->dq_gain.mem || g->dk_gain.mem || g->dtemperature.mem || g->dsinks.mem))
             st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_REDUCE,
-                          (uint64_t)(2 * p->D + p->Hq), &first);
+                          (uint64_t)(2 * p->D + 2 * p->Hq), &first);
     }
     sdpa__vk_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,

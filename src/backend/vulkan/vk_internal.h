@@ -37,7 +37,9 @@ enum {
     SDPA__VK_T_STATS = SDPA_VK_T_STATS, SDPA__VK_T_DOUT = SDPA_VK_T_DOUT,
     SDPA__VK_T_DQ = SDPA_VK_T_DQ, SDPA__VK_T_DK = SDPA_VK_T_DK, SDPA__VK_T_DV = SDPA_VK_T_DV,
     SDPA__VK_T_DQG = SDPA_VK_T_DQG, SDPA__VK_T_DKG = SDPA_VK_T_DKG,
-    SDPA__VK_T_DT = SDPA_VK_T_DT,
+    SDPA__VK_T_DT = SDPA_VK_T_DT, SDPA__VK_T_ALIBI = SDPA_VK_T_ALIBI,
+    SDPA__VK_T_SINKS = SDPA_VK_T_SINKS, SDPA__VK_T_BTAB = SDPA_VK_T_BTAB,
+    SDPA__VK_T_DSINKS = SDPA_VK_T_DSINKS,
     SDPA__VK_T_COUNT = SDPA_VK_T_COUNT,
     SDPA__VK_B_WS = SDPA_VK_B_WS,
     SDPA__VK_B_PARAMS = SDPA_VK_B_PARAMS,
@@ -55,6 +57,9 @@ enum {
 #define SDPA__VK_F_SOFTCAP ((unsigned)SDPA_VK_F_SOFTCAP)
 #define SDPA__VK_F_SPLIT ((unsigned)SDPA_VK_F_SPLIT)
 #define SDPA__VK_F_NORMED ((unsigned)SDPA_VK_F_NORMED)
+#define SDPA__VK_F_ALIBI ((unsigned)SDPA_VK_F_ALIBI)
+#define SDPA__VK_F_SINKS ((unsigned)SDPA_VK_F_SINKS)
+#define SDPA__VK_F_PAGED ((unsigned)SDPA_VK_F_PAGED)
 
 /* std140 parameter block; layout mirrors common.glsl's Params. */
 typedef struct sdpa__vk_params {
@@ -62,12 +67,13 @@ typedef struct sdpa__vk_params {
     int32_t shape1[4];  /* Skv, D, Dv, group */
     int32_t band[4];    /* diagonal, offset, window left, right */
     int32_t misc[4];    /* nsplit, split_len, rows, kvrows */
-    int32_t rflags[4];  /* write dq_gain, dk_gain, dtemperature */
+    int32_t rflags[4];  /* write dq_gain, dk_gain, dtemperature, dsinks */
     int32_t feat[4];    /* SDPA__VK_F_* bits, qk_norm mode, 0, 0 */
+    int32_t ext[4];     /* page size, pool pages, ALiBi's EXPLICIT diagonal offset, 0 */
     float fpar[4];      /* sdpa__vk_plan.fpar */
     uint32_t ws0[4];    /* qn, kn, rowstats, partials */
     uint32_t ws1[4];    /* dvec, dqg rows, dkg rows, dt rows */
-    uint32_t toff[5][4];
+    uint32_t toff[(SDPA__VK_T_COUNT + 3) / 4][4];
     uint32_t tstride[SDPA__VK_T_COUNT][4];
 } sdpa__vk_params;
 
@@ -98,9 +104,9 @@ typedef struct sdpa__vk_caps {
  * 65535, shared by all loops of a shader); we keep a margin. */
 #define SDPA__VK_LOOP_BUDGET 60000
 
-/* Specialization constants every pipeline receives (ids 0..9, common.glsl,
- * fwd.comp, fwd_rows.comp, fwd_fa2.comp; vk_pipeline.c). */
-#define SDPA__VK_MAX_SPEC 10
+/* Specialization constants every pipeline receives (ids 0..10, common.glsl,
+ * fwd.comp, fwd_rows.comp, fwd_fa2.comp, kv.glsl; vk_pipeline.c). */
+#define SDPA__VK_MAX_SPEC 11
 
 struct sdpa__vk_block;          /* vk_alloc.c: one VkDeviceMemory block */
 
@@ -163,6 +169,7 @@ typedef struct sdpa__vk_plan {
     int lanes;                  /* > 0: fwd_fa2.comp with lanes invocations per row */
     bool fa2_shared_reduce;     /* fwd_fa2sh: no subgroup shuffle on the device */
     bool packed;                /* packed descriptor layout (caps.packed, vk_pack.c) */
+    int kv_type;                /* SDPA_VK_KV_*: K/V storage (kv.glsl, spec constant 10) */
     sdpa__vk_buffer *pack;      /* packed layout: this call's tensors (vk_pack.c) */
     char source[64];
     VkPipeline pipes[SDPA__VK_P_COUNT];
@@ -251,10 +258,10 @@ typedef struct sdpa__vk_pack_job {
         bool written;
     } g[SDPA_VK_T_COUNT];
 } sdpa__vk_pack_job;
-/* refs[t] (NULL or no mem: absent), esize[t] bytes per element, last[t] the
- * element index of t's last element in its buffer, written[t]; sets
- * base[t] = t's first element (refs[t]->offset) as an element index in the
- * pack. */
+/* refs[t] (NULL or no mem: absent), esize[t] bytes per element (block
+ * types: 1, indexed in bytes), last[t] the index of t's last element in its
+ * buffer, written[t]; base[t] = t's first element's index in its buffer on
+ * entry, in the pack on return. */
 sdpa_status sdpa__vk_pack_prepare(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
                                   const sdpa__ref *const *refs, const size_t *esize,
                                   const uint64_t *last, const bool *written, uint64_t *base,

@@ -1,6 +1,6 @@
 /*
  * vk_pack.c — the packed descriptor layout, for devices whose
- * maxPerStageDescriptorStorageBuffers is below the 20 storage buffers of the
+ * maxPerStageDescriptorStorageBuffers is below the 24 storage buffers of the
  * wide layout (Vulkan guarantees only 4; many Mali drivers report 4 or 8).
  * The shaders' *_pk variants (common.glsl, SDPA_PACKED) read every tensor
  * through typed views of one binding; this file puts the call's tensors
@@ -10,7 +10,9 @@
  * vkCmdCopyBuffer before the dispatches, and spans holding a written tensor
  * are copied back after them. Tensors sharing a buffer share one copy, so
  * aliased or interleaved tensors stay consistent. Costs one copy of the
- * inputs and outputs per call; only such devices pay it.
+ * inputs and outputs per call; only such devices pay it. base[t] holds
+ * tensor t's first index in its own buffer (in esize[t] units: elements, or
+ * bytes for block-quantized K/V) on entry and in the pack buffer on return.
  * Called by vk_dispatch.c (run).
  */
 #include "vk_internal.h"
@@ -26,7 +28,7 @@ sdpa_status sdpa__vk_pack_prepare(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk
         group[t] = -1;
         if (!refs[t] || !refs[t]->mem) continue;
         const sdpa__vk_buffer *src = refs[t]->mem;
-        VkDeviceSize lo = (VkDeviceSize)refs[t]->offset * esize[t];
+        VkDeviceSize lo = (VkDeviceSize)base[t] * esize[t];
         VkDeviceSize hi = (VkDeviceSize)(last[t] + 1) * esize[t];
         int g = 0;
         while (g < job->n && job->g[g].src != src) g++;
@@ -54,7 +56,7 @@ sdpa_status sdpa__vk_pack_prepare(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk
                 (unsigned long long)total, (unsigned long long)s->caps.max_storage_range);
     for (int t = 0; t < SDPA_VK_T_COUNT; t++) {
         if (group[t] < 0) continue;
-        const VkDeviceSize first = (VkDeviceSize)refs[t]->offset * esize[t];
+        const VkDeviceSize first = (VkDeviceSize)base[t] * esize[t];
         base[t] = (job->g[group[t]].dst + first - job->g[group[t]].lo) / esize[t];
     }
     if (!pl->pack || pl->pack->size < total) {

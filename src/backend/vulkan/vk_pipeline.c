@@ -7,13 +7,14 @@
  * with glslc without relinking the library.
  *
  * All pipelines share one descriptor-set layout and one pipeline layout:
- * the wide one (bindings 0..19 storage buffers, 20 the uniform parameter
+ * the wide one (bindings 0..23 storage buffers, 24 the uniform parameter
  * block) or, on a device with fewer storage buffers per stage, the packed
  * one (SDPA_VK_PK_B_*: 2 storage buffers and the parameter block; the *_pk
  * SPIR-V variants; vk_pack.c). See common.glsl and sdpa_shared.h. Specialization constants: 0 work-group size, 1 K_TILE, 2 D,
  * 3 Dv, 4 feature flags, 5 QK-norm mode, 6 work-group size again (for
  * indexing; see common.glsl), 7 STAGE_KV (declared by fwd.comp only), 8
- * ROWS (fwd_rows.comp, fwd_fa2.comp), 9 LANES (fwd_fa2.comp; an
+ * ROWS (fwd_rows.comp, fwd_fa2.comp), 9 LANES (fwd_fa2.comp), 10 KV_TYPE
+ * (the K/V storage, features.glsl; an
  * entry for an id a shader does not declare is ignored). Flags are constants so that each pipeline
  * holds only its features' code (llvmpipe compiles ~10x faster). Pipelines are created through the
  * context's VkPipelineCache. Called by vk_plan.c at plan creation.
@@ -174,7 +175,7 @@ void sdpa__vk_spec_constants(const sdpa__vk_plan *plan, uint32_t spec[SDPA__VK_M
         (uint32_t)plan->wg_size, (uint32_t)plan->k_tile, (uint32_t)plan->p.D,
         (uint32_t)plan->p.Dv, plan->spec_flags, (uint32_t)plan->p.qk_norm,
         (uint32_t)plan->wg_size, (uint32_t)plan->stage_kv, (uint32_t)plan->rows,
-        (uint32_t)(plan->lanes > 0 ? plan->lanes : 1),
+        (uint32_t)(plan->lanes > 0 ? plan->lanes : 1), (uint32_t)plan->kv_type,
     };
     memcpy(spec, v, sizeof v);
 }

@@ -25,6 +25,7 @@
 #define MAX_K_TILE 64
 #define MAX_SPLIT 64
 #define U32_LIMIT ((int64_t)UINT32_MAX)
+#define ALIBI_OFFSET_LIMIT ((int64_t)1 << 29)
 /* Vulkan's guaranteed maxComputeSharedMemorySize, assumed when the
  * candidates are asked for without a context. */
 #define SHARED_MIN 16384
@@ -36,11 +37,33 @@ static bool fits_u32(int64_t a, int64_t b, int64_t c, int64_t d)
            n < U32_LIMIT;
 }
 
+/* K/V storage as the shaders see it (features.glsl KV_TYPE). */
+static int kv_type(const sdpa__problem *p)
+{
+    if (p->kv_dtype == p->dtype) return SDPA_VK_KV_SAME;
+    switch (p->kv_dtype) {
+    case SDPA_DTYPE_F32: return SDPA_VK_KV_F32;
+    case SDPA_DTYPE_F16: return SDPA_VK_KV_F16;
+    case SDPA_DTYPE_BF16: return SDPA_VK_KV_BF16;
+    case SDPA_DTYPE_Q8_0: return SDPA_VK_KV_Q8_0;
+    case SDPA_DTYPE_Q4_0: return SDPA_VK_KV_Q4_0;
+    default: return -1;
+    }
+}
+
 sdpa_status sdpa__vk_supports(sdpa_context *ctx, void *state, const sdpa__problem *p,
                               unsigned plan_flags)
 {
     (void)plan_flags;
     sdpa__vk_state *s = state;
+    SDPA__CHECK(ctx, kv_type(p) >= 0, SDPA_ERR_UNSUPPORTED,
+                "vulkan: K/V storage dtype %s is not supported", sdpa_dtype_name(p->kv_dtype));
+    /* the shaders measure ALiBi distances in 32-bit ints */
+    SDPA__CHECK(ctx, !p->has_alibi_slopes || (p->alibi_offset > -ALIBI_OFFSET_LIMIT &&
+                                              p->alibi_offset < ALIBI_OFFSET_LIMIT),
+                SDPA_ERR_UNSUPPORTED,
+                "vulkan: ALiBi with an explicit diagonal_offset of %lld: the Vulkan backend "
+                "takes |diagonal_offset| < 2^29 with alibi_slopes", (long long)p->alibi_offset);
     SDPA__CHECK(ctx, p->dtype != SDPA_DTYPE_F16 || s->caps.storage16, SDPA_ERR_UNSUPPORTED,
                 "vulkan: device '%s' lacks storageBuffer16BitAccess (16-bit storage), "
                 "needed for f16 storage", s->props.deviceName);
@@ -54,6 +77,8 @@ sdpa_status sdpa__vk_supports(sdpa_context *ctx, void *state, const sdpa__proble
                 fits_u32(p->B, p->Hq, p->Sq, p->D + SDPA_RS_SIZE + 1) &&
                 fits_u32(p->B, p->Hq, p->Sq, p->Dv + SDPA_PT_SIZE) &&
                 fits_u32(p->B, p->Hkv, p->Skv, p->D > p->Dv ? p->D : p->Dv) &&
+                (!p->has_block_table ||
+                 fits_u32(p->pages, p->Hkv, p->page, p->D > p->Dv ? p->D : p->Dv)) &&
                 (!(p->has_mask || p->has_bias) || fits_u32(p->B, p->Hq, p->Sq, p->Skv)),
                 SDPA_ERR_UNSUPPORTED,
                 "vulkan: problem too large for 32-bit element indices");
@@ -146,7 +171,8 @@ static int64_t chunks_per_lane(int64_t d, int64_t lanes) { return cdiv(cdiv(d, 4
 static int64_t fa2_shared_bytes(const sdpa__problem *p, int64_t wg, int64_t lanes, int64_t rows,
                                 int64_t k_tile, bool shared_reduce)
 {
-    int64_t chunk = p->dtype == SDPA_DTYPE_F32 ? 16 : 8;
+    /* K/V in another type than q's are staged as f32 (fwd_fa2.comp sh_kf) */
+    int64_t chunk = p->dtype == SDPA_DTYPE_F32 || kv_type(p) != SDPA_VK_KV_SAME ? 16 : 8;
     int64_t tile = k_tile * lanes * (chunks_per_lane(p->D, lanes) + chunks_per_lane(p->Dv, lanes));
     return tile * chunk + (shared_reduce ? wg * rows * k_tile * 4 : 4);
 }
@@ -210,7 +236,7 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
         if (n > worst) { worst = n; *which = "bwd_dq"; }
         n = group * (cdiv(p->Sq, k) * (2 * D + 2 * Dv + 1) + 1) + 6 * D + 2 * Dv;
         if (n > worst) { worst = n; *which = "bwd_dkv"; }
-        if (p->has_q_gain || p->has_k_gain || p->has_temperature) {
+        if (p->has_q_gain || p->has_k_gain || p->has_temperature || p->has_sinks) {
             n = p->B * p->Hq * p->Sq;
             if (p->B * p->Hkv * p->Skv > n) n = p->B * p->Hkv * p->Skv;
             if (n > worst) { worst = n; *which = "bwd_reduce"; }
@@ -320,7 +346,7 @@ static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pla
         {SDPA__VK_P_BWD_DQ, "bwd_dq", bwd},
         {SDPA__VK_P_BWD_DKV, "bwd_dkv", bwd},
         {SDPA__VK_P_BWD_REDUCE, "bwd_reduce",
-         bwd && (p->has_q_gain || p->has_k_gain || p->has_temperature)},
+         bwd && (p->has_q_gain || p->has_k_gain || p->has_temperature || p->has_sinks)},
     };
     for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
         if (pipes[i].want)
@@ -563,7 +589,11 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     if (pl->nsplit > 1) f |= SDPA__VK_F_SPLIT;
     if (p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain)
         f |= SDPA__VK_F_NORMED;
+    if (p->has_alibi_slopes) f |= SDPA__VK_F_ALIBI;
+    if (p->has_sinks) f |= SDPA__VK_F_SINKS;
+    if (p->has_block_table) f |= SDPA__VK_F_PAGED;
     pl->spec_flags = f;
+    pl->kv_type = kv_type(p);
     const float fpar[4] = {(float)p->scale, (float)p->softcap, (float)p->qk_norm_eps,
                            (float)p->stats_saturation};
     memcpy(pl->fpar, fpar, sizeof fpar);
@@ -629,9 +659,9 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
              "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=%d stage_kv=%d "
-             "variant=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
-             pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype), pl->spec_flags,
-             pl->lanes);
+             "variant=%s kv=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
+             pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype),
+             sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes);
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }
 
