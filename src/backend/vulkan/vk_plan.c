@@ -588,10 +588,11 @@ static int bwd_fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
  * capabilities.h (ALiBi, sinks, mixed, quantized or paged K/V: bwd_dq.comp
  * and bwd_dkv.comp run those where the backend has them), or the
  * configuration forces lanes 0 (the older shaders throughout); lanes by
- * bwd_fa2_lanes, 64 invocations, 2 rows per lane group (1 when a
+ * bwd_fa2_lanes unless forced (> 0: the forward's and the backward's), 64
+ * invocations, 2 rows per lane group (1 when a
  * slab has few rows or keys), k_tile 8 halved to fit shared memory. Plans
  * it does not fit (shared memory; llvmpipe's loop budget) keep the older
- * shaders. Tile options apply to the forward only. */
+ * shaders. The other tile options apply to the forward only. */
 static void bwd_fa2_config(const sdpa__vk_caps *caps, const sdpa__problem *p,
                            const sdpa_tile_config *t, int max_wg, sdpa__vk_plan *pl)
 {
@@ -600,7 +601,8 @@ static void bwd_fa2_config(const sdpa__vk_caps *caps, const sdpa__problem *p,
     if (!(pl->flags & SDPA_PLAN_BACKWARD) || !sdpa__vk_gpu_class(caps) || normed ||
         sdpa__features_needed(p, pl->flags) != 0 || pick(t, SDPA_TILE_LANES, -1) == 0)
         return;
-    int lanes = bwd_fa2_lanes(caps, p), wg = 64 < max_wg ? 64 : max_wg;
+    int lanes = pick(t, SDPA_TILE_LANES, -1), wg = 64 < max_wg ? 64 : max_wg;
+    if (lanes < 0) lanes = bwd_fa2_lanes(caps, p); /* a forced lanes > 0 serves both */
     wg -= wg % lanes;
     if (wg < lanes) return;
     int64_t groups = wg / lanes;
