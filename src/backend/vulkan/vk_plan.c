@@ -163,16 +163,23 @@ static int64_t fa2_tile_iterations(const sdpa__problem *p, int64_t wg, int64_t l
            rows * k * (lanes + 2) + rows * cplv + 2;
 }
 
-/* Lanes per row by default: enough that each lane holds at most 4 vec4
- * chunks of q (and of the output), a power of two, at most the subgroup
- * (the row's sum runs over subgroup shuffles) and 16. */
-static int fa2_default_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+/* Lanes per row: the power of two that leaves each lane at most `chunks`
+ * vec4 chunks of the widest row, at most `most` and the subgroup (the row's
+ * sum runs over subgroup shuffles). */
+static int fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p, int chunks, int most)
 {
-    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), 4);
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), chunks);
     int lanes = 1;
-    while (lanes < want && lanes < 16) lanes *= 2;
+    while (lanes < want && lanes < most) lanes *= 2;
     while (caps->subgroup_size && (uint32_t)lanes > caps->subgroup_size && lanes > 1) lanes /= 2;
     return lanes;
+}
+
+/* Lanes per row of fwd_fa2.comp by default: each lane holds at most 4
+ * chunks of q (and of the output); at most 16. */
+static int fa2_default_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+{
+    return fa2_lanes(caps, p, 4, 16);
 }
 
 /* Whether the device can sum a row over its lanes with subgroup shuffles. */
@@ -571,16 +578,11 @@ static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
 }
 
 /* Lanes per row (or key) of the GPU-class backward: each lane keeps four
- * register rows (q, dO, dq and D's inputs; k, v, dk, dv), so enough lanes
- * that each holds at most 2 vec4 chunks of each (D = 64: 8, 128: 16,
- * 256: 32), a power of two, at most the subgroup and 32. */
+ * register rows (q, dO, dq and D's inputs; k, v, dk, dv), so at most 2
+ * chunks of each (D = 64: 8, 128: 16, 256: 32 lanes); at most 32. */
 static int bwd_fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
 {
-    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), 2);
-    int lanes = 1;
-    while (lanes < want && lanes < 32) lanes *= 2;
-    while (caps->subgroup_size && (uint32_t)lanes > caps->subgroup_size && lanes > 1) lanes /= 2;
-    return lanes;
+    return fa2_lanes(caps, p, 2, 32);
 }
 
 /* The backward's configuration (pl->bwd): the GPU-class backward on
