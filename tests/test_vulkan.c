@@ -1703,6 +1703,68 @@ static void add_features_cases(Suite *s)
     }
 }
 
+/* The GPU-class backward (bwd_fa2_dq.comp, bwd_fa2_dkv.comp) under a GPU
+ * persona: lengths 1, 7, 63, 65, 257 and 1000, random inputs, poisoned
+ * outputs, against the float64 reference; the plan's config says the new
+ * shaders run ("bwd=fa2"). GQA except at 1000 (whose dkv pass over a group
+ * of two heads would pass llvmpipe's loop budget and keep the older
+ * shaders). `wide` adds the feature and storage cases: mask, bias, softcap,
+ * kv_len, a window, temperature and GQA; f16 and bf16; Dv != D; D = 128 with
+ * 16 lanes forced, more than lavapipe's subgroup of 8, so the shared-memory
+ * reduction variants (bwd_fa2_*sh) run. */
+static void fa2_backward_cases(bool wide)
+{
+    static const int64_t lens[] = {1, 7, 63, 65, 257, 1000};
+    sdpa_plan_options bo; /* the backward plan's options, for its config */
+    sdpa_plan_options_init(&bo);
+    bo.flags = SDPA_PLAN_BACKWARD;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        int64_t L = lens[i];
+        char name[64];
+        snprintf(name, sizeof name, "fa2_bwd_len%lld", (long long)L);
+        tcase c = mk(name, 1, 2, L < 1000 ? 1 : 2, L, L, 64, 64);
+        if (i % 2) c.diagonal = SDPA_DIAGONAL_BOTTOM_RIGHT;
+        c.seed = 1700 + (uint64_t)L;
+        check_config(&c, &bo, "bwd=fa2", NULL);
+        tparity_backward(vk, ref, &c, NULL);
+    }
+    if (!wide) return;
+    tcase c = mk("fa2_bwd_features", 2, 4, 2, 65, 63, 64, 64);
+    c.mask = true; c.bias = true; c.kv_len = true; c.softcap = 8.0; c.temperature = true;
+    c.window_left = 30; c.window_right = 2; c.seed = 1711;
+    check_config(&c, &bo, "bwd=fa2", NULL);
+    tparity_backward(vk, ref, &c, NULL);
+    c = mk("fa2_bwd_f16", 1, 2, 1, 63, 65, 64, 64); c.dtype = SDPA_DTYPE_F16; c.seed = 1712;
+    tparity_backward(vk, ref, &c, NULL);
+    c = mk("fa2_bwd_bf16_dv", 1, 3, 3, 7, 9, 64, 32); c.dtype = SDPA_DTYPE_BF16; c.seed = 1713;
+    check_config(&c, &bo, "bwd=fa2", NULL);
+    tparity_backward(vk, ref, &c, NULL);
+    sdpa_tile_config tc;
+    sdpa_tile_config_init(&tc);
+    sdpa_tile_config_set(&tc, SDPA_TILE_LANES, 16);
+    sdpa_plan_options po;
+    sdpa_plan_options_init(&po);
+    po.tile = &tc;
+    po.flags = SDPA_PLAN_BACKWARD;
+    c = mk("fa2_bwd_shared_reduce", 1, 2, 1, 65, 257, 128, 128); c.bshd = true; c.seed = 1714;
+    check_config(&c, &po, "bwd=fa2/l16", "/sh");
+    tparity_backward(vk, ref, &c, &po);
+}
+
+START_TEST(test_persona_sb4_fa2_backward)
+{
+    ck_assert_int_eq(sdpa__vk_packed_layout(vk), 1);
+    fa2_backward_cases(true);
+}
+END_TEST
+
+START_TEST(test_persona_nobar_fa2_backward)
+{
+    ck_assert_int_eq(sdpa__vk_packed_layout(vk), 0);
+    fa2_backward_cases(false);
+}
+END_TEST
+
 static void add_persona_cases(Suite *s)
 {
     struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
@@ -1710,6 +1772,8 @@ static void add_persona_cases(Suite *s)
         {"persona_sb4_device_buffers", setup_sb4, test_device_buffers},
         {"persona_nobar", setup_nobar, test_persona_nobar},
         {"persona_bar256_full", setup_bar256, test_persona_bar256_full},
+        {"persona_sb4_fa2_backward", setup_sb4, test_persona_sb4_fa2_backward},
+        {"persona_nobar_fa2_backward", setup_nobar, test_persona_nobar_fa2_backward},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

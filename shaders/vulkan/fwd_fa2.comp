@@ -46,49 +46,7 @@ const int SG_REDUCE = 1;
 
 layout(local_size_x_id = 0) in;
 
-layout(constant_id = 8) const int ROWS = 2;      /* query rows per lane group */
-layout(constant_id = 9) const int LANES = 8;     /* invocations per row (power of 2) */
-
-const int DC = (HEAD_DIM + 3) / 4;               /* vec4 chunks of a K row */
-const int DVC = (HEAD_DIM_V + 3) / 4;            /* of a V row */
-const int CPL = (DC + LANES - 1) / LANES;        /* K chunks per lane */
-const int CPLV = (DVC + LANES - 1) / LANES;      /* V chunks per lane */
-const int KC = CPL * LANES;                      /* staged chunks per key (padded) */
-const int VC = CPLV * LANES;
-const int GROUPS = int(WG_SIZE) / LANES;         /* lane groups per work-group */
-const int BR = GROUPS * ROWS;                    /* query rows per work-group */
-
-/* Vector views of K and V (4 elements per entry) and the staged types. */
-#if defined(STORAGE_F32)
-#define VEC_T vec4
-#define SH_T vec4
-#define SH_ZERO vec4(0.0)
-#define SH_UNPACK(w) (w)
-#define SH_PACK(a) (a)
-#else
-#define VEC_T uvec2
-#define SH_T uvec2
-#define SH_ZERO uvec2(0u)
-#if defined(STORAGE_F16)
-#define SH_UNPACK(w) vec4(unpackHalf2x16((w).x), unpackHalf2x16((w).y))
-#define SH_PACK(a) uvec2(packHalf2x16((a).xy), packHalf2x16((a).zw))
-#else /* bf16: the high halves of the f32 values (exact: they are bf16) */
-#define SH_UNPACK(w) vec4(uintBitsToFloat((w).x << 16u), uintBitsToFloat((w).x & 0xffff0000u), \
-                          uintBitsToFloat((w).y << 16u), uintBitsToFloat((w).y & 0xffff0000u))
-#define SH_PACK(a) uvec2((floatBitsToUint((a).x) >> 16u) | (floatBitsToUint((a).y) & 0xffff0000u), \
-                         (floatBitsToUint((a).z) >> 16u) | (floatBitsToUint((a).w) & 0xffff0000u))
-#endif
-#endif
-#ifdef SDPA_PACKED
-layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) readonly buffer PkVec { VEC_T pk_vec[]; };
-#define q_vec pk_vec
-#define k_vec pk_vec
-#define v_vec pk_vec
-#else
-layout(std430, set = 0, binding = 0) readonly buffer BQVec { VEC_T q_vec[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BKVec { VEC_T k_vec[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BVVec { VEC_T v_vec[]; };
-#endif
+#include "fa2_common.glsl"
 
 shared SH_T sh_k[(1 - KV_RAW_I) * K_TILE * KC + KV_RAW_I];
 shared SH_T sh_v[(1 - KV_RAW_I) * K_TILE * VC + KV_RAW_I];
@@ -103,20 +61,9 @@ shared vec4 sh_vf[KV_RAW_I * K_TILE * VC + 1 - KV_RAW_I];
  * row and key; one float otherwise */
 shared float sh_red[(1 - SG_REDUCE) * WG_SIZE * ROWS * K_TILE + SG_REDUCE];
 
-/* 4 elements d0..d0+3 of a row of q, K or V at element index base with
- * element stride st, zeros past the row (the scalar path, for rows that are
- * strided or not 16-byte aligned). */
-#define LOAD4(name, buf, n)                                                  \
-    vec4 name(uint base, uint st, int d0)                                    \
-    {                                                                        \
-        vec4 a = vec4(0.0);                                                  \
-        [[unroll]] for (int c = 0; c < 4; c++)                               \
-            if (d0 + c < n) a[c] = BUF_LOAD(buf, base + uint(d0 + c) * st);  \
-        return a;                                                            \
-    }
-LOAD4(load4_q, q_buf, HEAD_DIM)
-
-/* The same for the K (V) row of key j at base (kv_row), in any K/V type. */
+/* The K (V) row of key j at base (kv_row), 4 elements from d0, in any K/V
+ * type (features.glsl's K_AT / V_AT), zeros past the row: overloads of
+ * fa2_common.glsl's (base, stride, d0) loads, which read q's type. */
 vec4 load4_k(uint base, int d0)
 {
     vec4 a = vec4(0.0);
@@ -131,17 +78,6 @@ vec4 load4_v(uint base, int d0)
         if (d0 + c < HEAD_DIM_V) a[c] = V_AT(base, d0 + c);
     return a;
 }
-
-#ifndef FA2_SHARED_REDUCE
-/* Sum of x over the LANES lanes of this lane group, in every lane. */
-float lanes_sum(float x)
-{
-    [[unroll]] for (int m = LANES / 2; m >= 1; m /= 2) x += subgroupShuffleXor(x, uint(m));
-    return x;
-}
-#else
-#define lanes_sum(x) (x)
-#endif
 
 void main()
 {

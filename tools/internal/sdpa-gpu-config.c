@@ -100,7 +100,7 @@ static sdpa__problem make_problem(const job_kind *k, int d, sdpa_dtype dt)
     p.Sq = k->Sq;
     p.Skv = k->Skv;
     p.D = p.Dv = d;
-    p.dtype = dt;
+    p.dtype = p.kv_dtype = dt; /* K/V in q's dtype, as validation sets it */
     p.scale = 1.0;
     p.window_left = p.window_right = -1;
     p.has_lse = (k->flags & SDPA_PLAN_BACKWARD) != 0;
@@ -283,9 +283,12 @@ static int each_vk_job(const gpu_desc *g, vk_job_fn fn, void *user)
                 if (sdpa__vk_plan_config(NULL, &caps, &p, &o, &pl) != SDPA_OK) continue;
                 char names[128];
                 snprintf(names, sizeof names, "%s", k->vk_pipelines);
+                sdpa__vk_plan bv; /* the backward's pipelines: its own configuration */
+                sdpa__vk_bwd_view(&pl, &bv);
                 for (char *save = NULL, *t = strtok_r(names, ",", &save); t;
                      t = strtok_r(NULL, ",", &save)) {
-                    int r = fn(user, g, k, head_dims[di], dtypes[ti], &pl, t);
+                    const sdpa__vk_plan *v = strncmp(t, "bwd_", 4) == 0 ? &bv : &pl;
+                    int r = fn(user, g, k, head_dims[di], dtypes[ti], v, t);
                     if (r) return r;
                 }
             }

@@ -10,7 +10,9 @@
  * plan's pack buffer first and the written ones back at the end.
  * Each dispatch may be recorded as several pieces of bounded work
  * (vk_split.c). Sequences: forward = [qknorm] fwd [combine] [stats_reduce];
- * backward = [qknorm] bwd_dq bwd_dkv [bwd_reduce].
+ * backward = [qknorm] bwd_dq bwd_dkv [bwd_reduce] (on GPU-class devices
+ * bwd_fa2_dq.comp and bwd_fa2_dkv.comp in those two places, dispatched with
+ * the backward's own configuration: sdpa__vk_bwd_view).
  * Every command buffer opens with a barrier against all earlier memory
  * writes on the queue and closes with one making its writes visible to all
  * later commands and the host, so work the application submits to the same
@@ -262,8 +264,16 @@ static sdpa_status run(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_plan *pl,
         if (st == SDPA_OK && p->has_stats && a->stats.mem)
             st = dispatch(ctx, s, pl, SDPA__VK_P_STATS, (uint64_t)(p->B * p->Hq), &first);
     } else {
-        if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DQ, rows, &first);
-        if (st == SDPA_OK) st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_DKV, kvrows, &first);
+        /* bwd_dq, bwd_dkv: one invocation per row, or the GPU-class
+         * backward's work-groups (sdpa__vk_bwd_view) */
+        sdpa__vk_plan bv;
+        sdpa__vk_bwd_view(pl, &bv);
+        if (st == SDPA_OK)
+            st = dispatch(ctx, s, &bv, SDPA__VK_P_BWD_DQ,
+                          sdpa__vk_bwd_invocations(&bv, SDPA__VK_P_BWD_DQ), &first);
+        if (st == SDPA_OK)
+            st = dispatch(ctx, s, &bv, SDPA__VK_P_BWD_DKV,
+                          sdpa__vk_bwd_invocations(&bv, SDPA__VK_P_BWD_DKV), &first);
         if (st == SDPA_OK && pl->pipes[SDPA__VK_P_BWD_REDUCE] &&
             (g->dq_gain.mem || g->dk_gain.mem || g->dtemperature.mem || g->dsinks.mem))
             st = dispatch(ctx, s, pl, SDPA__VK_P_BWD_REDUCE,

@@ -168,6 +168,10 @@ typedef struct sdpa__vk_plan {
                                  * with lanes > 0: rows per lane group */
     int lanes;                  /* > 0: fwd_fa2.comp with lanes invocations per row */
     bool fa2_shared_reduce;     /* fwd_fa2sh: no subgroup shuffle on the device */
+    /* the backward's own configuration: lanes > 0 runs bwd_fa2_dq.comp and
+     * bwd_fa2_dkv.comp (GPU class) with these; 0 runs bwd_dq/bwd_dkv.comp
+     * with the plan's wg_size and k_tile (sdpa__vk_bwd_view) */
+    struct { int lanes, rows, wg_size, k_tile; bool shared_reduce; } bwd;
     bool packed;                /* packed descriptor layout (caps.packed, vk_pack.c) */
     int kv_type;                /* SDPA_VK_KV_*: K/V storage (kv.glsl, spec constant 10) */
     sdpa__vk_buffer *pack;      /* packed layout: this call's tensors (vk_pack.c) */
@@ -188,6 +192,13 @@ typedef struct sdpa__vk_plan {
  * key split, or per q_tile rows of a KV slab and split with fwd_rows.comp,
  * or wg_size per block of rows and split with fwd_fa2.comp) */
 uint64_t sdpa__vk_fwd_invocations(const sdpa__vk_plan *pl);
+/* vk_plan.c: the plan as its backward pipelines see it (view = *pl with
+ * lanes, rows, wg_size, k_tile and the reduction variant of pl->bwd when
+ * the GPU-class backward runs; lanes 0 otherwise): what their pipelines are
+ * created, specialised and dispatched with; and the invocations of the
+ * backward dispatch pipe (SDPA__VK_P_BWD_DQ or _DKV) for such a view. */
+void sdpa__vk_bwd_view(const sdpa__vk_plan *pl, sdpa__vk_plan *view);
+uint64_t sdpa__vk_bwd_invocations(const sdpa__vk_plan *view, int pipe);
 /* vk_plan.c: whether the device gets the GPU-class shaders (fwd_fa2.comp by
  * default); one function, so a vendor table can replace it. */
 bool sdpa__vk_gpu_class(const sdpa__vk_caps *caps);

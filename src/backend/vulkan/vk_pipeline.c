@@ -156,6 +156,11 @@ const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
      * subgroup shuffle) */
     if (strcmp(name, "fwd") == 0 && plan->lanes > 0)
         name = plan->fa2_shared_reduce ? "fwd_fa2sh" : "fwd_fa2";
+    /* the GPU-class backward (a backward view, sdpa__vk_bwd_view) */
+    else if (strcmp(name, "bwd_dq") == 0 && plan->lanes > 0)
+        name = plan->fa2_shared_reduce ? "bwd_fa2_dqsh" : "bwd_fa2_dq";
+    else if (strcmp(name, "bwd_dkv") == 0 && plan->lanes > 0)
+        name = plan->fa2_shared_reduce ? "bwd_fa2_dkvsh" : "bwd_fa2_dkv";
     else if (strcmp(name, "fwd") == 0 && plan->rows > 1)
         name = "fwd_rows";
     const char *tag = single_variant(name) ? "f32" : sdpa_dtype_name(dtype);

@@ -15,6 +15,7 @@
 #include "vk_internal.h"
 #include "vk_split.h"
 
+#include "capabilities.h"
 #include "tile.h"
 
 #include <stdio.h>
@@ -188,16 +189,23 @@ static int64_t fa2_tile_iterations(const sdpa__problem *p, int64_t wg, int64_t l
            rows * k * (lanes + 2) + rows * cplv + 2;
 }
 
-/* Lanes per row by default: enough that each lane holds at most 4 vec4
- * chunks of q (and of the output), a power of two, at most the subgroup
- * (the row's sum runs over subgroup shuffles) and 16. */
-static int fa2_default_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+/* Lanes per row: the power of two that leaves each lane at most `chunks`
+ * vec4 chunks of the widest row, at most `most` and the subgroup (the row's
+ * sum runs over subgroup shuffles). */
+static int fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p, int chunks, int most)
 {
-    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), 4);
+    int64_t widest = p->D > p->Dv ? p->D : p->Dv, want = cdiv(cdiv(widest, 4), chunks);
     int lanes = 1;
-    while (lanes < want && lanes < 16) lanes *= 2;
+    while (lanes < want && lanes < most) lanes *= 2;
     while (caps->subgroup_size && (uint32_t)lanes > caps->subgroup_size && lanes > 1) lanes /= 2;
     return lanes;
+}
+
+/* Lanes per row of fwd_fa2.comp by default: each lane holds at most 4
+ * chunks of q (and of the output); at most 16. */
+static int fa2_default_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+{
+    return fa2_lanes(caps, p, 4, 16);
 }
 
 /* Whether the device can sum a row over its lanes with subgroup shuffles. */
@@ -210,6 +218,55 @@ static bool fa2_shuffle_ok(const sdpa__vk_caps *caps, int lanes)
 bool sdpa__vk_gpu_class(const sdpa__vk_caps *caps)
 {
     return SDPA__VK_GPU_STYLE(caps); /* the vendor defaults table (vk_vendor.c) */
+}
+
+/* ---- bwd_fa2_dq.comp / bwd_fa2_dkv.comp (the GPU-class backward) ------------- */
+
+/* Shared memory of the GPU-class backward's passes (the larger one): the
+ * staged tile (K and V for dq, q and dO for dkv: the same chunk counts), lse
+ * and D of the staged rows (dkv) and, in the *sh variants, two partials per
+ * invocation, row and key. */
+static int64_t bwd_fa2_shared_bytes(const sdpa__problem *p, int64_t wg, int64_t lanes,
+                                    int64_t rows, int64_t k, bool shared_reduce)
+{
+    return fa2_shared_bytes(p, wg, lanes, rows, k, false) + 8 * k +
+           (shared_reduce ? 2 * wg * rows * k * 4 : 0);
+}
+
+/* Loop iterations of one bwd_fa2_dq (walks every key) or bwd_fa2_dkv (the
+ * query rows of every head of its group) invocation: per tile the staging,
+ * two sweeps and the lane sums, counted as twice the forward's tile. */
+static int64_t bwd_fa2_iterations(const sdpa__vk_plan *pl, int pipe)
+{
+    const sdpa__problem *p = &pl->p;
+    int64_t k = pl->bwd.k_tile, group = p->Hq / p->Hkv;
+    int64_t tile = 2 * fa2_tile_iterations(p, pl->bwd.wg_size, pl->bwd.lanes, pl->bwd.rows, k);
+    int64_t tiles = pipe == SDPA__VK_P_BWD_DQ ? cdiv(p->Skv, k) : group * cdiv(p->Sq, k);
+    return tiles * tile + fwd_row_iterations(p, 2 * pl->bwd.rows);
+}
+
+uint64_t sdpa__vk_bwd_invocations(const sdpa__vk_plan *view, int pipe)
+{
+    const sdpa__problem *p = &view->p;
+    if (view->lanes <= 0)
+        return (uint64_t)(pipe == SDPA__VK_P_BWD_DQ ? p->B * p->Hq * p->Sq
+                                                   : p->B * p->Hkv * p->Skv);
+    int64_t slab = pipe == SDPA__VK_P_BWD_DQ ? (p->Hq / p->Hkv) * p->Sq : p->Skv;
+    return (uint64_t)(p->B * p->Hkv * cdiv(slab, fa2_block_rows(view->wg_size, view->lanes,
+                                                                view->rows)) *
+                      view->wg_size);
+}
+
+void sdpa__vk_bwd_view(const sdpa__vk_plan *pl, sdpa__vk_plan *view)
+{
+    *view = *pl;
+    view->lanes = pl->bwd.lanes;
+    if (pl->bwd.lanes <= 0) return;
+    view->rows = pl->bwd.rows;
+    view->wg_size = pl->bwd.wg_size;
+    view->k_tile = pl->bwd.k_tile;
+    view->fa2_shared_reduce = pl->bwd.shared_reduce;
+    view->stage_kv = 0;
 }
 
 /* Largest per-invocation loop-iteration count of the plan's shaders (the
@@ -231,11 +288,18 @@ static int64_t loop_iterations(const sdpa__vk_plan *pl, const char **which)
     int64_t n = pl->nsplit > 1 ? pl->nsplit * (Dv + 1) + Dv : 0;
     if (n > worst) { worst = n; *which = "combine"; }
     if (p->has_stats && p->Sq > worst) { worst = p->Sq; *which = "stats_reduce"; }
-    if (pl->flags & SDPA_PLAN_BACKWARD) {
+    if ((pl->flags & SDPA_PLAN_BACKWARD) && pl->bwd.lanes > 0) {
+        n = bwd_fa2_iterations(pl, SDPA__VK_P_BWD_DQ);
+        if (n > worst) { worst = n; *which = "bwd_fa2_dq"; }
+        n = bwd_fa2_iterations(pl, SDPA__VK_P_BWD_DKV);
+        if (n > worst) { worst = n; *which = "bwd_fa2_dkv"; }
+    } else if (pl->flags & SDPA_PLAN_BACKWARD) {
         n = cdiv(p->Skv, k) * (2 * D + Dv + 1) + 6 * D + 2 * Dv;
         if (n > worst) { worst = n; *which = "bwd_dq"; }
         n = group * (cdiv(p->Sq, k) * (2 * D + 2 * Dv + 1) + 1) + 6 * D + 2 * Dv;
         if (n > worst) { worst = n; *which = "bwd_dkv"; }
+    }
+    if (pl->flags & SDPA_PLAN_BACKWARD) {
         if (p->has_q_gain || p->has_k_gain || p->has_temperature || p->has_sinks) {
             n = p->B * p->Hq * p->Sq;
             if (p->B * p->Hkv * p->Skv > n) n = p->B * p->Hkv * p->Skv;
@@ -348,10 +412,14 @@ static sdpa_status plan_build(sdpa_context *ctx, sdpa__vk_state *s, sdpa__vk_pla
         {SDPA__VK_P_BWD_REDUCE, "bwd_reduce",
          bwd && (p->has_q_gain || p->has_k_gain || p->has_temperature || p->has_sinks)},
     };
+    sdpa__vk_plan bview; /* bwd_dq, bwd_dkv: the GPU-class backward's configuration */
+    sdpa__vk_bwd_view(pl, &bview);
     for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
-        if (pipes[i].want)
-            SDPA__TRY(sdpa__vk_pipeline_create(ctx, s, pipes[i].name, p->dtype, pl,
-                                               &pl->pipes[pipes[i].id]));
+        if (pipes[i].want) {
+            bool bw = pipes[i].id == SDPA__VK_P_BWD_DQ || pipes[i].id == SDPA__VK_P_BWD_DKV;
+            SDPA__TRY(sdpa__vk_pipeline_create(ctx, s, pipes[i].name, p->dtype,
+                                               bw ? &bview : pl, &pl->pipes[pipes[i].id]));
+        }
     sdpa__vk_pcache_save(ctx, s);
 
     VkDescriptorPoolSize sizes[2] = {
@@ -535,6 +603,55 @@ static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     return SDPA_OK;
 }
 
+/* Lanes per row (or key) of the GPU-class backward: each lane keeps four
+ * register rows (q, dO, dq and D's inputs; k, v, dk, dv), so at most 2
+ * chunks of each (D = 64: 8, 128: 16, 256: 32 lanes); at most 32. */
+static int bwd_fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
+{
+    return fa2_lanes(caps, p, 2, 32);
+}
+
+/* The backward's configuration (pl->bwd): the GPU-class backward on
+ * GPU-class devices unless the problem needs QK-norm or gains, a feature of
+ * capabilities.h (ALiBi, sinks, mixed, quantized or paged K/V: bwd_dq.comp
+ * and bwd_dkv.comp run those where the backend has them), or the
+ * configuration forces lanes 0 (the older shaders throughout); lanes by
+ * bwd_fa2_lanes unless forced (> 0: the forward's and the backward's), 64
+ * invocations, 2 rows per lane group (1 when a
+ * slab has few rows or keys), k_tile 8 halved to fit shared memory. Plans
+ * it does not fit (shared memory; llvmpipe's loop budget) keep the older
+ * shaders. The other tile options apply to the forward only. */
+static void bwd_fa2_config(const sdpa__vk_caps *caps, const sdpa__problem *p,
+                           const sdpa_tile_config *t, int max_wg, sdpa__vk_plan *pl)
+{
+    memset(&pl->bwd, 0, sizeof pl->bwd);
+    bool normed = p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain;
+    if (!(pl->flags & SDPA_PLAN_BACKWARD) || !sdpa__vk_gpu_class(caps) || normed ||
+        sdpa__features_needed(p, pl->flags) != 0 || pick(t, SDPA_TILE_LANES, -1) == 0)
+        return;
+    int lanes = pick(t, SDPA_TILE_LANES, -1), wg = 64 < max_wg ? 64 : max_wg;
+    if (lanes < 0) lanes = bwd_fa2_lanes(caps, p); /* a forced lanes > 0 serves both */
+    wg -= wg % lanes;
+    if (wg < lanes) return;
+    int64_t groups = wg / lanes;
+    int rows = (p->Hq / p->Hkv) * p->Sq >= 2 * groups && p->Skv >= 2 * groups ? 2 : 1;
+    bool shared_reduce = !fa2_shuffle_ok(caps, lanes);
+    int k = FA2_DEFAULT_K_TILE;
+    while (k > 1 && bwd_fa2_shared_bytes(p, wg, lanes, rows, k, shared_reduce) >
+                        (int64_t)caps->max_shared)
+        k /= 2;
+    if (bwd_fa2_shared_bytes(p, wg, lanes, rows, k, shared_reduce) > (int64_t)caps->max_shared)
+        return;
+    pl->bwd.lanes = lanes;
+    pl->bwd.rows = rows;
+    pl->bwd.wg_size = wg;
+    pl->bwd.k_tile = k;
+    pl->bwd.shared_reduce = shared_reduce;
+    if (caps->loop_limited && (bwd_fa2_iterations(pl, SDPA__VK_P_BWD_DQ) > SDPA__VK_LOOP_BUDGET ||
+                               bwd_fa2_iterations(pl, SDPA__VK_P_BWD_DKV) > SDPA__VK_LOOP_BUDGET))
+        memset(&pl->bwd, 0, sizeof pl->bwd);
+}
+
 sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                                  const sdpa__problem *p, const sdpa_plan_options *options,
                                  sdpa__vk_plan *pl)
@@ -594,6 +711,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     if (p->has_block_table) f |= SDPA__VK_F_PAGED;
     pl->spec_flags = f;
     pl->kv_type = kv_type(p);
+    bwd_fa2_config(caps, p, t, max_wg, pl);
     const float fpar[4] = {(float)p->scale, (float)p->softcap, (float)p->qk_norm_eps,
                            (float)p->stats_saturation};
     memcpy(pl->fpar, fpar, sizeof fpar);
@@ -662,6 +780,12 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
              "variant=%s kv=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
              pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype),
              sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes);
+    if (pl->bwd.lanes > 0) { /* the GPU-class backward (bwd_fa2_*.comp) */
+        size_t n = strlen(info->config);
+        snprintf(info->config + n, sizeof info->config - n, " bwd=fa2/l%d/r%d/wg%d/k%d%s",
+                 pl->bwd.lanes, pl->bwd.rows, pl->bwd.wg_size, pl->bwd.k_tile,
+                 pl->bwd.shared_reduce ? "/sh" : "");
+    }
     sdpa__strlcpy(info->source, pl->source, sizeof info->source);
 }
 

@@ -52,8 +52,14 @@ uint64_t sdpa__vk_split_work(const sdpa__vk_plan *pl, int pipe)
     case SDPA__VK_P_FWD: return keys * rows * (D + Dv + 1);
     case SDPA__VK_P_COMBINE: return (uint64_t)pl->nsplit * (Dv + 1);
     case SDPA__VK_P_STATS: return Sq * SDPA_STAT_COUNT;
-    case SDPA__VK_P_BWD_DQ: return Skv * (2 * D + Dv + 1);
-    case SDPA__VK_P_BWD_DKV: return group * Sq * (2 * D + 2 * Dv + 1);
+    /* the GPU-class backward (a backward view with lanes > 0): an
+     * invocation's share of its rows' (or keys') work */
+    case SDPA__VK_P_BWD_DQ:
+        return pl->lanes > 0 ? rows * Skv * (2 * D + Dv + 1) / (uint64_t)pl->lanes + 1
+                             : Skv * (2 * D + Dv + 1);
+    case SDPA__VK_P_BWD_DKV:
+        return pl->lanes > 0 ? rows * group * Sq * (2 * D + 2 * Dv + 1) / (uint64_t)pl->lanes + 1
+                             : group * Sq * (2 * D + 2 * Dv + 1);
     default: /* bwd_reduce: one pass over the rows' partial sums */
         return (uint64_t)(p->B * p->Hq) * Sq + (uint64_t)(p->B * p->Hkv) * Skv;
     }
