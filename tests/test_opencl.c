@@ -1325,15 +1325,6 @@ static void pgprob_make(pgprob *p)
     t->lse = sdpa_tensor_host(p->lse, SDPA_DTYPE_F32, 1, 1, 1, 1);
 }
 
-static void pgprob_run(pgprob *p)
-{
-    sdpa_plan *plan = NULL;
-    ck_assert_int_eq(sdpa_plan_create(g_cl, &p->d, NULL, &plan), SDPA_OK);
-    ck_assert_int_eq(sdpa_plan_forward(plan, &p->d.tensors), SDPA_OK);
-    ck_assert_int_eq(sdpa_context_finish(g_cl), SDPA_OK);
-    sdpa_plan_destroy(plan);
-}
-
 /* A block table in a device buffer cannot be validated without a sync:
  * the kernels clamp its entries into [0, P), as they clamp kv_len, so an
  * entry past the pool reads the last page and a negative one page 0
@@ -1342,14 +1333,14 @@ START_TEST(features_device_table_clamped)
 {
     pgprob want, got;
     pgprob_make(&want);
-    pgprob_run(&want);
+    fp_run(g_cl, &want.d, NULL, false, NULL, NULL, "paged");
     pgprob_make(&got);
     const int32_t wild[3] = {1000000, -3, 1}; /* clamped: 2, 0, 1 as in `want` */
     sdpa_buffer *buf = NULL;
     ck_assert_int_eq(sdpa_buffer_create(g_cl, sizeof wild, &buf), SDPA_OK);
     ck_assert_int_eq(sdpa_buffer_write(buf, 0, wild, sizeof wild), SDPA_OK);
     got.d.tensors.block_table = sdpa_tensor_buffer(buf, 0, SDPA_DTYPE_I32, 1, 1, 1, 3);
-    pgprob_run(&got);
+    fp_run(g_cl, &got.d, NULL, false, NULL, NULL, "paged, device table");
     sdpa_buffer_destroy(buf);
     for (int e = 0; e < 32; e++) ck_assert_float_eq(got.out[e], want.out[e]);
     ck_assert_float_eq(got.lse[0], want.lse[0]);
@@ -2152,14 +2143,17 @@ static int persona_child(void)
     return trun_suite(s);
 }
 
-/* In the parent: one fresh process per persona. */
-START_TEST(persona_defaults)
+/* Runs this binary again in a fresh process under SDPA_TEST_PERSONA=persona
+ * (the child's suite: persona_child; `features`: its features case) and
+ * asserts that it passed. */
+static void run_persona_child(const char *persona, bool features)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        setenv("SDPA_TEST_PERSONA", personas[_i].persona, 1);
+        setenv("SDPA_TEST_PERSONA", persona, 1);
         setenv("SDPA_TEST_PERSONA_CHILD", "1", 1);
+        if (features) setenv("SDPA_TEST_FEATURES_CHILD", "1", 1);
         unsetenv("CK_RUN_CASE");
         unsetenv("CK_RUN_SUITE");
         execl("/proc/self/exe", "test_opencl", (char *)NULL);
@@ -2168,8 +2162,14 @@ START_TEST(persona_defaults)
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "persona %s: child failed (status %d; its log is above)",
-                  personas[_i].persona, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                  "persona %s%s: child failed (status %d; its log is above)", persona,
+                  features ? " (features)" : "", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* In the parent: one fresh process per persona. */
+START_TEST(persona_defaults)
+{
+    run_persona_child(personas[_i].persona, false);
 }
 END_TEST
 
@@ -2177,22 +2177,7 @@ END_TEST
  * fwd_block.cl, GPU-style decode), in a fresh process. */
 START_TEST(features_discrete)
 {
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        setenv("SDPA_TEST_PERSONA", "cl-discrete", 1);
-        setenv("SDPA_TEST_PERSONA_CHILD", "1", 1);
-        setenv("SDPA_TEST_FEATURES_CHILD", "1", 1);
-        unsetenv("CK_RUN_CASE");
-        unsetenv("CK_RUN_SUITE");
-        execl("/proc/self/exe", "test_opencl", (char *)NULL);
-        _exit(100);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "features under cl-discrete: child failed (status %d; its log is above)",
-                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    run_persona_child("cl-discrete", true);
 }
 END_TEST
 

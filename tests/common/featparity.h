@@ -34,4 +34,10 @@ typedef struct fpcase {
 void fp_check(sdpa_context *ctx, sdpa_context *ref, const fpcase *c, int64_t Sq, int64_t Skv,
               bool backward, uint64_t seed, const sdpa_plan_options *po, sdpa_plan_info *info);
 
+/* Plans d on ctx (options po, NULL = defaults; `backward` adds
+ * SDPA_PLAN_BACKWARD and runs the backward with g), runs it and finishes,
+ * asserting each call succeeds; info (if not NULL) gets the plan's info. */
+void fp_run(sdpa_context *ctx, sdpa_attention_desc *d, sdpa_backward_tensors *g,
+            bool backward, const sdpa_plan_options *po, sdpa_plan_info *info, const char *name);
+
 #endif

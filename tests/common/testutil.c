@@ -351,6 +351,12 @@ sdpa_context *tcontext_cache(sdpa_backend_kind kind, const char *cache_dir, tlog
 static void expect_close(const tcase *c, const char *what, const void *got, const void *want,
                          sdpa_dtype dt, size_t n, double bound)
 {
+    texpect_close(c->name, what, got, want, dt, n, bound);
+}
+
+void texpect_close(const char *name, const char *what, const void *got, const void *want,
+                   sdpa_dtype dt, size_t n, double bound)
+{
     tcompare r = tcompare_arrays(got, dt, want, dt, n);
     double scale = 1.0;
     for (size_t e = 0; e < n; e++) {
@@ -360,7 +366,7 @@ static void expect_close(const tcase *c, const char *what, const void *got, cons
     ck_assert_msg(r.bad_nonfinite == 0 && r.max_abs <= bound * scale,
                   "%s: %s differs from the reference: max_abs %.3g (bound %.3g), rel_l2 %.3g, "
                   "%zu non-finite mismatches, worst element %zu: got %.6g want %.6g",
-                  c->name, what, r.max_abs, bound * scale, r.rel_l2, r.bad_nonfinite, r.worst,
+                  name, what, r.max_abs, bound * scale, r.rel_l2, r.bad_nonfinite, r.worst,
                   tload(got, dt, r.worst), tload(want, dt, r.worst));
 }
 

@@ -111,6 +111,11 @@ typedef struct tcompare {
 tcompare tcompare_arrays(const void *got, sdpa_dtype got_dtype, const void *want,
                          sdpa_dtype want_dtype, size_t n);
 
+/* Asserts got agrees with want (n elements of dt): non-finite wants exactly,
+ * the rest within bound * max(1, max |want|); the message names name and what. */
+void texpect_close(const char *name, const char *what, const void *got, const void *want,
+                   sdpa_dtype dt, size_t n, double bound);
+
 /* Absolute error bound for a storage dtype (outputs are O(1)). */
 double tbound(sdpa_dtype dtype);
 
