@@ -175,14 +175,29 @@ inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
     int diag, long diag_off, long left, long right, float softcap,         \
     global const int *kvlen, long kl_off, long kl_st, int has_kvlen,       \
     global const uchar *mask, long m_off, long4 ms,                        \
-    global const float *bias, long b_off, long4 bs,                        \
-    long alibi_off, global const float *alibi, long al_off, long al_st,    \
-    global const float *sinks, long sk_off, long sk_st
+    global const float *bias, long b_off, long4 bs                         \
+    SDPA_ALIBI_ARGS SDPA_SINKS_ARGS
+/* ALiBi (offset, slopes) and sinks, present only when built in, so the
+ * kernels of problems without them take exactly the arguments they took
+ * before (kernel arguments cost registers on some GPUs). */
+#if HAS_ALIBI
+#define SDPA_ALIBI_ARGS , long alibi_off, global const float *alibi, long al_off, long al_st
+#define SDPA_ALIBI_UNUSED (void)alibi_off; (void)alibi; (void)al_off; (void)al_st
+#else
+#define SDPA_ALIBI_ARGS
+#define SDPA_ALIBI_UNUSED
+#endif
+#if HAS_SINKS
+#define SDPA_SINKS_ARGS , global const float *sinks, long sk_off, long sk_st
+#define SDPA_SINKS_UNUSED (void)sinks; (void)sk_off; (void)sk_st
+#else
+#define SDPA_SINKS_ARGS
+#define SDPA_SINKS_UNUSED
+#endif
 /* The block's arguments a kernel may leave unread (by build options). */
 #define SDPA_COMMON_UNUSED                                                 \
     (void)Hkv; (void)SqP; (void)SkvP; (void)softcap; (void)mask; (void)m_off; \
-    (void)ms; (void)bias; (void)b_off; (void)bs; (void)alibi_off; (void)alibi; \
-    (void)al_off; (void)al_st; (void)sinks; (void)sk_off; (void)sk_st
+    (void)ms; (void)bias; (void)b_off; (void)bs; SDPA_ALIBI_UNUSED; SDPA_SINKS_UNUSED
 /* Valid keys of batch b, from the block. */
 #define SDPA_KV_LEN(b) sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, (b), Skv)
 

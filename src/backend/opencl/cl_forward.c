@@ -119,13 +119,17 @@ void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
     sdpa__cl_arg_i32(a, p->has_kv_len);
     sdpa__cl_arg_ref(a, &f->mask);
     sdpa__cl_arg_ref(a, &f->bias);
-    sdpa__cl_arg_i64(a, p->alibi_offset);
-    sdpa__cl_arg_mem(a, p->has_alibi_slopes ? (cl_mem)f->alibi_slopes.mem : NULL);
-    sdpa__cl_arg_i64(a, p->has_alibi_slopes ? (int64_t)f->alibi_slopes.offset : 0);
-    sdpa__cl_arg_i64(a, p->has_alibi_slopes ? f->alibi_slopes.stride[1] : 0);
-    sdpa__cl_arg_mem(a, p->has_sinks ? (cl_mem)f->sinks.mem : NULL);
-    sdpa__cl_arg_i64(a, p->has_sinks ? (int64_t)f->sinks.offset : 0);
-    sdpa__cl_arg_i64(a, p->has_sinks ? f->sinks.stride[1] : 0);
+    if (p->has_alibi_slopes) { /* HAS_ALIBI: SDPA_ALIBI_ARGS */
+        sdpa__cl_arg_i64(a, p->alibi_offset);
+        sdpa__cl_arg_mem(a, (cl_mem)f->alibi_slopes.mem);
+        sdpa__cl_arg_i64(a, (int64_t)f->alibi_slopes.offset);
+        sdpa__cl_arg_i64(a, f->alibi_slopes.stride[1]);
+    }
+    if (p->has_sinks) { /* HAS_SINKS: SDPA_SINKS_ARGS */
+        sdpa__cl_arg_mem(a, (cl_mem)f->sinks.mem);
+        sdpa__cl_arg_i64(a, (int64_t)f->sinks.offset);
+        sdpa__cl_arg_i64(a, f->sinks.stride[1]);
+    }
 }
 
 float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
