@@ -100,7 +100,7 @@ static sdpa__problem make_problem(const job_kind *k, int d, sdpa_dtype dt)
     p.Sq = k->Sq;
     p.Skv = k->Skv;
     p.D = p.Dv = d;
-    p.dtype = p.kv_dtype = dt; /* K/V in q's dtype, as the front end sets it */
+    p.dtype = dt;
     p.scale = 1.0;
     p.window_left = p.window_right = -1;
     p.has_lse = (k->flags & SDPA_PLAN_BACKWARD) != 0;

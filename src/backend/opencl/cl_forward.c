@@ -71,15 +71,21 @@ void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size)
              p->has_sinks);
 }
 
+sdpa_dtype sdpa__cl_kv_dtype(const sdpa__problem *p)
+{
+    return p->kv_dtype != SDPA_DTYPE_NONE ? p->kv_dtype : p->dtype;
+}
+
 bool sdpa__cl_kv_in_place(const sdpa__problem *p)
 {
-    return p->kv_dtype != p->dtype || sdpa__dtype_is_block(p->kv_dtype) || p->has_block_table;
+    const sdpa_dtype kv = sdpa__cl_kv_dtype(p);
+    return kv != p->dtype || sdpa__dtype_is_block(kv) || p->has_block_table;
 }
 
 void sdpa__cl_kv_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *buf,
                          size_t size)
 {
-    snprintf(buf, size, "-DKV_DT=%d -DKV_PAGED=%d -DKV_DIRECT=%d", (int)p->kv_dtype,
+    snprintf(buf, size, "-DKV_DT=%d -DKV_PAGED=%d -DKV_DIRECT=%d", (int)sdpa__cl_kv_dtype(p),
              p->has_block_table, pl->kv_direct);
 }
 

@@ -18,6 +18,9 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
 void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size);
 void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
                           const sdpa__problem *p, const sdpa__fwd_args *f);
+/* K/V's storage dtype: p->kv_dtype, or q's where a problem built by hand
+ * (tools, tests, before issue 19) leaves it SDPA_DTYPE_NONE. */
+sdpa_dtype sdpa__cl_kv_dtype(const sdpa__problem *p);
 /* Whether p's K/V must be read in place (kv_access.cl): a K/V dtype other
  * than q's, a block type, or pages (pack.cl packs only q's dtype). */
 bool sdpa__cl_kv_in_place(const sdpa__problem *p);

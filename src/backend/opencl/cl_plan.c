@@ -63,12 +63,12 @@ sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__proble
     if (sdpa__cl_kv_in_place(p) && p->qk_norm != SDPA_QK_NORM_NONE)
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                           "opencl: QK-norm with K/V read in place (K/V dtype %s with q %s%s)",
-                          sdpa_dtype_name(p->kv_dtype), sdpa_dtype_name(p->dtype),
+                          sdpa_dtype_name(sdpa__cl_kv_dtype(p)), sdpa_dtype_name(p->dtype),
                           p->has_block_table ? ", paged" : "");
-    if (p->kv_dtype != p->dtype && (plan_flags & SDPA_PLAN_BACKWARD))
+    if (sdpa__cl_kv_dtype(p) != p->dtype && (plan_flags & SDPA_PLAN_BACKWARD))
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                           "opencl: the backward with a K/V dtype (%s) other than q's (%s)",
-                          sdpa_dtype_name(p->kv_dtype), sdpa_dtype_name(p->dtype));
+                          sdpa_dtype_name(sdpa__cl_kv_dtype(p)), sdpa_dtype_name(p->dtype));
     return SDPA_OK;
 }
 
@@ -408,7 +408,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
     if (kv_direct && !stage && !pl->block)
         return REFUSE(quiet, ctx, "opencl: tile.stage_kv 0: K/V read in place (dtype %s%s) "
-                      "are staged in local memory", sdpa_dtype_name(p->kv_dtype),
+                      "are staged in local memory", sdpa_dtype_name(sdpa__cl_kv_dtype(p)),
                       p->has_block_table ? ", paged" : "");
     if (stage && !pl->block) {
         uint64_t need = stage_bytes(p, kt);
