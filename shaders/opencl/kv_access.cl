@@ -140,12 +140,19 @@ SDPA_KV_VLOAD_DEF(16)
  * v_pages) with offsets and strides, and the block table. */
 #define SDPA_KV_ARGS                                                             \
     global const KVTYPE *kx, long kx_off, long4 kxs,                             \
-    global const KVTYPE *vx, long vx_off, long4 vxs,                             \
-    global const int *btab, long bt_off, long bt_s0, long bt_s3, int kv_page,    \
-    int kv_npages
+    global const KVTYPE *vx, long vx_off, long4 vxs SDPA_KV_TABLE_ARGS
 #define SDPA_KV_UNUSED                                                           \
-    (void)kx; (void)kx_off; (void)kxs; (void)vx; (void)vx_off; (void)vxs;        \
-    (void)btab; (void)bt_off; (void)bt_s0; (void)bt_s3; (void)kv_page; (void)kv_npages
+    (void)kx; (void)kx_off; (void)kxs; (void)vx; (void)vx_off; (void)vxs
+/* The block table's arguments only with KV_PAGED (kernel arguments cost
+ * registers on some GPUs). */
+#if KV_PAGED
+#define SDPA_KV_TABLE_ARGS \
+    , global const int *btab, long bt_off, long bt_s0, long bt_s3, int kv_page, int kv_npages
+#define SDPA_KV_TABLE btab, bt_off, bt_s0, bt_s3, kv_page, kv_npages
+#else
+#define SDPA_KV_TABLE_ARGS
+#define SDPA_KV_TABLE NULL, 0, 0, 0, 1, 1
+#endif
 
 /* Base (elements, or blocks) of logical key j's row of KV head hk, batch b. */
 inline long sdpa_kv_row(long off, long4 st, global const int *bt, long bt_off, long bt_s0,
@@ -160,10 +167,8 @@ inline long sdpa_kv_row(long off, long4 st, global const int *bt, long bt_off, l
     return off + b * st.s0 + hk * st.s1 + j * st.s2;
 #endif
 }
-#define SDPA_K_ROW(b, hk, j) \
-    sdpa_kv_row(kx_off, kxs, btab, bt_off, bt_s0, bt_s3, kv_page, kv_npages, (b), (hk), (j))
-#define SDPA_V_ROW(b, hk, j) \
-    sdpa_kv_row(vx_off, vxs, btab, bt_off, bt_s0, bt_s3, kv_page, kv_npages, (b), (hk), (j))
+#define SDPA_K_ROW(b, hk, j) sdpa_kv_row(kx_off, kxs, SDPA_KV_TABLE, (b), (hk), (j))
+#define SDPA_V_ROW(b, hk, j) sdpa_kv_row(vx_off, vxs, SDPA_KV_TABLE, (b), (hk), (j))
 
 /* A tile of nk keys from j0 into local memory, work-item lid of nthr
  * (consecutive work-items on consecutive elements of a row): K^T as

@@ -94,12 +94,13 @@ void sdpa__cl_kv_args(sdpa__cl_args *a, const sdpa__problem *p, const sdpa__fwd_
     const bool paged = p->has_block_table;
     sdpa__cl_arg_ref(a, paged ? &f->k_pages : &f->k);
     sdpa__cl_arg_ref(a, paged ? &f->v_pages : &f->v);
-    sdpa__cl_arg_mem(a, paged ? (cl_mem)f->block_table.mem : NULL);
-    sdpa__cl_arg_i64(a, paged ? (int64_t)f->block_table.offset : 0);
-    sdpa__cl_arg_i64(a, paged ? f->block_table.stride[0] : 0);
-    sdpa__cl_arg_i64(a, paged ? f->block_table.stride[3] : 0);
-    sdpa__cl_arg_i32(a, paged ? (int)p->page : 1);
-    sdpa__cl_arg_i32(a, paged ? (int)p->pages : 1);
+    if (!paged) return; /* KV_PAGED: the table's arguments */
+    sdpa__cl_arg_mem(a, (cl_mem)f->block_table.mem);
+    sdpa__cl_arg_i64(a, (int64_t)f->block_table.offset);
+    sdpa__cl_arg_i64(a, f->block_table.stride[0]);
+    sdpa__cl_arg_i64(a, f->block_table.stride[3]);
+    sdpa__cl_arg_i32(a, (int)p->page);
+    sdpa__cl_arg_i32(a, (int)p->pages);
 }
 
 /* The argument block common to the attention kernels (SDPA_COMMON_ARGS in
