@@ -74,7 +74,7 @@ inline QVEC dec_gather_k(global const KVTYPE *p, long ke, long st, int d)
         for (int r = 0; r < DRB; r++) {                               \
             global const float *qr = qp[r];                           \
             for (int u = 0; u < nt; u++) {                            \
-                long ke = SDPA_K_ROW(b, hk, j0 + u);                  \
+                long ke = DEC_K_ROW(j0 + u);                          \
                 QVEC acc = (QVEC)(0.0f);                              \
                 SDPA_UNROLL for (int c = 0; c < NQV; c++)             \
                     acc = fma(VLOADN(QV)(c, qr), KLOAD, acc);         \
@@ -101,7 +101,7 @@ inline OVEC dec_gather_v(global const KVTYPE *p, long ve, long st, int c)
             OVEC acc[DRB];                                        \
             SDPA_UNROLL for (int r = 0; r < DRB; r++) acc[r] = o[r][c]; \
             for (int u = 0; u < nt; u++) {                        \
-                long ve = SDPA_V_ROW(b, hk, j0 + u);              \
+                long ve = DEC_V_ROW(j0 + u);                      \
                 OVEC vv = VLOAD;                                  \
                 SDPA_UNROLL for (int r = 0; r < DRB; r++) {       \
                     float pu = p[r][u];                           \
@@ -155,6 +155,15 @@ void sdpa_decode(global const float *Qs,
     global const float *qp[DRB];
     for (int r = 0; r < DRB; r++) qp[r] = Qs + ((b * Hq + hr[r]) * SqP + ic[r]) * HD;
     bool kvec = kxs.s3 == 1, vvec = vxs.s3 == 1;
+    /* rows of key j: through the block table, or from the head's base */
+#if KV_PAGED
+#define DEC_K_ROW(j) SDPA_K_ROW(b, hk, (j))
+#define DEC_V_ROW(j) SDPA_V_ROW(b, hk, (j))
+#else
+    const long kb = SDPA_K_ROW(b, hk, 0), vb = SDPA_V_ROW(b, hk, 0);
+#define DEC_K_ROW(j) (kb + (j) * kxs.s2)
+#define DEC_V_ROW(j) (vb + (j) * vxs.s2)
+#endif
 
     for (long j0 = ulo; j0 < uhi; j0 += DKT) {
         int nt = (int)min((long)DKT, uhi - j0);
