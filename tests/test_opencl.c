@@ -54,6 +54,7 @@
 #include "internal.h"
 #include "sdpa_opencl.h"
 #include "fcase.h"
+#include "featparity.h"
 /* The pure cache-file parser, by relative path (tests/meson.build does not
  * put src/backend/opencl on the include path). */
 #include "../src/backend/opencl/cl_cache_entry.h"
@@ -1205,6 +1206,202 @@ START_TEST(unsupported_requests_refused)
 }
 END_TEST
 
+/* ---- issue 19: ALiBi, sinks, K/V dtypes, q8_0 / q4_0, paged K/V ------------------ */
+
+/* Each feature and their combinations against the reference backend
+ * (tests/common/featparity.c) at lengths 1, 7, 63, 65, 257 and 1000, decode
+ * (Sq 1: decode.cl, split-KV above 128 keys) and prefill (Sq = Skv: fwd.cl
+ * here, fwd_block.cl under SDPA_TEST_PERSONA=cl-discrete, the
+ * features_gpu_class case). One program per case and path (the lengths
+ * are run-time arguments): 9 forward cases x 2 + 2 backward = 20 builds,
+ * and as many again in the persona child. */
+static const fpcase k_fcases[] = {
+    /* name, qdt, kvdt, alibi, sinks, page, causal, kv_len, stats, B, Hq, Hkv, D, Dv */
+    {"alibi_sinks_gqa", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, true, 0, true, true, false, 2, 4, 2,
+     64, 64},
+    {"f32q_f16kv_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, true, 0, false, true, false, 2, 4,
+     1, 32, 64},
+    {"bf16q_f32kv_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_F32, true, false, 0, true, false, false, 1,
+     2, 2, 64, 32},
+    {"q8_0_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, true, true, 0, true, true, false, 1, 4,
+     2, 64, 64},
+    {"q4_0_f16q", SDPA_DTYPE_F16, SDPA_DTYPE_Q4_0, false, false, 0, true, false, false, 1, 2, 2,
+     32, 64},
+    {"paged16_q8_0_f16q_alibi_sinks", SDPA_DTYPE_F16, SDPA_DTYPE_Q8_0, true, true, 16, true, true,
+     false, 2, 4, 2, 64, 32},
+    {"paged5_f32_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, true, 5, false, true, false, 2, 2,
+     2, 32, 32},
+    {"paged7_q4_0_bf16q_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_Q4_0, true, false, 7, false, true,
+     false, 2, 2, 1, 32, 32},
+    {"stats_alibi_sinks_f16kv", SDPA_DTYPE_F32, SDPA_DTYPE_F16, true, true, 0, true, true, true, 1,
+     4, 2, 32, 32},
+};
+#define N_FCASES_X (int)(sizeof k_fcases / sizeof k_fcases[0])
+static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
+#define N_FLENS 6
+
+/* Case _i / N_FLENS at length _i % N_FLENS, decode and prefill; the plans
+ * are the ones the device class gets (`gpu`: fwd_block.cl for prefill). */
+static void features_case(int i, bool gpu)
+{
+    const fpcase *c = &k_fcases[i / N_FLENS];
+    const int64_t L = k_flens[i % N_FLENS];
+    sdpa_plan_info info;
+    fp_check(g_cl, g_ref, c, 1, L, false, 1000u + (uint64_t)i, NULL, &info);
+    if (!c->stats) ck_assert_str_eq(info.kernel, "decode");
+    fp_check(g_cl, g_ref, c, L, L, false, 2000u + (uint64_t)i, NULL, &info);
+    if (gpu && L > 16)
+        ck_assert_msg(strstr(info.config, "fwd_kernel=1") != NULL, "%s: %s", c->name,
+                      info.config);
+}
+
+START_TEST(features_forward)
+{
+    features_case(_i, false);
+}
+END_TEST
+
+/* The fused forwards with a forced split (only split 0 carries the sink). */
+START_TEST(features_split_fused)
+{
+    const fpcase *c = &k_fcases[_i == 0 ? 3 : 5]; /* q8_0, paged q8_0 */
+    sdpa_tile_config t;
+    sdpa_tile_config_init(&t);
+    sdpa_tile_config_set(&t, SDPA_TILE_SPLIT_KV, 4);
+    sdpa_plan_options o;
+    sdpa_plan_options_init(&o);
+    o.tile = &t;
+    sdpa_plan_info info;
+    fp_check(g_cl, g_ref, c, 20, 1000, false, 77u + (uint64_t)_i, &o, &info);
+    ck_assert_msg(strstr(info.config, "split_kv=4") && !strstr(info.config, "direct_kv"),
+                  "%s: %s", c->name, info.config);
+}
+END_TEST
+
+static const fpcase k_fbcases[] = {
+    {"bwd_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, true, 0, true, true, false, 2, 4, 2,
+     32, 32},
+    {"bwd_sinks_f16", SDPA_DTYPE_F16, SDPA_DTYPE_F16, false, true, 0, false, true, false, 1, 2, 1,
+     64, 32},
+};
+
+/* Backward with ALiBi and sinks (dsinks), up to length 257. */
+START_TEST(features_backward)
+{
+    const fpcase *c = &k_fbcases[_i / (N_FLENS - 1)];
+    const int64_t L = k_flens[_i % (N_FLENS - 1)];
+    fp_check(g_cl, g_ref, c, L, L, true, 3000u + (uint64_t)_i, NULL, NULL);
+    fp_check(g_cl, g_ref, c, L > 2 ? L / 2 : 1, L, true, 4000u + (uint64_t)_i, NULL, NULL);
+}
+END_TEST
+
+/* A minimal paged f32 problem: B 1, H 1, D 32, 3 pages of 4 keys. */
+typedef struct pgprob {
+    float q[32], k[3 * 4 * 32], v[3 * 4 * 32], out[32], lse[1];
+    int32_t table[3], kv_len[1];
+    sdpa_attention_desc d;
+} pgprob;
+
+static void pgprob_make(pgprob *p)
+{
+    memset(p, 0, sizeof *p);
+    trng r;
+    trng_seed(&r, 99);
+    for (int e = 0; e < 32; e++) p->q[e] = (float)trng_uniform(&r) - 0.5f;
+    for (int e = 0; e < 3 * 4 * 32; e++) {
+        p->k[e] = (float)trng_uniform(&r) - 0.5f;
+        p->v[e] = (float)trng_uniform(&r) - 0.5f;
+    }
+    p->table[0] = 2, p->table[1] = 0, p->table[2] = 1;
+    p->kv_len[0] = 12;
+    sdpa_attention_desc_init(&p->d);
+    sdpa_forward_tensors *t = &p->d.tensors;
+    t->q = sdpa_tensor_host(p->q, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    t->k_pages = sdpa_tensor_host(p->k, SDPA_DTYPE_F32, 3, 1, 4, 32);
+    t->v_pages = sdpa_tensor_host(p->v, SDPA_DTYPE_F32, 3, 1, 4, 32);
+    t->block_table = sdpa_tensor_host(p->table, SDPA_DTYPE_I32, 1, 1, 1, 3);
+    t->kv_len = sdpa_tensor_host(p->kv_len, SDPA_DTYPE_I32, 1, 1, 1, 1);
+    t->out = sdpa_tensor_host(p->out, SDPA_DTYPE_F32, 1, 1, 1, 32);
+    t->lse = sdpa_tensor_host(p->lse, SDPA_DTYPE_F32, 1, 1, 1, 1);
+}
+
+/* A block table in a device buffer cannot be validated without a sync:
+ * the kernels clamp its entries into [0, P), as they clamp kv_len, so an
+ * entry past the pool reads the last page and a negative one page 0
+ * (never memory outside the pool). */
+START_TEST(features_device_table_clamped)
+{
+    pgprob want, got;
+    pgprob_make(&want);
+    fp_run(g_cl, &want.d, NULL, false, NULL, NULL, "paged");
+    pgprob_make(&got);
+    const int32_t wild[3] = {1000000, -3, 1}; /* clamped: 2, 0, 1 as in `want` */
+    sdpa_buffer *buf = NULL;
+    ck_assert_int_eq(sdpa_buffer_create(g_cl, sizeof wild, &buf), SDPA_OK);
+    ck_assert_int_eq(sdpa_buffer_write(buf, 0, wild, sizeof wild), SDPA_OK);
+    got.d.tensors.block_table = sdpa_tensor_buffer(buf, 0, SDPA_DTYPE_I32, 1, 1, 1, 3);
+    fp_run(g_cl, &got.d, NULL, false, NULL, NULL, "paged, device table");
+    sdpa_buffer_destroy(buf);
+    for (int e = 0; e < 32; e++) ck_assert_float_eq(got.out[e], want.out[e]);
+    ck_assert_float_eq(got.lse[0], want.lse[0]);
+}
+END_TEST
+
+/* What the OpenCL backend refuses beyond the front end's checks, by name:
+ * QK-norm on K/V read in place, the backward with a K/V dtype other than
+ * q's, the unfused path with the features, unstaged in-place K/V. */
+START_TEST(features_refused)
+{
+    tcase c = fcase_make(tparity_fcase("len7_d64"), 4321u);
+    tproblem p;
+    tproblem_make(&p, &c);
+    /* k as f16 (same elements reinterpreted: only the dtype matters here) */
+    sdpa_tensor k16 = p.desc.tensors.k, v16 = p.desc.tensors.v;
+    k16.dtype = v16.dtype = SDPA_DTYPE_F16;
+    sdpa_plan *plan = NULL;
+    sdpa_plan_options o;
+    sdpa_error_info ei;
+    memset(&ei, 0, sizeof ei);
+    struct { int what; const char *needle; } cases[] = {
+        {0, "QK-norm with K/V read in place"},
+        {1, "backward with a K/V dtype"},
+        {2, "unfused path takes no ALiBi"},
+        {3, "stage_kv 0: K/V read in place"},
+    };
+    float slopes[2] = {0.5f, 0.25f};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sdpa_attention_desc d = p.desc;
+        sdpa_plan_options_init(&o);
+        sdpa_tile_config t;
+        sdpa_tile_config_init(&t);
+        d.tensors.k = k16;
+        d.tensors.v = v16;
+        if (cases[i].what == 0) d.qk_norm = SDPA_QK_NORM_RMS;
+        if (cases[i].what == 1) o.flags = SDPA_PLAN_BACKWARD;
+        if (cases[i].what == 2) {
+            d.tensors.k = p.desc.tensors.k;
+            d.tensors.v = p.desc.tensors.v;
+            d.tensors.alibi_slopes = sdpa_tensor_host(slopes, SDPA_DTYPE_F32, 1, 2, 1, 1);
+            sdpa_tile_config_set(&t, SDPA_TILE_UNFUSED, 1);
+            o.tile = &t;
+        }
+        if (cases[i].what == 3) {
+            sdpa_tile_config_set(&t, SDPA_TILE_STAGE_KV, 0);
+            sdpa_tile_config_set(&t, SDPA_TILE_WG_SIZE, 8);
+            o.tile = &t;
+        }
+        sdpa_status st = sdpa_plan_create(g_cl, &d, &o, &plan);
+        sdpa_context_last_error(g_cl, &ei);
+        ck_assert_ptr_null(plan);
+        if (cases[i].what == 2 && st == SDPA_ERR_UNSUPPORTED && !strstr(ei.message, "ALiBi"))
+            continue; /* a build without CLBlast refuses unfused = 1 anyway */
+        ck_assert_msg(st == SDPA_ERR_UNSUPPORTED && strstr(ei.message, cases[i].needle),
+                      "case %d: %s: %s", cases[i].what, sdpa_status_name(st), ei.message);
+    }
+    tproblem_free(&p);
+}
+END_TEST
+
 /* ---- devices, caches, interop ------------------------------------------------------ */
 
 START_TEST(device_info)
@@ -1939,9 +2136,25 @@ START_TEST(persona_default_parity)
 }
 END_TEST
 
+/* In the child under cl-discrete: the features on the GPU-class kernels. */
+START_TEST(features_gpu_class)
+{
+    features_case(_i, true);
+}
+END_TEST
+
 static int persona_child(void)
 {
     Suite *s = suite_create("opencl-persona");
+    if (getenv("SDPA_TEST_FEATURES_CHILD")) {
+        TCase *tf = tcase_create("features_gpu_class");
+        tcase_add_checked_fixture(tf, setup, teardown);
+        tcase_set_timeout(tf, 900);
+        tcase_add_loop_test(tf, features_gpu_class, 0, N_FCASES_X * N_FLENS);
+        tcase_add_loop_test(tf, features_split_fused, 0, 2);
+        suite_add_tcase(s, tf);
+        return trun_suite(s);
+    }
     TCase *tc = tcase_create("persona");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
@@ -1951,14 +2164,17 @@ static int persona_child(void)
     return trun_suite(s);
 }
 
-/* In the parent: one fresh process per persona. */
-START_TEST(persona_defaults)
+/* Runs this binary again in a fresh process under SDPA_TEST_PERSONA=persona
+ * (the child's suite: persona_child; `features`: its features case) and
+ * asserts that it passed. */
+static void run_persona_child(const char *persona, bool features)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        setenv("SDPA_TEST_PERSONA", personas[_i].persona, 1);
+        setenv("SDPA_TEST_PERSONA", persona, 1);
         setenv("SDPA_TEST_PERSONA_CHILD", "1", 1);
+        if (features) setenv("SDPA_TEST_FEATURES_CHILD", "1", 1);
         unsetenv("CK_RUN_CASE");
         unsetenv("CK_RUN_SUITE");
         execl("/proc/self/exe", "test_opencl", (char *)NULL);
@@ -1967,8 +2183,22 @@ START_TEST(persona_defaults)
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "persona %s: child failed (status %d; its log is above)",
-                  personas[_i].persona, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+                  "persona %s%s: child failed (status %d; its log is above)", persona,
+                  features ? " (features)" : "", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* In the parent: one fresh process per persona. */
+START_TEST(persona_defaults)
+{
+    run_persona_child(personas[_i].persona, false);
+}
+END_TEST
+
+/* The features under SDPA_TEST_PERSONA=cl-discrete (GPU-class kernels:
+ * fwd_block.cl, GPU-style decode), in a fresh process. */
+START_TEST(features_discrete)
+{
+    run_persona_child("cl-discrete", true);
 }
 END_TEST
 
@@ -2133,6 +2363,20 @@ int main(void)
     tcase_add_test(tc, build_failure_reports_log_and_auto_falls_back);
     tcase_add_test(tc, buffer_from_other_context_rejected);
     tcase_add_test(tc, unsupported_requests_refused);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("features"); /* issue 19 */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 1200);
+    tcase_add_loop_test(tc, features_forward, 0, N_FCASES_X * N_FLENS);
+    tcase_add_loop_test(tc, features_split_fused, 0, 2);
+    tcase_add_loop_test(tc, features_backward, 0, 2 * (N_FLENS - 1));
+    tcase_add_test(tc, features_device_table_clamped);
+    tcase_add_test(tc, features_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("features_discrete");
+    tcase_set_timeout(tc, 1200);
+    tcase_add_test(tc, features_discrete);
     suite_add_tcase(s, tc);
 
     /* No fixture: the ICD loader must not have been loaded in this process. */

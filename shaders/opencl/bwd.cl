@@ -3,7 +3,11 @@
  * (results are bit-identical from run to run).
  *
  *   sdpa_bwd_prep:  Lp[r] = lse of row r, Dsum[r] = sum_c dO[r,c] * O[r,c]
- *                   (rows padded per head to SqP: padding has -inf / 0).
+ *                   (rows padded per head to SqP: padding has -inf / 0);
+ *                   with sinks also the row's -p_sink * Dsum for dsinks.
+ * With sinks the lse is sink-inclusive, so p = exp(s - lse) below is the
+ * sink-inclusive P and dS = P o (dP - D) needs nothing more; ALiBi is a
+ * constant of the score (prelude.cl's pipeline), no gradient.
  *   sdpa_bwd_dq:    RPW query rows per work-item: recomputes p = exp(s - lse)
  *                   over the row's kept keys, dS = p * (dP - Dsum) (times the
  *                   cap's derivative: SDPA_SCORE_CAP_D), dq^ = scale * sum_j dS_j k^_j; then
@@ -14,7 +18,7 @@
  *                   the key (band-aware), accumulating dv = sum p dO and
  *                   dk^ = sum dS (scale q^); then the norm backward.
  *   sdpa_reduce_cols: sums per-row partials column by column in a fixed
- *                   order (dq_gain, dk_gain, dtemperature).
+ *                   order (dq_gain, dk_gain, dtemperature, dsinks).
  *
  * Packed inputs (pack.cl; rows padded to SqP / SkvP with zeros): Qs and Qst
  * (q^ * scale, row-major and feature-major), Kp and Kt (k^; Kt in the
@@ -69,24 +73,37 @@ __kernel void sdpa_bwd_prep(global const STYPE *dout, long d_off, long4 ds,
                             global const STYPE *out, long o_off, long4 os,
                             global const float *lse, long l_off, long4 ls,
                             long RP, int Hq, int Sq, int SqP,
-                            global float *Lp, global float *Dsum)
+                            global float *Lp, global float *Dsum,
+                            global const float *sinks, long sk_off, long sk_st,
+                            global float *dsp)
 {
     long r = get_global_id(0); /* over B * Hq * SqP: padding rows get -inf / 0 */
     if (r >= RP) return;
     long bh = r / SqP, i = r % SqP;
+    long b = bh / Hq, h = bh % Hq;
+    (void)sinks; (void)sk_off; (void)sk_st; (void)dsp;
     if (i >= Sq) {
         Lp[r] = SDPA_NEG_INF;
         Dsum[r] = 0.0f;
+#if HAS_SINKS
+        dsp[(b * SqP + i) * Hq + h] = 0.0f;
+#endif
         return;
     }
-    long b = bh / Hq, h = bh % Hq;
     long db = d_off + b * ds.s0 + h * ds.s1 + i * ds.s2;
     long ob = o_off + b * os.s0 + h * os.s1 + i * os.s2;
     float acc = 0.0f;
     for (int c = 0; c < HDV; c++)
         acc = fma(LD(dout, db + c * ds.s3), LD(out, ob + c * os.s3), acc);
     Dsum[r] = acc;
-    Lp[r] = lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2];
+    float L = lse[l_off + b * ls.s0 + h * ls.s1 + i * ls.s2];
+    Lp[r] = L;
+#if HAS_SINKS
+    /* d sink_h = -sum_{b,i} p_sink D (p_sink = e^{sink - lse}; 0 without a
+     * sink), summed per head by sdpa_reduce_cols over (b, i) rows */
+    float sk = sinks[sk_off + h * sk_st];
+    dsp[(b * SqP + i) * Hq + h] = sk == SDPA_NEG_INF ? 0.0f : -exp(sk - L) * acc;
+#endif
 }
 
 /* QK-norm backward on one row: g[] holds dL/dx^ (x^ = gain * n(x)) on entry
@@ -131,7 +148,7 @@ inline void sdpa_norm_back(float *g, global const STYPE *x, long base, long st,
 #else
 #define KPW RPW
 #endif
-#define BWD_PER_KEY (HAS_MASK || HAS_BIAS)
+#define BWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_ALIBI)
 
 #if !BWD_FA2 /* GPU-class plans take bwd_fa2.cl's dQ and dK/dV kernels instead */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

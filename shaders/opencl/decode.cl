@@ -14,8 +14,12 @@
  * Scores are dot products along D: q (packed by pack.cl, scale / temperature
  * and q gain applied, QK-norm never: the plan only takes this path without
  * QK-norm and k gain) times one K row, QV-wide vector loads when K's last
- * stride is 1 (vload on f32, vload_half on f16, 16-bit shifts on bf16),
- * scalar loads otherwise; V rows likewise with OV-wide loads.
+ * stride is 1 (kv_access.cl: vload on f32, vload_half on f16, 16-bit shifts
+ * on bf16, int8 / nibbles times the block scale on q8_0 / q4_0, in
+ * registers), scalar loads otherwise; V rows likewise with OV-wide loads.
+ * K/V have their own dtype (KV_DT) and, paged, their rows come through the
+ * block table (SDPA_K_ROW / SDPA_V_ROW) in the same loop. ALiBi enters the
+ * per-key pass; with sinks split 0's rows start at m = sink, l = 1.
  *
  * Invariants (the same as fwd.cl): f32 accumulation; the score pipeline
  * (prelude.cl) per key; a dropped key (band, valid length, mask, -inf bias) has probability
@@ -54,34 +58,12 @@
 #define QVEC FLOATN(QV)
 #define OVEC FLOATN(OV)
 
-/* Vector loads of n storage elements at element offset e (any alignment of
- * the element type), as floats: DLOADN(n)(p, e). */
-#if STORE_DT == 2
-#define DLOAD_1(p, e) vload_half(0, (p) + (e))
-#define DLOAD_2(p, e) vload_half2(0, (p) + (e))
-#define DLOAD_4(p, e) vload_half4(0, (p) + (e))
-#define DLOAD_8(p, e) vload_half8(0, (p) + (e))
-#define DLOAD_16(p, e) vload_half16(0, (p) + (e))
-#elif STORE_DT == 3
-#define DLOAD_1(p, e) sdpa_bf16_to_f32((p)[(e)])
-#define DLOAD_2(p, e) as_float2(convert_uint2(vload2(0, (p) + (e))) << 16)
-#define DLOAD_4(p, e) as_float4(convert_uint4(vload4(0, (p) + (e))) << 16)
-#define DLOAD_8(p, e) as_float8(convert_uint8(vload8(0, (p) + (e))) << 16)
-#define DLOAD_16(p, e) as_float16(convert_uint16(vload16(0, (p) + (e))) << 16)
-#else
-#define DLOAD_1(p, e) ((p)[(e)])
-#define DLOAD_2(p, e) vload2(0, (p) + (e))
-#define DLOAD_4(p, e) vload4(0, (p) + (e))
-#define DLOAD_8(p, e) vload8(0, (p) + (e))
-#define DLOAD_16(p, e) vload16(0, (p) + (e))
-#endif
-#define DLOADN(n) SDPA_CAT(DLOAD_, n)
-
-/* QV strided K elements as a float vector (scalar path). */
-inline QVEC dec_gather_k(global const STYPE *p, long e, long st)
+/* QV strided K elements d .. d + QV - 1 of the row at ke as a float vector
+ * (scalar path). */
+inline QVEC dec_gather_k(global const KVTYPE *p, long ke, long st, int d)
 {
     float g[QV];
-    for (int w = 0; w < QV; w++) g[w] = LD(p, e + w * st);
+    for (int w = 0; w < QV; w++) g[w] = sdpa_kv_ld(p, ke, st, d + w);
     return VLOADN(QV)(0, g);
 }
 
@@ -92,7 +74,7 @@ inline QVEC dec_gather_k(global const STYPE *p, long e, long st)
         for (int r = 0; r < DRB; r++) {                               \
             global const float *qr = qp[r];                           \
             for (int u = 0; u < nt; u++) {                            \
-                long ke = kb + (j0 + u) * ks.s2;                      \
+                long ke = DEC_K_ROW(j0 + u);                          \
                 QVEC acc = (QVEC)(0.0f);                              \
                 SDPA_UNROLL for (int c = 0; c < NQV; c++)             \
                     acc = fma(VLOADN(QV)(c, qr), KLOAD, acc);         \
@@ -101,11 +83,11 @@ inline QVEC dec_gather_k(global const STYPE *p, long e, long st)
         }                                                             \
     }
 
-/* OV strided V elements as a float vector (scalar path). */
-inline OVEC dec_gather_v(global const STYPE *p, long e, long st)
+/* OV strided V elements c .. c + OV - 1 of the row at ve (scalar path). */
+inline OVEC dec_gather_v(global const KVTYPE *p, long ve, long st, int c)
 {
     float g[OV];
-    for (int w = 0; w < OV; w++) g[w] = LD(p, e + w * st);
+    for (int w = 0; w < OV; w++) g[w] = sdpa_kv_ld(p, ve, st, c + w);
     return VLOADN(OV)(0, g);
 }
 
@@ -119,7 +101,7 @@ inline OVEC dec_gather_v(global const STYPE *p, long e, long st)
             OVEC acc[DRB];                                        \
             SDPA_UNROLL for (int r = 0; r < DRB; r++) acc[r] = o[r][c]; \
             for (int u = 0; u < nt; u++) {                        \
-                long ve = vb + (j0 + u) * vs.s2;                  \
+                long ve = DEC_V_ROW(j0 + u);                      \
                 OVEC vv = VLOAD;                                  \
                 SDPA_UNROLL for (int r = 0; r < DRB; r++) {       \
                     float pu = p[r][u];                           \
@@ -132,9 +114,7 @@ inline OVEC dec_gather_v(global const STYPE *p, long e, long st)
 
 __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
 void sdpa_decode(global const float *Qs,
-                 global const STYPE *k, long k_off, long4 ks,
-                 global const STYPE *v, long v_off, long4 vs,
-                 SDPA_COMMON_ARGS,
+                 SDPA_COMMON_ARGS, SDPA_KV_ARGS,
                  long nbhk, int nrb, int nsplit, int chunk,
                  global float *part_o, global float *part_l)
 {
@@ -145,6 +125,7 @@ void sdpa_decode(global const float *Qs,
     long bhk = t / nsplit;
     if (bhk >= nbhk) return;
     SDPA_COMMON_UNUSED;
+    SDPA_KV_UNUSED;
     int G = Hq / Hkv;
     long NR = (long)G * Sq;
     long b = bhk / Hkv;
@@ -168,15 +149,21 @@ void sdpa_decode(global const float *Qs,
     OVEC o[DRB][NOVD];
     float m[DRB], l[DRB];
     for (int r = 0; r < DRB; r++) {
-        m[r] = SDPA_NEG_INF;
-        l[r] = 0.0f;
+        SDPA_SINK_INIT(m[r], l[r], hr[r], split == 0);
         SDPA_UNROLL for (int c = 0; c < NOVD; c++) o[r][c] = (OVEC)(0.0f);
     }
     global const float *qp[DRB];
     for (int r = 0; r < DRB; r++) qp[r] = Qs + ((b * Hq + hr[r]) * SqP + ic[r]) * HD;
-    long kb = k_off + b * ks.s0 + hk * ks.s1;
-    long vb = v_off + b * vs.s0 + hk * vs.s1;
-    bool kvec = ks.s3 == 1, vvec = vs.s3 == 1;
+    bool kvec = kxs.s3 == 1, vvec = vxs.s3 == 1;
+    /* rows of key j: through the block table, or from the head's base */
+#if KV_PAGED
+#define DEC_K_ROW(j) SDPA_K_ROW(b, hk, (j))
+#define DEC_V_ROW(j) SDPA_V_ROW(b, hk, (j))
+#else
+    const long kb = SDPA_K_ROW(b, hk, 0), vb = SDPA_V_ROW(b, hk, 0);
+#define DEC_K_ROW(j) (kb + (j) * kxs.s2)
+#define DEC_V_ROW(j) (vb + (j) * vxs.s2)
+#endif
 
     for (long j0 = ulo; j0 < uhi; j0 += DKT) {
         int nt = (int)min((long)DKT, uhi - j0);
@@ -187,9 +174,9 @@ void sdpa_decode(global const float *Qs,
         /* Scores, row by row: the tile's K rows (DKT x HD) stay in L1 after
          * the first row reads them. */
         if (kvec)
-            DEC_QK(DLOADN(QV)(k, ke + c * QV))
+            DEC_QK(SDPA_KV_VLOADN(QV)(kx, ke, c * QV))
         else
-            DEC_QK(dec_gather_k(k, ke + (long)c * QV * ks.s3, ks.s3))
+            DEC_QK(dec_gather_k(kx, ke, kxs.s3, c * QV))
         /* Per key (DKT = 16 lanes): the score pipeline (prelude.cl) on the
          * band's keys; then
          * one rescale. Lanes past nt hold 0 and are dropped. */
@@ -202,7 +189,7 @@ void sdpa_decode(global const float *Qs,
             int a0 = (int)clamp(lo[r] - j0, (long)-1, (long)DKT);
             int a1 = (int)clamp(min(hi[r], j0 + nt) - j0, (long)-1, (long)DKT);
             int16 keep = (lane >= (int16)(a0)) & (lane < (int16)(a1));
-#if HAS_MASK || HAS_BIAS
+#if HAS_MASK || HAS_BIAS || HAS_ALIBI
             if (any(keep)) {
                 float xs[DKT];
                 int ks_[DKT];
@@ -244,12 +231,12 @@ void sdpa_decode(global const float *Qs,
         }
         if (any_live) {
             if (vvec && !sel)
-                DEC_PV(DLOADN(OV)(v, ve + c * OV), fma((OVEC)(pu), vv, acc[r]))
+                DEC_PV(SDPA_KV_VLOADN(OV)(vx, ve, c * OV), fma((OVEC)(pu), vv, acc[r]))
             else if (vvec)
-                DEC_PV(DLOADN(OV)(v, ve + c * OV),
+                DEC_PV(SDPA_KV_VLOADN(OV)(vx, ve, c * OV),
                        pu != 0.0f ? fma((OVEC)(pu), vv, acc[r]) : acc[r])
             else
-                DEC_PV(dec_gather_v(v, ve + (long)c * OV * vs.s3, vs.s3),
+                DEC_PV(dec_gather_v(vx, ve, vxs.s3, c * OV),
                        pu != 0.0f ? fma((OVEC)(pu), vv, acc[r]) : acc[r])
         }
     }

@@ -5,8 +5,9 @@
  * (DWG work-items) per (KV head, key chunk, block of DRB rows) instead of a
  * work-item. cl_plan.c (gdec_plan) takes it on GPU-class devices; CPU
  * devices (PoCL) keep decode.cl, whose rows-per-work-item form is fast
- * there. The kernel has decode.cl's name and arguments, so cl_forward.c
- * launches either (one work-group per (bhk, split, rb) here).
+ * there. The kernel has decode.cl's name and arguments (SDPA_COMMON_ARGS,
+ * then kv_access.cl's SDPA_KV_ARGS), so cl_forward.c launches either (one
+ * work-group per (bhk, split, rb) here).
  *
  * Per work-group: the DRB of the G * Sq rows folded onto the KV head (all
  * query heads of a KV group, rho = g * Sq + i, as in fwd.cl) are served by
@@ -32,6 +33,13 @@
  * writes lse -inf. Needs HD and HDV multiples of 4, DWG >= HDV / 4 and
  * DWG >= DGK (the plan checks).
  */
+
+/* K/V in q's storage type, contiguous (cl_plan.c's gpu_kernels_cover sends
+ * other K/V types and pages to decode.cl): kv_access.cl's arguments, read
+ * here as STYPE rows. */
+#if KV_PAGED || KV_DT != STORE_DT
+#error "decode_gpu.cl reads K/V of q's storage type, unpaged"
+#endif
 
 #ifndef HD
 #define HD 64 /* head size of q and k; a multiple of 4 */
@@ -94,9 +102,7 @@ inline void gdec_stage(local float *dst, global const STYPE *src, long base, lon
 
 __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
 void sdpa_decode(global const float *Qs,
-                 global const STYPE *k, long k_off, long4 ks,
-                 global const STYPE *v, long v_off, long4 vs,
-                 SDPA_COMMON_ARGS,
+                 SDPA_COMMON_ARGS, SDPA_KV_ARGS,
                  long nbhk, int nrb, int nsplit, int chunk,
                  global float *part_o, global float *part_l)
 {
@@ -112,6 +118,7 @@ void sdpa_decode(global const float *Qs,
     int split = (int)(t % nsplit);
     long bhk = t / nsplit;
     SDPA_COMMON_UNUSED;
+    SDPA_KV_UNUSED;
     int G = Hq / Hkv;
     long NR = (long)G * Sq;
     long b = bhk / Hkv;
@@ -159,12 +166,12 @@ void sdpa_decode(global const float *Qs,
     const bool olane = og < GOR;
     float4 acc[GOP];
     SDPA_UNROLL for (int x = 0; x < GOP; x++) acc[x] = (float4)(0.0f);
-    long kb = k_off + b * ks.s0 + hk * ks.s1;
-    long vb = v_off + b * vs.s0 + hk * vs.s1;
+    long kb = kx_off + b * kxs.s0 + hk * kxs.s1;
+    long vb = vx_off + b * vxs.s0 + hk * vxs.s1;
 
     for (int j0 = ulo; j0 < uhi; j0 += DGK) {
         int nt = min(DGK, uhi - j0);
-        gdec_stage(kv_l, k, kb, ks.s2, ks.s3, j0, nt, GQ4, GKS);
+        gdec_stage(kv_l, kx, kb, kxs.s2, kxs.s3, j0, nt, GQ4, GKS);
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (2) scores and the score pipeline: logits (-inf = dropped) */
         float4 sc[GSP];
@@ -187,7 +194,7 @@ void sdpa_decode(global const float *Qs,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (3) V replaces K; one work-item per row: online softmax */
-        gdec_stage(kv_l, v, vb, vs.s2, vs.s3, j0, nt, GV4, GVS);
+        gdec_stage(kv_l, vx, vb, vxs.s2, vxs.s3, j0, nt, GV4, GVS);
         if (lid < DRB) {
             local float *sr = s_l + lid * DGK;
             float tmax = SDPA_NEG_INF;

@@ -11,7 +11,12 @@
  * fast on CPU OpenCL, where K/V otherwise stream from L2 once per row).
  * With STAGE_KV = 1 the work-group first copies the K^T and V tiles into
  * local memory (GPU style) and all its work-items walk the union of the
- * group's ranges (barriers need uniform loops).
+ * group's ranges (barriers need uniform loops). With KV_DIRECT (a K/V dtype
+ * other than q's, q8_0 / q4_0, paged K/V) the tiles are always staged, from
+ * the caller's K/V through kv_access.cl (converted or dequantized as they
+ * are read, pages through the block table), not from the packed workspace.
+ * ALiBi enters through the score pipeline (every tile per key); with sinks
+ * a row's online softmax starts at m = sink, l = 1 (split 0 only).
  *
  * Inputs come packed by pack.cl: Qs (q after QK-norm, gain and scale, rows
  * padded to SqP), Kt (k after norm and gain, tile-major: tile j0 / KT is a
@@ -72,7 +77,7 @@
 #define OVEC FLOATN(OV)
 #define NOV (HDV / OV)
 /* Tiles need per-key work with masks, biases, statistics, or at band edges. */
-#define FWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_STATS)
+#define FWD_PER_KEY (HAS_MASK || HAS_BIAS || HAS_STATS || HAS_ALIBI)
 
 #if HAS_STATS
 #define FWD_STAT_KEY(r, x, j)                      \
@@ -199,7 +204,7 @@
 #if !FWD_BLOCK
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
-              SDPA_COMMON_ARGS,
+              SDPA_COMMON_ARGS, SDPA_KV_ARGS,
               global STYPE *out, long o_off, long4 os,
               global float *lse, long l_off, long4 ls, int has_lse,
               global float *rowstats,
@@ -224,6 +229,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         shi = (long)(split + 1) * chunk;
     }
     SDPA_COMMON_UNUSED;
+    SDPA_KV_UNUSED;
 
     long lo[RPW], hi[RPW], ic[RPW];
     int hr[RPW];
@@ -240,8 +246,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     OVEC o[RPW][NOV];
     float m[RPW], l[RPW];
     SDPA_UNROLL for (int r = 0; r < RPW; r++) {
-        m[r] = SDPA_NEG_INF;
-        l[r] = 0.0f;
+        SDPA_SINK_INIT(m[r], l[r], hr[r], split == 0);
         SDPA_UNROLL for (int c = 0; c < NOV; c++) o[r][c] = (OVEC)(0.0f);
     }
 #if HAS_STATS
@@ -256,7 +261,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     global const float *kt = Kt + bhk * HD * SDPA_PAD64(Skv);
     global const float *vp = Vp + bhk * SkvP * HDV;
 
-#if STAGE_KV
+#if STAGE_KV || KV_DIRECT
     local float kt_l[HD * KT];
     local float v_l[KT * HDV];
     /* Group-uniform range: union over the group's rows. */
@@ -274,10 +279,15 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     }
     for (long j0 = glo / KT * KT; j0 < ghi; j0 += KT) {
         barrier(CLK_LOCAL_MEM_FENCE);
+#if KV_DIRECT /* the caller's K/V, converted or dequantized as staged */
+        SDPA_KV_STAGE_KT(kt_l, b, hk, j0, KT, lid, WG);
+        SDPA_KV_STAGE_V(v_l, b, hk, j0, KT, lid, WG);
+#else
         for (int e = lid; e < HD * KT; e += WG)
             kt_l[e] = kt[j0 * HD + e];
         for (int e = lid; e < KT * HDV; e += WG)
             v_l[e] = vp[j0 * HDV + e];
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         if (j0 + KT > ulo && j0 < uhi)
             FWD_TILE(kt_l, KT, v_l)

@@ -19,7 +19,11 @@
  *   4. O = diag(alpha) O + P V: each work-item owns a TRO x TO block of the
  *      BR x HDV output in registers, from vector reads of P^T and V.
  * Four barriers per tile. All arithmetic and the softmax state are f32; the
- * tiles hold the packed workspace's f32 values.
+ * tiles hold the packed workspace's f32 values, or with KV_DIRECT (K/V of
+ * their own dtype, q8_0 / q4_0, paged) the caller's K/V converted or
+ * dequantized as staged through kv_access.cl (pages via the block table).
+ * ALiBi comes in the score pipeline; with sinks the row's softmax starts at
+ * m = sink, l = 1 (SDPA_SINK_INIT, split 0 only).
  *
  * Invariants (as fwd.cl): a dropped key has probability exactly 0 and, in
  * tiles where some row went through the per-key pass, is selected out of
@@ -99,7 +103,7 @@
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sdpa_fwd(global const float *Qs, global const float *Kt, global const float *Vp,
-              SDPA_COMMON_ARGS,
+              SDPA_COMMON_ARGS, SDPA_KV_ARGS,
               global STYPE *out, long o_off, long4 os,
               global float *lse, long l_off, long4 ls, int has_lse,
               global float *rowstats,
@@ -130,6 +134,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         shi = (long)(split + 1) * chunk;
     }
     SDPA_COMMON_UNUSED;
+    SDPA_KV_UNUSED;
 
     /* q rows, once: QT[d][r] (rows past the end are 0) */
     for (int e = lid; e < BR * HD; e += WG) {
@@ -161,8 +166,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     const int lo0 = (int)lo_0, hi0 = rowt ? (int)hi_0 : (int)lo_0;
     const int r = 0; /* index of the row in fwd.cl's per-row arrays */
     float m[1], l[1];
-    m[0] = SDPA_NEG_INF;
-    l[0] = 0.0f;
+    SDPA_SINK_INIT(m[0], l[0], hr0, split == 0);
 #if HAS_STATS
     float st_a[1], st_l1[1], st_l2[1], st_l3[1], st_n[1], st_sum[1], st_sq[1];
     float st_min[1], st_max[1], st_s0[1];
@@ -183,10 +187,14 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     for (int j0 = (int)glo / KT * KT; j0 < (int)ghi; j0 += KT) {
         /* 1. K^T tile */
         barrier(CLK_LOCAL_MEM_FENCE);
+#if KV_DIRECT /* the caller's K/V through kv_access.cl */
+        SDPA_KV_STAGE_KT(kv_l, b, hk, j0, KT, lid, WG);
+#else
         {
             global const float4 *src = (global const float4 *)(kt + (size_t)j0 * HD);
             for (int e = lid; e < HD * KT / 4; e += WG) kv_l4[e] = src[e];
         }
+#endif
         if (lid == 0) sel_l = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         /* 2. raw scores of the TR x TC block */
@@ -210,10 +218,14 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* 3. V tile (K is done with) while the row work-items run the softmax */
+#if KV_DIRECT
+        SDPA_KV_STAGE_V(kv_l, b, hk, j0, KT, lid, WG);
+#else
         {
             global const float4 *src = (global const float4 *)(vp + (size_t)j0 * HDV);
             for (int e = lid; e < KT * HDV / 4; e += WG) kv_l4[e] = src[e];
         }
+#endif
         if (rowt) {
             local float *sv = s_l + lid * SLD;
             float tmax = SDPA_NEG_INF;

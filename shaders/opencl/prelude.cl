@@ -29,6 +29,12 @@
 #ifndef HAS_STATS
 #define HAS_STATS 0 /* per-row statistics records for stats.cl */
 #endif
+#ifndef HAS_ALIBI
+#define HAS_ALIBI 0 /* ALiBi slopes: s -= slope_h |i + off - j| (kv_access.cl) */
+#endif
+#ifndef HAS_SINKS
+#define HAS_SINKS 0 /* attention sinks: one more softmax term per row (kv_access.cl) */
+#endif
 
 #define SDPA_NEG_INF (-INFINITY)
 
@@ -71,13 +77,7 @@ inline float sdpa_hmax_16(float16 v) { return sdpa_hmax_8(fmax(v.lo, v.hi)); }
 #define HSUMN(n) SDPA_CAT(sdpa_hsum_, n)
 #define HMAXN(n) SDPA_CAT(sdpa_hmax_, n)
 
-/* Storage element type and its conversions. */
-#if STORE_DT == 2
-#define STYPE half
-#define LD(p, e) vload_half((size_t)(e), (p))
-#define ST(p, e, v) vstore_half_rte((v), (size_t)(e), (p))
-#elif STORE_DT == 3
-#define STYPE ushort
+/* bf16 conversions (q/out, and K/V in kv_access.cl, may be bf16). */
 inline float sdpa_bf16_to_f32(ushort b) { return as_float(((uint)b) << 16); }
 inline ushort sdpa_f32_to_bf16(float f)
 {
@@ -87,6 +87,14 @@ inline ushort sdpa_f32_to_bf16(float f)
     u += 0x7fffu + ((u >> 16) & 1u);
     return (ushort)(u >> 16);
 }
+
+/* Storage element type of q/out/gradients and its conversions. */
+#if STORE_DT == 2
+#define STYPE half
+#define LD(p, e) vload_half((size_t)(e), (p))
+#define ST(p, e, v) vstore_half_rte((v), (size_t)(e), (p))
+#elif STORE_DT == 3
+#define STYPE ushort
 #define LD(p, e) sdpa_bf16_to_f32((p)[(e)])
 #define ST(p, e, v) ((p)[(e)] = sdpa_f32_to_bf16(v))
 #else
@@ -167,11 +175,29 @@ inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
     int diag, long diag_off, long left, long right, float softcap,         \
     global const int *kvlen, long kl_off, long kl_st, int has_kvlen,       \
     global const uchar *mask, long m_off, long4 ms,                        \
-    global const float *bias, long b_off, long4 bs
+    global const float *bias, long b_off, long4 bs                         \
+    SDPA_ALIBI_ARGS SDPA_SINKS_ARGS
+/* ALiBi (offset, slopes) and sinks, present only when built in, so the
+ * kernels of problems without them take exactly the arguments they took
+ * before (kernel arguments cost registers on some GPUs). */
+#if HAS_ALIBI
+#define SDPA_ALIBI_ARGS , long alibi_off, global const float *alibi, long al_off, long al_st
+#define SDPA_ALIBI_UNUSED (void)alibi_off; (void)alibi; (void)al_off; (void)al_st
+#else
+#define SDPA_ALIBI_ARGS
+#define SDPA_ALIBI_UNUSED
+#endif
+#if HAS_SINKS
+#define SDPA_SINKS_ARGS , global const float *sinks, long sk_off, long sk_st
+#define SDPA_SINKS_UNUSED (void)sinks; (void)sk_off; (void)sk_st
+#else
+#define SDPA_SINKS_ARGS
+#define SDPA_SINKS_UNUSED
+#endif
 /* The block's arguments a kernel may leave unread (by build options). */
 #define SDPA_COMMON_UNUSED                                                 \
     (void)Hkv; (void)SqP; (void)SkvP; (void)softcap; (void)mask; (void)m_off; \
-    (void)ms; (void)bias; (void)b_off; (void)bs
+    (void)ms; (void)bias; (void)b_off; (void)bs; SDPA_ALIBI_UNUSED; SDPA_SINKS_UNUSED
 /* Valid keys of batch b, from the block. */
 #define SDPA_KV_LEN(b) sdpa_kv_len(kvlen, kl_off, kl_st, has_kvlen, (b), Skv)
 
@@ -196,10 +222,10 @@ inline long sdpa_kv_len(global const int *kv_len, long off, long stride0,
 #endif
 inline float sdpa_score_terms(float x, bool *keep, global const uchar *mask, long m_off,
                               long4 ms, global const float *bias, long b_off, long4 bs,
-                              long b, long h, long i, long j)
+                              long b, long h, long i, long j, float alibi)
 {
     (void)mask; (void)m_off; (void)ms; (void)bias; (void)b_off; (void)bs;
-    (void)b; (void)h; (void)i; (void)j;
+    (void)b; (void)h; (void)i; (void)j; (void)alibi;
 #if HAS_MASK
     if (*keep) *keep = mask[m_off + b * ms.s0 + h * ms.s1 + i * ms.s2 + j * ms.s3] != 0;
 #endif
@@ -210,10 +236,16 @@ inline float sdpa_score_terms(float x, bool *keep, global const uchar *mask, lon
         x += bb;
     }
 #endif
+#if HAS_ALIBI
+    x += alibi; /* -slope_h |i + off - j| (SDPA_ALIBI_TERM, kv_access.cl) */
+#endif
     return *keep ? x : SDPA_NEG_INF;
 }
-#define SDPA_SCORE_TERMS(x, keep, b, h, i, j) \
-    sdpa_score_terms((x), (keep), mask, m_off, ms, bias, b_off, bs, (b), (h), (i), (j))
+/* SDPA_ALIBI_TERM (kv_access.cl, assembled after this file) reads the
+ * kernel's `off` (the band's diagonal offset of the row's batch). */
+#define SDPA_SCORE_TERMS(x, keep, b, h, i, j)                                      \
+    sdpa_score_terms((x), (keep), mask, m_off, ms, bias, b_off, bs, (b), (h), (i), (j), \
+                     SDPA_ALIBI_TERM((h), (i), (j)))
 #define SDPA_SCORE(x, keep, b, h, i, j) SDPA_SCORE_TERMS(SDPA_SCORE_CAP(float, x), keep, b, h, i, j)
 
 /* QK-norm of DESIGN section 3 (norm: 0 none, 1 RMS, 2 layer, 3 L2) over one

@@ -37,13 +37,16 @@ inline float sdpa_row_jacobian(float l, float l1, float l2, float l3)
 /* Writes row record rs from a finished row's running sums (fwd.cl,
  * unfused.cl): n kept keys, sum and sum of squares of their logits, min, max;
  * m the row maximum and l, a, l1..l3 the sums of sdpa_row_entropy and
- * sdpa_row_jacobian; s0 the logit of key 0 (-inf when dropped). l == 0 is an
- * empty row: all zeros. */
+ * sdpa_row_jacobian; s0 the logit of key 0 (-inf when dropped). l == 0 or
+ * n == 0 is an empty row: all zeros. With sinks (kv_access.cl) m and l
+ * start at the sink as one more outcome (not a logit: n, sum, sq, min, max
+ * count keys only), so entropy, p_max and the Jacobian include it and p of
+ * key 0 is over the sink-inclusive denominator. */
 inline void sdpa_rowstat_store(global float *rs, float n, float sum, float sq, float mn,
                                float mx, float m, float l, float a, float l1, float l2,
                                float l3, float s0)
 {
-    if (!(l > 0.0f)) {
+    if (!(l > 0.0f) || n == 0.0f) { /* with a sink, l = 1 for an empty row */
         for (int e = 0; e < SDPA_CLRS_SIZE; e++) rs[e] = 0.0f;
         return;
     }

@@ -119,6 +119,11 @@ typedef struct tcompare {
 tcompare tcompare_arrays(const void *got, sdpa_dtype got_dtype, const void *want,
                          sdpa_dtype want_dtype, size_t n);
 
+/* Asserts got agrees with want (n elements of dt): non-finite wants exactly,
+ * the rest within bound * max(1, max |want|); the message names name and what. */
+void texpect_close(const char *name, const char *what, const void *got, const void *want,
+                   sdpa_dtype dt, size_t n, double bound);
+
 /* Absolute error bound for a storage dtype (outputs are O(1)). */
 double tbound(sdpa_dtype dtype);
 
@@ -169,11 +174,6 @@ tcompare tparity_backward(sdpa_context *ctx, sdpa_context *ref, const tcase *c,
 void trun_problem(sdpa_context *ctx, tproblem *p, bool backward,
                   const sdpa_plan_options *plan_opts);
 void texpect_parity(const tproblem *got, const tproblem *want, bool backward);
-/* Asserts that n elements of got agree with want (dtype dt) within bound
- * times max(1, max |want|), non-finite values alike; messages name `name`
- * and `what`. */
-void texpect_close(const char *name, const char *what, const void *got, const void *want,
-                   sdpa_dtype dt, size_t n, double bound);
 
 /* Runs a Check suite and returns the process exit status. */
 int trun_suite(Suite *s);

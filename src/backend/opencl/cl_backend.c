@@ -7,10 +7,15 @@
  */
 #include "cl_internal.h"
 
+#include "capabilities.h"
+
 const sdpa__backend sdpa__backend_opencl = {
     .api_version = SDPA__BACKEND_API_VERSION,
     .kind = SDPA_BACKEND_OPENCL,
     .name = "opencl",
+    /* every issue-19 feature: ALiBi and sinks forward and backward, K/V of
+     * their own dtype, q8_0 / q4_0 and paged K/V forward (kv_access.cl) */
+    .features = SDPA__FEAT_ALL,
     .host_memory = false,
     .load = sdpa__cl_api_load,
     .device_count = sdpa__cl_device_count,

@@ -4,10 +4,11 @@
  * Sequence: pack q^ * scale (rows and transposed), k^ (transposed and rows),
  * v (rows and transposed) and dout (rows and transposed) into workspace
  * (rows only for bwd_fa2.cl plans, GPU-class devices);
- * sdpa_bwd_prep (lse copy and D = rowsum(dout * out)); sdpa_bwd_dq (RPW
+ * sdpa_bwd_prep (lse copy, D = rowsum(dout * out) and, with sinks, the
+ * rows' -p_sink * D); sdpa_bwd_dq (RPW
  * query rows per work-item) and sdpa_bwd_dkdv (min(RPW, 2) keys per
- * work-item); then sdpa_reduce_cols for the q/k gain and temperature
- * gradients. No atomics
+ * work-item); then sdpa_reduce_cols for the q/k gain, temperature and
+ * sink gradients (ALiBi needs nothing here: it is in the score pipeline). No atomics
  * anywhere and every sum runs in a fixed order, so reruns are bit-identical
  * (SDPA_PLAN_NONDETERMINISTIC changes nothing here). Nothing is allocated.
  * An enqueue refused for resources reruns the sequence once on a smaller
@@ -78,6 +79,10 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
         sdpa__cl_arg_i32(&a, pl->SqP);
         sdpa__cl_arg_mem(&a, pl->ws_l);
         sdpa__cl_arg_mem(&a, pl->ws_dsum);
+        sdpa__cl_arg_mem(&a, p->has_sinks ? (cl_mem)f->sinks.mem : NULL);
+        sdpa__cl_arg_i64(&a, p->has_sinks ? (int64_t)f->sinks.offset : 0);
+        sdpa__cl_arg_i64(&a, p->has_sinks ? f->sinks.stride[1] : 0);
+        sdpa__cl_arg_mem(&a, pl->ws_ds);
         SDPA__CL_CHECK(ctx, a.err, "clSetKernelArg(sdpa_bwd_prep)");
         size_t gs = (size_t)RP;
         SDPA__TRY(sdpa__cl_launch(ctx, st, pl->k_prep, "sdpa_bwd_prep", 1, &gs, &ls));
@@ -147,6 +152,8 @@ static sdpa_status backward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
         SDPA__TRY(reduce(ctx, st, pl, pl->ws_gk, p->B * p->Hkv * p->Skv, p->D, &g->dk_gain, 3));
     if (temp && g->dtemperature.mem)
         SDPA__TRY(reduce(ctx, st, pl, pl->ws_tp, p->B * p->Sq, p->Hq, &g->dtemperature, 1));
+    if (p->has_sinks && g->dsinks.mem)
+        SDPA__TRY(reduce(ctx, st, pl, pl->ws_ds, p->B * pl->SqP, p->Hq, &g->dsinks, 1));
     return SDPA_OK;
 }
 

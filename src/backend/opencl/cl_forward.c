@@ -2,7 +2,9 @@
  * cl_forward.c — enqueues the forward pass of a plan.
  *
  * Sequence: pack q (norm, gain, scale), k (norm, gain; tile-major) and v
- * into the plan's workspace; run sdpa_fwd; then either sdpa_combine (split-KV
+ * into the plan's workspace (k and v not with kv_direct: K/V of their own
+ * dtype, q8_0 / q4_0 or paged, which sdpa_fwd reads in place through
+ * kv_access.cl); run sdpa_fwd; then either sdpa_combine (split-KV
  * decode) or, with statistics, sdpa_stats. Plans with direct_kv (decode
  * shapes, cl_plan.c) pack q only, run sdpa_decode (decode.cl) on the user's
  * K/V in place and always sdpa_combine. Everything is enqueued in order
@@ -14,6 +16,7 @@
 #include "cl_internal.h"
 
 #include "cl_forward.h"
+#include "capabilities.h"
 
 #include <stdio.h>
 
@@ -63,8 +66,41 @@ sdpa_status sdpa__cl_pack(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_plan *
  * block and score pipeline live in prelude.cl). */
 void sdpa__cl_score_options(const sdpa__problem *p, char *buf, size_t size)
 {
-    snprintf(buf, size, "-DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d", p->has_mask,
-             p->has_bias, p->softcap > 0);
+    snprintf(buf, size, "-DHAS_MASK=%d -DHAS_BIAS=%d -DHAS_SOFTCAP=%d -DHAS_ALIBI=%d "
+             "-DHAS_SINKS=%d", p->has_mask, p->has_bias, p->softcap > 0, p->has_alibi_slopes,
+             p->has_sinks);
+}
+
+sdpa_dtype sdpa__cl_kv_dtype(const sdpa__problem *p)
+{
+    return p->kv_dtype != SDPA_DTYPE_NONE ? p->kv_dtype : p->dtype;
+}
+
+bool sdpa__cl_kv_in_place(const sdpa__problem *p)
+{
+    const sdpa_dtype kv = sdpa__cl_kv_dtype(p);
+    return kv != p->dtype || sdpa__dtype_is_block(kv) || p->has_block_table;
+}
+
+void sdpa__cl_kv_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *buf,
+                         size_t size)
+{
+    snprintf(buf, size, "-DKV_DT=%d -DKV_PAGED=%d -DKV_DIRECT=%d", (int)sdpa__cl_kv_dtype(p),
+             p->has_block_table, pl->kv_direct);
+}
+
+void sdpa__cl_kv_args(sdpa__cl_args *a, const sdpa__problem *p, const sdpa__fwd_args *f)
+{
+    const bool paged = p->has_block_table;
+    sdpa__cl_arg_ref(a, paged ? &f->k_pages : &f->k);
+    sdpa__cl_arg_ref(a, paged ? &f->v_pages : &f->v);
+    if (!paged) return; /* KV_PAGED: the table's arguments */
+    sdpa__cl_arg_mem(a, (cl_mem)f->block_table.mem);
+    sdpa__cl_arg_i64(a, (int64_t)f->block_table.offset);
+    sdpa__cl_arg_i64(a, f->block_table.stride[0]);
+    sdpa__cl_arg_i64(a, f->block_table.stride[3]);
+    sdpa__cl_arg_i32(a, (int)p->page);
+    sdpa__cl_arg_i32(a, (int)p->pages);
 }
 
 /* The argument block common to the attention kernels (SDPA_COMMON_ARGS in
@@ -90,6 +126,17 @@ void sdpa__cl_common_args(sdpa__cl_args *a, const sdpa__cl_plan *pl,
     sdpa__cl_arg_i32(a, p->has_kv_len);
     sdpa__cl_arg_ref(a, &f->mask);
     sdpa__cl_arg_ref(a, &f->bias);
+    if (p->has_alibi_slopes) { /* HAS_ALIBI: SDPA_ALIBI_ARGS */
+        sdpa__cl_arg_i64(a, p->alibi_offset);
+        sdpa__cl_arg_mem(a, (cl_mem)f->alibi_slopes.mem);
+        sdpa__cl_arg_i64(a, (int64_t)f->alibi_slopes.offset);
+        sdpa__cl_arg_i64(a, f->alibi_slopes.stride[1]);
+    }
+    if (p->has_sinks) { /* HAS_SINKS: SDPA_SINKS_ARGS */
+        sdpa__cl_arg_mem(a, (cl_mem)f->sinks.mem);
+        sdpa__cl_arg_i64(a, (int64_t)f->sinks.offset);
+        sdpa__cl_arg_i64(a, f->sinks.stride[1]);
+    }
 }
 
 float sdpa__cl_scale(const sdpa__problem *p) { return (float)p->scale; }
@@ -123,9 +170,8 @@ static sdpa_status direct_decode(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl
     int64_t nbhk = p->B * p->Hkv;
     sdpa__cl_args a = {pl->k_decode, 0, CL_SUCCESS, st->dummy};
     sdpa__cl_arg_mem(&a, pl->ws_q);
-    sdpa__cl_arg_ref(&a, &f->k);
-    sdpa__cl_arg_ref(&a, &f->v);
     sdpa__cl_common_args(&a, pl, p, f);
+    sdpa__cl_kv_args(&a, p, f);
     sdpa__cl_arg_i64(&a, nbhk);
     sdpa__cl_arg_i32(&a, pl->nrb);
     sdpa__cl_arg_i32(&a, pl->nsplit);
@@ -150,16 +196,20 @@ static sdpa_status forward_once(sdpa_context *ctx, sdpa__cl_state *st, sdpa__cl_
         SDPA__TRY(direct_decode(ctx, st, pl, p, f));
         return sdpa__cl_combine(ctx, st, pl, p, f);
     }
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2, true,
-                            p->has_k_gain ? &f->k_gain : NULL, NULL, 1.0f, pl->ws_kt));
-    SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, false,
-                            false, NULL, NULL, 1.0f, pl->ws_v));
+    if (!pl->kv_direct) { /* kv_direct: sdpa_fwd stages the caller's K/V itself */
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->k, p->Hkv, p->Skv, pl->SkvT, p->D, 2,
+                                true, p->has_k_gain ? &f->k_gain : NULL, NULL, 1.0f,
+                                pl->ws_kt));
+        SDPA__TRY(sdpa__cl_pack(ctx, st, pl, p, &f->v, p->Hkv, p->Skv, pl->SkvP, p->Dv, false,
+                                false, NULL, NULL, 1.0f, pl->ws_v));
+    }
 
     sdpa__cl_args a = {pl->k_fwd, 0, CL_SUCCESS, st->dummy};
     sdpa__cl_arg_mem(&a, pl->ws_q);
     sdpa__cl_arg_mem(&a, pl->ws_kt);
     sdpa__cl_arg_mem(&a, pl->ws_v);
     sdpa__cl_common_args(&a, pl, p, f);
+    sdpa__cl_kv_args(&a, p, f);
     sdpa__cl_arg_ref(&a, &f->out);
     sdpa__cl_arg_ref(&a, &f->lse);
     sdpa__cl_arg_i32(&a, p->has_lse);

@@ -121,12 +121,12 @@ sdpa_status sdpa__cl_fail(sdpa_context *ctx, cl_int err, const char *what,
 
 /* ---- cl_program.c ---- */
 /* Builds (or reuses) a program from the named kernel files (in order, after
- * prelude.cl) with the given -D options. */
+ * prelude.cl and kv_access.cl) with the given -D options. */
 sdpa_status sdpa__cl_program(sdpa_context *ctx, sdpa__cl_state *st,
                              const char *const *files, int nfiles,
                              const char *options, cl_program *out);
 void sdpa__cl_programs_free(sdpa__cl_state *st);
-/* The source sdpa__cl_program builds: prelude.cl, then files; *out
+/* The source sdpa__cl_program builds: prelude.cl, kv_access.cl, then files; *out
  * malloc'd and NUL-terminated. */
 sdpa_status sdpa__cl_source(sdpa_context *ctx, const char *const *files, int nfiles, char **out, size_t *len);
 /* Records a failed clBuildProgram of prog: the driver's build log on the
@@ -164,6 +164,9 @@ typedef struct sdpa__cl_plan {
                                   by the per-kernel limits and retries (cl_plan.c) */
     int unfused;               /* 1 = scores materialised, GEMMs through CLBlast */
     int direct_kv;             /* 1 = decode.cl on the user's K/V (no K/V packing) */
+    int kv_direct;             /* 1 = the fused forward reads the user's K/V in place
+                                  (K/V dtype other than q's, q8_0 / q4_0, paged:
+                                  kv_access.cl), no K/V packing */
     int drb, dwg, nrb;         /* direct_kv: rows per work-item, local size, row blocks */
     int gemm;                  /* unfused: CLBlast parameter set (cl_gemm.c) */
     int block;                 /* 1 = sdpa_fwd is fwd_block.cl's (FlashAttention-2 blocks) */
@@ -182,6 +185,7 @@ typedef struct sdpa__cl_plan {
     cl_mem ws_q, ws_kt, ws_v, ws_rowstats, ws_part_o, ws_part_l;
     cl_mem ws_qt, ws_kp, ws_vt, ws_dop, ws_dot, ws_l, ws_dsum;
     cl_mem ws_gq, ws_gk, ws_tp;
+    cl_mem ws_ds;              /* backward with sinks: per-row dsinks partials */
     cl_mem ws_s, ws_tmp;       /* unfused: scores/probabilities, CLBlast temp */
     size_t tmp_bytes;          /* size of ws_tmp */
     size_t ws_bytes;

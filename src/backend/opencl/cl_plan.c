@@ -50,7 +50,6 @@ sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__proble
                               unsigned plan_flags)
 {
     (void)state;
-    (void)plan_flags;
     if (p->dtype != SDPA_DTYPE_F32 && p->dtype != SDPA_DTYPE_F16 &&
         p->dtype != SDPA_DTYPE_BF16)
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "opencl: storage dtype %s",
@@ -61,6 +60,18 @@ sdpa_status sdpa__cl_supports(sdpa_context *ctx, void *state, const sdpa__proble
                           (long long)p->D, (long long)p->Dv, MAX_HEAD);
     if (p->Sq > (1 << 30) || p->Skv > (1 << 30) || p->B * p->Hq > (1 << 30))
         return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED, "opencl: sequence or batch too long");
+    /* K/V read in place (kv_access.cl) are used as stored: the k side of a
+     * QK-norm (pack.cl's) has no in-place form, and the backward packs K/V
+     * in q's dtype only. */
+    if (sdpa__cl_kv_in_place(p) && p->qk_norm != SDPA_QK_NORM_NONE)
+        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                          "opencl: QK-norm with K/V read in place (K/V dtype %s with q %s%s)",
+                          sdpa_dtype_name(sdpa__cl_kv_dtype(p)), sdpa_dtype_name(p->dtype),
+                          p->has_block_table ? ", paged" : "");
+    if (sdpa__cl_kv_dtype(p) != p->dtype && (plan_flags & SDPA_PLAN_BACKWARD))
+        return SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
+                          "opencl: the backward with a K/V dtype (%s) other than q's (%s)",
+                          sdpa_dtype_name(sdpa__cl_kv_dtype(p)), sdpa_dtype_name(p->dtype));
     return SDPA_OK;
 }
 
@@ -399,7 +410,10 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     int wg = gpu ? 64 : 8, kt = gpu ? 8 : (rpw >= 2 ? 32 : 64);
     sdpa__device_defaults dd; /* the vendor table: Mali stages nothing */
     sdpa__cl_device_defaults(d, &dd);
+    /* K/V read in place: fwd.cl stages its tiles from them (kv_access.cl) */
+    const bool kv_direct = sdpa__cl_kv_in_place(p) && !(flags & SDPA_PLAN_BACKWARD);
     int stage = gpu ? dd.stage_kv : 0;
+    if (kv_direct) stage = 1;
     int vec = gpu ? 4 : 16, split = SDPA_AUTO, unfused = 0, gemm = SDPA_AUTO;
     adapt_defaults(d, p, &wg, &rpw, &kt, &stage);
     const int rpw0 = rpw, wg0 = wg, kt0 = kt, stage0 = stage, vec0 = vec;
@@ -438,6 +452,10 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     if (unfused == 1 && (flags & SDPA_PLAN_BACKWARD))
         return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path is forward only "
                       "(create the backward plan without unfused = 1)");
+    if (unfused == 1 && (kv_direct || p->has_alibi_slopes || p->has_sinks))
+        return REFUSE(quiet, ctx, "opencl: tile.unfused: the unfused path takes no ALiBi, "
+                      "sinks, K/V of another dtype than q's, q8_0 / q4_0 or paged K/V (the "
+                      "fused path does: leave tile.unfused automatic)");
     if (unfused == 1 && !sdpa__cl_unfused_available())
         return REFUSE(quiet, ctx, "%s", sdpa__cl_unfused_missing());
     if (gemm != SDPA_AUTO && unfused != 1)
@@ -498,6 +516,10 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     }
     if (wg < 1 || (size_t)wg > d->max_wg)
         return REFUSE(quiet, ctx, "opencl: tile.wg_size %d outside 1..%zu", wg, d->max_wg);
+    if (kv_direct && !stage && !pl->block)
+        return REFUSE(quiet, ctx, "opencl: tile.stage_kv 0: K/V read in place (dtype %s%s) "
+                      "are staged in local memory", sdpa_dtype_name(sdpa__cl_kv_dtype(p)),
+                      p->has_block_table ? ", paged" : "");
     if (stage && !pl->block) {
         uint64_t need = stage_bytes(p, kt);
         if (need > d->local_mem)
@@ -507,6 +529,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
                           (unsigned long long)d->local_mem);
     }
     pl->unfused = unfused;
+    pl->kv_direct = kv_direct;
     pl->gemm = unfused == 1 ? gemm : 0;
     pl->wg = wg;
     pl->rpw = rpw;
@@ -686,13 +709,14 @@ sdpa_status sdpa__cl_plan_config(const sdpa__cl_props *d, const sdpa__problem *p
 void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char *opts,
                            size_t size)
 {
-    char score[128];
+    char score[128], kv[64];
     sdpa__cl_score_options(p, score, sizeof score);
+    sdpa__cl_kv_options(p, pl, kv, sizeof kv);
     int n = snprintf(opts, size,
                      "-DSTORE_DT=%d -DHD=%d -DHDV=%d -DWG=%d -DRPW=%d -DKT=%d -DOV=%d -DQV=%d "
-                     "-DSTAGE_KV=%d %s -DHAS_STATS=%d",
+                     "-DSTAGE_KV=%d %s -DHAS_STATS=%d %s",
                      (int)p->dtype, (int)p->D, (int)p->Dv, pl->wg, pl->rpw, pl->kt, pl->ov, pl->qv,
-                     pl->stage_kv, score, p->has_stats);
+                     pl->stage_kv, score, p->has_stats, kv);
     if (n < 0 || (size_t)n >= size) return;
     if (pl->backward && pl->fa2)
         snprintf(opts + n, size - (size_t)n, " -DNORM=%d -DBWD_FA2=1 -DFBR=%d -DFQK=%d "
@@ -1003,7 +1027,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, void *state, const sdpa__pro
         if (s != SDPA_OK) goto fail;                            \
     } while (0)
     WS(ws_q, BHq * pl->SqP * p->D, "packed q");
-    if (!pl->direct_kv) { /* the direct path reads K/V in place */
+    if (!pl->direct_kv && !pl->kv_direct) { /* these paths read K/V in place */
         WS(ws_kt, BHkv * pl->SkvP * p->D, "packed k");
         WS(ws_v, BHkv * pl->SkvP * p->Dv, "packed v");
     }
@@ -1023,6 +1047,7 @@ sdpa_status sdpa__cl_plan_create(sdpa_context *ctx, void *state, const sdpa__pro
         if (p->has_q_gain) WS(ws_gq, R * p->D, "q gain partials");
         if (p->has_k_gain) WS(ws_gk, BHkv * p->Skv * p->D, "k gain partials");
         if (p->has_temperature) WS(ws_tp, R, "temperature partials");
+        if (p->has_sinks) WS(ws_ds, p->B * pl->SqP * p->Hq, "sink partials");
     }
 #undef WS
 done:
@@ -1047,7 +1072,7 @@ void sdpa__cl_plan_free(sdpa_context *ctx, void *state, void *plan_state)
     cl_mem ms[] = {pl->ws_q, pl->ws_kt, pl->ws_v, pl->ws_rowstats, pl->ws_part_o,
                    pl->ws_part_l, pl->ws_qt, pl->ws_kp, pl->ws_vt, pl->ws_dop,
                    pl->ws_dot, pl->ws_l, pl->ws_dsum, pl->ws_gq, pl->ws_gk, pl->ws_tp,
-                   pl->ws_s, pl->ws_tmp};
+                   pl->ws_ds, pl->ws_s, pl->ws_tmp};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         if (ms[i]) clReleaseMemObject(ms[i]);
     free(pl);

@@ -2,8 +2,8 @@
  * cl_program.c — assembles kernel sources and builds OpenCL programs.
  *
  * Assembly order (fixed, see docs/opencl.md): shaders/common/sdpa_shared.h
- * (constants shared with the host), then prelude.cl, then the requested
- * kernel files in order. Tile and feature parameters travel as -D build
+ * (constants shared with the host), then prelude.cl and kv_access.cl (K/V
+ * access, ALiBi, sinks), then the requested kernel files in order. Tile and feature parameters travel as -D build
  * options, never as text, so the assembled source depends only on the kernel
  * files.
  * Sources come from the copies embedded at build time (cl_sources.c,
@@ -139,6 +139,7 @@ sdpa_status sdpa__cl_source(sdpa_context *ctx, const char *const *files, int nfi
     *len = 0;
     sdpa_status s = add_file(ctx, &src, "sdpa_shared.h");
     if (s == SDPA_OK) s = add_file(ctx, &src, "prelude.cl");
+    if (s == SDPA_OK) s = add_file(ctx, &src, "kv_access.cl");
     for (int i = 0; s == SDPA_OK && i < nfiles; i++) s = add_file(ctx, &src, files[i]);
     if (s != SDPA_OK) {
         free(src.s);
