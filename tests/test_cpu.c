@@ -441,11 +441,12 @@ static const int64_t k_xlens[] = {1, 7, 63, 65, 257, 1000};
  * run and said so on stderr. The plain test step runs every length. */
 static bool xlen_skipped(int64_t L)
 {
-    const char *v = getenv("SDPA_TEST_MAX_LEN");
-    long max = v && *v ? strtol(v, NULL, 10) : 0;
+    const int64_t max = tmax_len();
     if (max <= 0 || L <= max) return false;
     static bool said;
-    if (!said) fprintf(stderr, "cpu suite: features cases of length > %ld not run (SDPA_TEST_MAX_LEN)\n", max);
+    if (!said)
+        fprintf(stderr, "cpu suite: features cases of length > %lld not run (SDPA_TEST_MAX_LEN)\n",
+                (long long)max);
     said = true;
     return true;
 }
