@@ -27,8 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static sdpa_context *g_cl, *g_ref;
 
@@ -183,20 +181,7 @@ int main(void)
     if (!p || strncmp(p, "cl-", 3) != 0) setenv("SDPA_TEST_PERSONA", "cl-discrete", 1);
     /* Whether an OpenCL device exists, asked in a throwaway child (PoCL's
      * threads do not survive Check's fork). */
-    int n = 0;
-    if (sdpa_backend_compiled(SDPA_BACKEND_OPENCL)) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int count = 0;
-            sdpa_device_count(SDPA_BACKEND_OPENCL, &count);
-            _exit(count > 0 ? 0 : 1);
-        }
-        int status = 0;
-        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-            WEXITSTATUS(status) == 0)
-            n = 1;
-    }
-    if (n == 0) {
+    if (!tdevice_present(SDPA_BACKEND_OPENCL)) {
         fprintf(stderr, "test_clgpu: no OpenCL device; skipping\n");
         return 77;
     }

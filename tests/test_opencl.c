@@ -54,7 +54,7 @@
 #include "internal.h"
 #include "sdpa_opencl.h"
 #include "fcase.h"
-#include "featparity.h"
+#include "tfeatures.h"
 /* The pure cache-file parser, by relative path (tests/meson.build does not
  * put src/backend/opencl on the include path). */
 #include "../src/backend/opencl/cl_cache_entry.h"
@@ -1209,32 +1209,33 @@ END_TEST
 /* ---- issue 19: ALiBi, sinks, K/V dtypes, q8_0 / q4_0, paged K/V ------------------ */
 
 /* Each feature and their combinations against the reference backend
- * (tests/common/featparity.c) at lengths 1, 7, 63, 65, 257 and 1000, decode
+ * (tests/common/tfeatures.c) at lengths 1, 7, 63, 65, 257 and 1000, decode
  * (Sq 1: decode.cl, split-KV above 128 keys) and prefill (Sq = Skv: fwd.cl
  * here, fwd_block.cl under SDPA_TEST_PERSONA=cl-discrete, the
  * features_gpu_class case). One program per case and path (the lengths
  * are run-time arguments): 9 forward cases x 2 + 2 backward = 20 builds,
  * and as many again in the persona child. */
-static const fpcase k_fcases[] = {
-    /* name, qdt, kvdt, alibi, sinks, page, causal, kv_len, stats, B, Hq, Hkv, D, Dv */
-    {"alibi_sinks_gqa", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, true, 0, true, true, false, 2, 4, 2,
-     64, 64},
-    {"f32q_f16kv_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, true, 0, false, true, false, 2, 4,
-     1, 32, 64},
-    {"bf16q_f32kv_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_F32, true, false, 0, true, false, false, 1,
-     2, 2, 64, 32},
-    {"q8_0_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, true, true, 0, true, true, false, 1, 4,
-     2, 64, 64},
-    {"q4_0_f16q", SDPA_DTYPE_F16, SDPA_DTYPE_Q4_0, false, false, 0, true, false, false, 1, 2, 2,
-     32, 64},
-    {"paged16_q8_0_f16q_alibi_sinks", SDPA_DTYPE_F16, SDPA_DTYPE_Q8_0, true, true, 16, true, true,
-     false, 2, 4, 2, 64, 32},
-    {"paged5_f32_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, true, 5, false, true, false, 2, 2,
-     2, 32, 32},
-    {"paged7_q4_0_bf16q_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_Q4_0, true, false, 7, false, true,
-     false, 2, 2, 1, 32, 32},
-    {"stats_alibi_sinks_f16kv", SDPA_DTYPE_F32, SDPA_DTYPE_F16, true, true, 0, true, true, true, 1,
-     4, 2, 32, 32},
+static const tfcase k_fcases[] = {
+    /* name, q, kv, B, Hq, Hkv, D, Dv, diagonal, offset, wl, wr, softcap, alibi, sinks,
+     * kv_len, stats, page */
+    {"alibi_sinks_gqa", SDPA_DTYPE_F32, SDPA_DTYPE_F32, 2, 4, 2, 64, 64, SDPA_DIAGONAL_BOTTOM_RIGHT,
+     0, -1, 0, 0, true, true, true, false, 0},
+    {"f32q_f16kv_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F16, 2, 4, 1, 32, 64, SDPA_DIAGONAL_TOP_LEFT, 0,
+     -1, -1, 0, false, true, true, false, 0},
+    {"bf16q_f32kv_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_F32, 1, 2, 2, 64, 32,
+     SDPA_DIAGONAL_BOTTOM_RIGHT, 0, -1, 0, 0, true, false, false, false, 0},
+    {"q8_0_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, 1, 4, 2, 64, 64,
+     SDPA_DIAGONAL_BOTTOM_RIGHT, 0, -1, 0, 0, true, true, true, false, 0},
+    {"q4_0_f16q", SDPA_DTYPE_F16, SDPA_DTYPE_Q4_0, 1, 2, 2, 32, 64, SDPA_DIAGONAL_BOTTOM_RIGHT, 0,
+     -1, 0, 0, false, false, false, false, 0},
+    {"paged16_q8_0_f16q_alibi_sinks", SDPA_DTYPE_F16, SDPA_DTYPE_Q8_0, 2, 4, 2, 64, 32,
+     SDPA_DIAGONAL_BOTTOM_RIGHT, 0, -1, 0, 0, true, true, true, false, 16},
+    {"paged5_f32_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, 2, 2, 2, 32, 32, SDPA_DIAGONAL_TOP_LEFT, 0,
+     -1, -1, 0, false, true, true, false, 5},
+    {"paged7_q4_0_bf16q_alibi", SDPA_DTYPE_BF16, SDPA_DTYPE_Q4_0, 2, 2, 1, 32, 32,
+     SDPA_DIAGONAL_TOP_LEFT, 0, -1, -1, 0, true, false, true, false, 7},
+    {"stats_alibi_sinks_f16kv", SDPA_DTYPE_F32, SDPA_DTYPE_F16, 1, 4, 2, 32, 32,
+     SDPA_DIAGONAL_BOTTOM_RIGHT, 0, -1, 0, 0, true, true, true, true, 0},
 };
 #define N_FCASES_X (int)(sizeof k_fcases / sizeof k_fcases[0])
 static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
@@ -1244,12 +1245,12 @@ static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
  * are the ones the device class gets (`gpu`: fwd_block.cl for prefill). */
 static void features_case(int i, bool gpu)
 {
-    const fpcase *c = &k_fcases[i / N_FLENS];
+    const tfcase *c = &k_fcases[i / N_FLENS];
     const int64_t L = k_flens[i % N_FLENS];
     sdpa_plan_info info;
-    fp_check(g_cl, g_ref, c, 1, L, false, 1000u + (uint64_t)i, NULL, &info);
+    tfeatures_parity_info(g_cl, g_ref, c, 1, L, false, NULL, 1000u + (uint64_t)i, &info);
     if (!c->stats) ck_assert_str_eq(info.kernel, "decode");
-    fp_check(g_cl, g_ref, c, L, L, false, 2000u + (uint64_t)i, NULL, &info);
+    tfeatures_parity_info(g_cl, g_ref, c, L, L, false, NULL, 2000u + (uint64_t)i, &info);
     if (gpu && L > 16)
         ck_assert_msg(strstr(info.config, "fwd_kernel=1") != NULL, "%s: %s", c->name,
                       info.config);
@@ -1264,7 +1265,7 @@ END_TEST
 /* The fused forwards with a forced split (only split 0 carries the sink). */
 START_TEST(features_split_fused)
 {
-    const fpcase *c = &k_fcases[_i == 0 ? 3 : 5]; /* q8_0, paged q8_0 */
+    const tfcase *c = &k_fcases[_i == 0 ? 3 : 5]; /* q8_0, paged q8_0 */
     sdpa_tile_config t;
     sdpa_tile_config_init(&t);
     sdpa_tile_config_set(&t, SDPA_TILE_SPLIT_KV, 4);
@@ -1272,26 +1273,27 @@ START_TEST(features_split_fused)
     sdpa_plan_options_init(&o);
     o.tile = &t;
     sdpa_plan_info info;
-    fp_check(g_cl, g_ref, c, 20, 1000, false, 77u + (uint64_t)_i, &o, &info);
+    tfeatures_parity_info(g_cl, g_ref, c, 20, 1000, false, &o, 77u + (uint64_t)_i, &info);
     ck_assert_msg(strstr(info.config, "split_kv=4") && !strstr(info.config, "direct_kv"),
                   "%s: %s", c->name, info.config);
 }
 END_TEST
 
-static const fpcase k_fbcases[] = {
-    {"bwd_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, true, true, 0, true, true, false, 2, 4, 2,
-     32, 32},
-    {"bwd_sinks_f16", SDPA_DTYPE_F16, SDPA_DTYPE_F16, false, true, 0, false, true, false, 1, 2, 1,
-     64, 32},
+static const tfcase k_fbcases[] = {
+    {"bwd_alibi_sinks", SDPA_DTYPE_F32, SDPA_DTYPE_F32, 2, 4, 2, 32, 32, SDPA_DIAGONAL_BOTTOM_RIGHT,
+     0, -1, 0, 0, true, true, true, false, 0},
+    {"bwd_sinks_f16", SDPA_DTYPE_F16, SDPA_DTYPE_F16, 1, 2, 1, 64, 32, SDPA_DIAGONAL_TOP_LEFT, 0,
+     -1, -1, 0, false, true, true, false, 0},
 };
 
 /* Backward with ALiBi and sinks (dsinks), up to length 257. */
 START_TEST(features_backward)
 {
-    const fpcase *c = &k_fbcases[_i / (N_FLENS - 1)];
+    const tfcase *c = &k_fbcases[_i / (N_FLENS - 1)];
     const int64_t L = k_flens[_i % (N_FLENS - 1)];
-    fp_check(g_cl, g_ref, c, L, L, true, 3000u + (uint64_t)_i, NULL, NULL);
-    fp_check(g_cl, g_ref, c, L > 2 ? L / 2 : 1, L, true, 4000u + (uint64_t)_i, NULL, NULL);
+    tfeatures_parity_info(g_cl, g_ref, c, L, L, true, NULL, 3000u + (uint64_t)_i, NULL);
+    tfeatures_parity_info(g_cl, g_ref, c, L > 2 ? L / 2 : 1, L, true, NULL, 4000u + (uint64_t)_i,
+                          NULL);
 }
 END_TEST
 
@@ -1333,14 +1335,14 @@ START_TEST(features_device_table_clamped)
 {
     pgprob want, got;
     pgprob_make(&want);
-    fp_run(g_cl, &want.d, NULL, false, NULL, NULL, "paged");
+    tfeatures_run(g_cl, &want.d, NULL, false, NULL, NULL, "paged");
     pgprob_make(&got);
     const int32_t wild[3] = {1000000, -3, 1}; /* clamped: 2, 0, 1 as in `want` */
     sdpa_buffer *buf = NULL;
     ck_assert_int_eq(sdpa_buffer_create(g_cl, sizeof wild, &buf), SDPA_OK);
     ck_assert_int_eq(sdpa_buffer_write(buf, 0, wild, sizeof wild), SDPA_OK);
     got.d.tensors.block_table = sdpa_tensor_buffer(buf, 0, SDPA_DTYPE_I32, 1, 1, 1, 3);
-    fp_run(g_cl, &got.d, NULL, false, NULL, NULL, "paged, device table");
+    tfeatures_run(g_cl, &got.d, NULL, false, NULL, NULL, "paged, device table");
     sdpa_buffer_destroy(buf);
     for (int e = 0; e < 32; e++) ck_assert_float_eq(got.out[e], want.out[e]);
     ck_assert_float_eq(got.lse[0], want.lse[0]);
@@ -2300,20 +2302,7 @@ int main(void)
     /* Whether a device exists is asked in a throwaway child: the parent must
      * not load the ICD loader (the no_platform test needs a fresh one, and
      * PoCL's threads do not survive Check's fork). */
-    int n = 0;
-    if (sdpa_backend_compiled(SDPA_BACKEND_OPENCL)) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int count = 0;
-            sdpa_device_count(SDPA_BACKEND_OPENCL, &count);
-            _exit(count > 0 ? 0 : 1);
-        }
-        int status = 0;
-        if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-            WEXITSTATUS(status) == 0)
-            n = 1;
-    }
-    if (n == 0) {
+    if (!tdevice_present(SDPA_BACKEND_OPENCL)) {
         fprintf(stderr, "test_opencl: no OpenCL device; skipping\n");
         return 77;
     }

@@ -11,6 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 void trng_seed(trng *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ull + 1; }
 
@@ -480,6 +484,25 @@ char *tmkdtemp(const char *prefix)
     char *out = strdup(tmpl);
     ck_assert_ptr_nonnull(out);
     return out;
+}
+
+bool tdevice_present(sdpa_backend_kind kind)
+{
+    if (!sdpa_backend_compiled(kind)) return false;
+#ifdef _WIN32
+    int count = 0;
+    return sdpa_device_count(kind, &count) == SDPA_OK && count > 0;
+#else
+    pid_t pid = fork();
+    if (pid == 0) {
+        int count = 0;
+        sdpa_device_count(kind, &count);
+        _exit(count > 0 ? 0 : 1);
+    }
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+#endif
 }
 
 int64_t tmax_len(void)

@@ -100,6 +100,13 @@ sdpa_plan_info tplan_info_of(sdpa_context *ctx, tproblem *p, const sdpa_plan_opt
  * instrumented runs (.ci/run's sanitizer, qemu and Wine steps) ask suites to
  * run; suites say on stderr what they leave out. */
 int64_t tmax_len(void);
+
+/* Whether backend `kind` has a device, asked in a throwaway child process
+ * (POSIX only; elsewhere asked in this process): suites whose parent must not
+ * load a platform library (PoCL's threads do not survive Check's fork, and
+ * the OpenCL suite's no_platform test needs a fresh ICD loader) ask this
+ * before building their suite. */
+bool tdevice_present(sdpa_backend_kind kind);
 /* Fills every output (out, lse, stats, dq, dk, dv, gain grads) with NaN. */
 void tproblem_poison(tproblem *p);
 

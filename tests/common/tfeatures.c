@@ -95,8 +95,9 @@ static void outs_free(outs *o)
     free(o->out); free(o->dq); free(o->dk); free(o->dv); free(o->lse); free(o->stats);
 }
 
-static void run(sdpa_context *ctx, const tfcase *c, sdpa_attention_desc *d,
-                sdpa_backward_tensors *g, bool backward, const sdpa_plan_options *opts)
+void tfeatures_run(sdpa_context *ctx, sdpa_attention_desc *d, sdpa_backward_tensors *g,
+                   bool backward, const sdpa_plan_options *opts, sdpa_plan_info *info,
+                   const char *name)
 {
     sdpa_plan_options o;
     if (opts) o = *opts;
@@ -104,20 +105,40 @@ static void run(sdpa_context *ctx, const tfcase *c, sdpa_attention_desc *d,
     if (backward) o.flags |= SDPA_PLAN_BACKWARD;
     sdpa_plan *plan = NULL;
     sdpa_status st = sdpa_plan_create(ctx, d, &o, &plan);
-    sdpa_error_info info;
-    memset(&info, 0, sizeof info);
-    if (st != SDPA_OK) sdpa_context_last_error(ctx, &info);
-    ck_assert_msg(st == SDPA_OK, "%s on %s: plan: %s: %s", c->name,
+    sdpa_error_info ei;
+    memset(&ei, 0, sizeof ei);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(st == SDPA_OK, "%s on %s: plan: %s: %s", name,
                   sdpa_backend_name(sdpa_context_backend(ctx)), sdpa_status_name(st),
-                  info.message ? info.message : "");
-    ck_assert_int_eq(sdpa_plan_forward(plan, &d->tensors), SDPA_OK);
-    if (backward) ck_assert_int_eq(sdpa_plan_backward(plan, &d->tensors, g), SDPA_OK);
+                  ei.message ? ei.message : "");
+    if (info) {
+        memset(info, 0, sizeof *info);
+        info->struct_size = sizeof *info;
+        ck_assert_int_eq(sdpa_plan_get_info(plan, info), SDPA_OK);
+    }
+    st = sdpa_plan_forward(plan, &d->tensors);
+    sdpa_context_last_error(ctx, &ei);
+    ck_assert_msg(st == SDPA_OK, "%s: forward: %s: %s", name, sdpa_status_name(st),
+                  ei.message ? ei.message : "");
+    if (backward) {
+        st = sdpa_plan_backward(plan, &d->tensors, g);
+        sdpa_context_last_error(ctx, &ei);
+        ck_assert_msg(st == SDPA_OK, "%s: backward: %s: %s", name, sdpa_status_name(st),
+                      ei.message ? ei.message : "");
+    }
     ck_assert_int_eq(sdpa_context_finish(ctx), SDPA_OK);
     sdpa_plan_destroy(plan);
 }
 
 void tfeatures_parity(sdpa_context *ctx, sdpa_context *ref, const tfcase *c, int64_t Sq,
                       int64_t Skv, bool backward, const sdpa_plan_options *opts, uint64_t seed)
+{
+    tfeatures_parity_info(ctx, ref, c, Sq, Skv, backward, opts, seed, NULL);
+}
+
+void tfeatures_parity_info(sdpa_context *ctx, sdpa_context *ref, const tfcase *c, int64_t Sq,
+                           int64_t Skv, bool backward, const sdpa_plan_options *opts,
+                           uint64_t seed, sdpa_plan_info *info)
 {
     ck_assert(c->Hq <= 64);
     trng r;
@@ -189,7 +210,8 @@ void tfeatures_parity(sdpa_context *ctx, sdpa_context *ref, const tfcase *c, int
     for (int w = 0; w < 2; w++) {
         g[w].dout = sdpa_tensor_host(dout, c->qdt, B, Hq, Sq, Dv);
         outs_make(w ? &want : &got, c, Sq, Skv, backward, t, &g[w]);
-        run(w ? ref : ctx, c, &d, &g[w], backward, w ? NULL : opts);
+        tfeatures_run(w ? ref : ctx, &d, &g[w], backward, w ? NULL : opts, w ? NULL : info,
+                      name);
     }
 
     const double b = tbound(c->qdt);

@@ -6,7 +6,8 @@
  * both contexts, out / lse / stats (and dq / dk / dv / dsinks) compared.
  * The reference implements every feature (docs/semantics.md is its code), so
  * the comparison is with the library's own oracle; the independent float64
- * oracle is gen_wave2.c's (the conformance suite). Used by test_vulkan.c.
+ * oracle is gen_wave2.c's (the conformance suite). Used by test_vulkan.c and
+ * test_opencl.c (the CPU-style and, under SDPA_TEST_PERSONA, GPU-class kernels).
  */
 #ifndef SDPA_TESTS_TFEATURES_H
 #define SDPA_TESTS_TFEATURES_H
@@ -32,5 +33,17 @@ typedef struct tfcase {
  * output agrees within the bounds of c's dtypes and was written. */
 void tfeatures_parity(sdpa_context *ctx, sdpa_context *ref, const tfcase *c, int64_t Sq,
                       int64_t Skv, bool backward, const sdpa_plan_options *opts, uint64_t seed);
+/* The same; `info` (if not NULL) receives ctx's plan info. */
+void tfeatures_parity_info(sdpa_context *ctx, sdpa_context *ref, const tfcase *c, int64_t Sq,
+                           int64_t Skv, bool backward, const sdpa_plan_options *opts,
+                           uint64_t seed, sdpa_plan_info *info);
+
+/* Plans d on ctx (options opts, NULL = defaults; `backward` adds
+ * SDPA_PLAN_BACKWARD and runs the backward with g), runs it and finishes,
+ * asserting each call succeeds (messages name `name` and the context's
+ * last error); info (if not NULL) gets the plan's info. */
+void tfeatures_run(sdpa_context *ctx, sdpa_attention_desc *d, sdpa_backward_tensors *g,
+                   bool backward, const sdpa_plan_options *opts, sdpa_plan_info *info,
+                   const char *name);
 
 #endif /* SDPA_TESTS_TFEATURES_H */
