@@ -83,9 +83,9 @@ def main():
         if vk:
             f = by.get("vk-amd-gfx1100-forward-d256-f16-fwd", {})
             spec = f.get("spec", [])
-            check(len(spec) == 10 and spec[0] == 64 and spec[2] == 256 and spec[3] == 256 and
-                  spec[6] == spec[0] and spec[9] == 16,
-                  "Vulkan forward spec constants wg, D, Dv, lanes: %s" % spec)
+            check(len(spec) == 11 and spec[0] == 64 and spec[2] == 256 and spec[3] == 256 and
+                  spec[6] == spec[0] and spec[9] == 16 and spec[10] == 0,
+                  "Vulkan forward spec constants wg, D, Dv, lanes, KV_TYPE (0: q's): %s" % spec)
             check(f.get("spirv", "").endswith("fwd_fa2_f16.spv") and
                   os.path.getsize(f["spirv"]) > 0,
                   "Vulkan forward SPIR-V written (the GPU-class fwd_fa2 on a GPU)")
