@@ -58,6 +58,9 @@
 #if (FBR * FQ4) % WG || (FBC * FQ4) % WG || (FBC * FV4) % WG
 #error "bwd_fa2.cl: the work split does not divide (cl_plan.c fa2_plan)"
 #endif
+#if FBR > WG || FKR > WG
+#error "bwd_fa2.cl: one work-item per row loads L and D: FBR and FKR must not exceed WG"
+#endif
 
 /* Loop unrolling: fully unrolled, clang's AMD back end issues every local
  * read of the dot products and accumulations at once and spills (256 VGPRs

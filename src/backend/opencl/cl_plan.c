@@ -289,6 +289,11 @@ static bool fa2_plan(const sdpa__cl_props *d, const sdpa__problem *p, int wg, sd
     if (fbc > 64) fbc = 64;
     while (fbr < 64 && (fbr * q4) % wg) fbr *= 2;
     while (fbc < 64 && ((fbc * q4) % wg || (fbc * v4) % wg)) fbc *= 2;
+    /* one work-item loads each row's L and D: rows per tile <= wg (a
+     * 32-wide work-group with D = 16 asked for 64 rows; fbr = wg keeps
+     * fbr * q4 a multiple of wg) */
+    if (fbr > wg) fbr = pow2_floor((uint64_t)wg);
+    if (fkr > wg) fkr = pow2_floor((uint64_t)wg);
 #define FA2_DIV(n) ((n) % wg == 0)
     /* dQ: q, dO, K, V tiles, dS, L and D */
     for (;;) {
