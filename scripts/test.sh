@@ -11,4 +11,6 @@ if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$@"
 fi
 ninja -C "$build"
-meson test -C "$build" --print-errorlogs --num-processes 1
+# Suites run side by side, one per core (tests/meson.build says which run
+# alone and which start first).
+meson test -C "$build" --print-errorlogs --num-processes "$(nproc 2>/dev/null || echo 2)"
