@@ -187,11 +187,13 @@ int main(void)
     }
     Suite *s = suite_create("clgpu");
     TCase *tc = tcase_create("decode");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, decode_gpu_parity, 0, N_DCASES);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, bwd_fa2_parity, 0, N_BCASES);

@@ -2307,6 +2307,7 @@ int main(void)
         return 77;
     }
     TCase *tc = tcase_create("forward");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, forward_forced_tiles, 0, 5);
@@ -2314,6 +2315,7 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("block");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, block_forward_selection);
@@ -2322,6 +2324,7 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("direct");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, direct_decode_parity, 0, N_DCASES);
@@ -2340,6 +2343,7 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("backward");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, backward_forced_tiles, 0, 2);
@@ -2355,6 +2359,7 @@ int main(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("features"); /* issue 19 */
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 1200);
     tcase_add_loop_test(tc, features_forward, 0, N_FCASES_X * N_FLENS);
@@ -2364,6 +2369,7 @@ int main(void)
     tcase_add_test(tc, features_refused);
     suite_add_tcase(s, tc);
     tc = tcase_create("features_discrete");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY);
     tcase_set_timeout(tc, 1200);
     tcase_add_test(tc, features_discrete);
     suite_add_tcase(s, tc);

@@ -1687,15 +1687,17 @@ END_TEST
 
 static void add_features_cases(Suite *s)
 {
-    struct { const char *name; const TTest *fn; int n; } loops[] = {
-        {"features", test_features, N_FCASES * N_FLENS},
-        {"features_backward", test_features_backward, N_FBCASES * N_FLENS},
-        {"features_kernels", test_features_kernels, N_FCASES},
-        {"features_short", test_features_short, N_FCASES + N_FBCASES},
-        {"features_refusals", test_features_refusals, 1},
+    /* parity: tagged TTAG_DEVICE_PARITY (the short set stays untagged) */
+    struct { const char *name; const TTest *fn; int n; bool parity; } loops[] = {
+        {"features", test_features, N_FCASES * N_FLENS, true},
+        {"features_backward", test_features_backward, N_FBCASES * N_FLENS, true},
+        {"features_kernels", test_features_kernels, N_FCASES, true},
+        {"features_short", test_features_short, N_FCASES + N_FBCASES, false},
+        {"features_refusals", test_features_refusals, 1, false},
     };
     for (size_t i = 0; i < sizeof loops / sizeof loops[0]; i++) {
         TCase *tc = tcase_create(loops[i].name);
+        if (loops[i].parity) tcase_set_tags(tc, TTAG_DEVICE_PARITY);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 900);
         tcase_add_loop_test(tc, loops[i].fn, 0, loops[i].n);
@@ -1767,16 +1769,18 @@ END_TEST
 
 static void add_persona_cases(Suite *s)
 {
-    struct { const char *name; void (*fixture)(void); const TTest *fn; } cases[] = {
-        {"persona_sb4_paths", setup_sb4, test_persona_sb4_paths},
-        {"persona_sb4_device_buffers", setup_sb4, test_device_buffers},
-        {"persona_nobar", setup_nobar, test_persona_nobar},
-        {"persona_bar256_full", setup_bar256, test_persona_bar256_full},
-        {"persona_sb4_fa2_backward", setup_sb4, test_persona_sb4_fa2_backward},
-        {"persona_nobar_fa2_backward", setup_nobar, test_persona_nobar_fa2_backward},
+    /* parity: tagged TTAG_DEVICE_PARITY */
+    struct { const char *name; void (*fixture)(void); const TTest *fn; bool parity; } cases[] = {
+        {"persona_sb4_paths", setup_sb4, test_persona_sb4_paths, false},
+        {"persona_sb4_device_buffers", setup_sb4, test_device_buffers, false},
+        {"persona_nobar", setup_nobar, test_persona_nobar, false},
+        {"persona_bar256_full", setup_bar256, test_persona_bar256_full, false},
+        {"persona_sb4_fa2_backward", setup_sb4, test_persona_sb4_fa2_backward, true},
+        {"persona_nobar_fa2_backward", setup_nobar, test_persona_nobar_fa2_backward, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
+        if (cases[i].parity) tcase_set_tags(tc, TTAG_DEVICE_PARITY);
         tcase_add_checked_fixture(tc, cases[i].fixture, teardown);
         tcase_set_timeout(tc, 900);
         tcase_add_test(tc, cases[i].fn);
@@ -1813,6 +1817,7 @@ static Suite *vulkan_suite(void)
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);
+        if (tests[i].fn == test_fa2_forward) tcase_set_tags(tc, TTAG_DEVICE_PARITY);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, tests[i].fn);

@@ -100,6 +100,14 @@ sdpa_plan_info tplan_info_of(sdpa_context *ctx, tproblem *p, const sdpa_plan_opt
  * instrumented runs (.ci/run's sanitizer, qemu and Wine steps) ask suites to
  * run; suites say on stderr what they leave out. */
 int64_t tmax_len(void);
+/* Check tag (tcase_set_tags) of the device suites' numeric parity cases:
+ * the OpenCL and Vulkan kernels against the float64 reference over the
+ * parity table and the issue-19 features. .ci/run's sanitizer step sets
+ * CK_EXCLUDE_TAGS to it: AddressSanitizer cannot see into PoCL's or
+ * lavapipe's generated code, the plain test step runs these cases, and the
+ * device suites' host-side cases (errors, caches, interop, refusals, the
+ * short features set) still run there. */
+#define TTAG_DEVICE_PARITY "device-parity"
 
 /* Whether backend `kind` has a device, asked in a throwaway child process
  * (POSIX only; elsewhere asked in this process): suites whose parent must not
