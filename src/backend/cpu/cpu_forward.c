@@ -14,7 +14,9 @@
  *   2. walks key tiles of bk keys over the union of its rows' kept ranges
  *      (sdpa__row_range: valid keys and the band), packing K (normalised, gain)
  *      and V once per tile for all sub-blocks;
- *   3. per sub-block whose range meets the tile: S^T = K Q^T (bk x bq),
+ *   3. per sub-block whose range meets the tile: S^T = K Q^T (bk x bq;
+ *      on a tile that crosses the band's edge, per 32 rows over only the
+ *      keys they keep, and likewise P V),
  *      the score function (cpu_score.c; skipped on tiles fully inside every
  *      row's range when it has nothing else to do), column max, exp, column
  *      sums, rescale of the
@@ -181,6 +183,29 @@ static void prefetch_tile(const kv_tile *kv, int64_t b, int64_t hkv, int64_t kt,
         }
 }
 
+/* The keys of tile kt..kt+n that some row of columns [c0, c0 + cw) of sub s
+ * keeps, as [*j0, *j1) rounded out to multiples of 8 (the GEMM's row
+ * blocks); empty when none does. On a tile that crosses the band's edge
+ * (the diagonal of a causal mask) the rest of those columns is -inf by the
+ * band and their p = 0, so S^T and P V need not compute it. */
+enum { KEEP_COLS = 32 };
+static void kept_keys(const fwd_ws *w, const sub_info *s, int64_t kt, int n, int c0, int cw,
+                      int *j0, int *j1)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int r = s->r0 + c0; r < s->r0 + c0 + cw; r++)
+        if (w->lo[r] < w->hi[r]) {
+            if (w->lo[r] < lo) lo = w->lo[r];
+            if (w->hi[r] > hi) hi = w->hi[r];
+        }
+    *j0 = *j1 = 0;
+    if (lo >= hi || hi <= kt || lo >= kt + n) return;
+    lo = lo < kt ? 0 : (lo - kt) / 8 * 8;
+    hi = hi - kt >= n ? n : (hi - kt + 7) / 8 * 8;
+    *j0 = (int)lo;
+    *j1 = (int)(hi < n ? hi : n);
+}
+
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
                      int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
                      const kv_tile *kv)
@@ -192,6 +217,8 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     const float *qs = w->q + (size_t)s->r0 * D;
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
+    /* a tile not inside every row's range: the band runs on it (below) */
+    const bool full = kt >= s->lo_max && kt + n <= s->hi_min, edge = !full;
 
     if (kv->ks) {
         if (kv->ks->page && s->r0 == 0) /* paged: fetch the next tile's pages ahead */
@@ -201,11 +228,18 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
             k->dots_kv(len, nq, D, sdpa__cpu_kv_row(kv->ks, b, hkv, kt + j0), kv->ks->dt,
                        kv->kld, qs, D, st + (size_t)j0 * ld, ld, kv->ks->page ? len : PTRDIFF_MAX);
         }
-    } else if (nq >= 16)
+    } else if (nq >= 16 && !edge)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
+    else if (nq >= 16)
+        for (int c0 = 0; c0 < nq; c0 += KEEP_COLS) {
+            const int cw = nq - c0 < KEEP_COLS ? nq - c0 : KEEP_COLS;
+            int j0, j1;
+            kept_keys(w, s, kt, n, c0, cw, &j0, &j1);
+            k->gemm(j1 - j0, cw, D, kv->k + (size_t)j0 * kv->kld, kv->kld, 1, qs + c0, ld,
+                    st + (size_t)j0 * ld + c0, ld, 0, NULL);
+        }
     else
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
-    const bool full = kt >= s->lo_max && kt + n <= s->hi_min;
     if (!full || !sdpa__cpu_score_is_identity(p))
         fwd_score_tile(call, w, s, b, hkv, r0, kt, n);
 
@@ -237,8 +271,17 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         }
     else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
-    else
+    else if (!edge)
         k->gemm(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
+    else
+        for (int c0 = 0; c0 < nq; c0 += KEEP_COLS) { /* rows c0.., their kept keys */
+            const int cw = nq - c0 < KEEP_COLS ? nq - c0 : KEEP_COLS;
+            int j0, j1;
+            kept_keys(w, s, kt, n, c0, cw, &j0, &j1);
+            k->gemm(cw, Dv, j1 - j0, st + (size_t)j0 * ld + c0, 1, ld,
+                    kv->v + (size_t)j0 * kv->vld, kv->vld, o + (size_t)c0 * Dv, Dv, 1,
+                    w->alpha + c0);
+        }
 }
 
 /* ||diag(p) - p p^T||_F^2 of a row with l = sum e, the top key at e = 1 and

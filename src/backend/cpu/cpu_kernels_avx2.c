@@ -165,12 +165,20 @@ static void colmax_avx2(const float *S, ptrdiff_t ld, int nk, int nq, float *m)
     for (int i0 = 0; i0 < nq; i0 += 8) {
         const __m256i msk = tail_mask(nq - i0);
         const int full = nq - i0 >= 8;
-        __m256 mx = ldm(full, msk, m + i0);
-        for (int j = 0; j < nk; j++)
-            /* max(s, m) returns m when s is NaN: NaN never enters the max
-             * (it reaches the output through exp instead). */
-            mx = _mm256_max_ps(ldm(full, msk, S + j * ld + i0), mx);
-        stm(full, msk, m + i0, mx);
+        /* max(s, x) returns x when s is NaN: NaN never enters the max (it
+         * reaches the output through exp instead). Four chains (the max's
+         * latency would otherwise bound the loop), m joined last, so a NaN
+         * m stays NaN as with one chain; max is exact, so the value is the
+         * same. */
+        const __m256 ninf = _mm256_set1_ps(-INFINITY);
+        __m256 mx[4] = {ninf, ninf, ninf, ninf};
+        int j = 0;
+        for (; j + 3 < nk; j += 4)
+            for (int c = 0; c < 4; c++)
+                mx[c] = _mm256_max_ps(ldm(full, msk, S + (j + c) * ld + i0), mx[c]);
+        for (; j < nk; j++) mx[0] = _mm256_max_ps(ldm(full, msk, S + j * ld + i0), mx[0]);
+        const __m256 t = _mm256_max_ps(_mm256_max_ps(mx[0], mx[1]), _mm256_max_ps(mx[2], mx[3]));
+        stm(full, msk, m + i0, _mm256_max_ps(t, ldm(full, msk, m + i0)));
     }
 }
 

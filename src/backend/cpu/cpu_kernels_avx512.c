@@ -150,12 +150,21 @@ static void colmax_avx512(const float *S, ptrdiff_t ld, int nk, int nq, float *m
 {
     for (int i0 = 0; i0 < nq; i0 += 16) {
         const __mmask16 msk = tail_mask(nq - i0);
-        __m512 mx = _mm512_maskz_loadu_ps(msk, m + i0);
-        for (int j = 0; j < nk; j++)
-            /* max(s, m) returns m when s is NaN: NaN never enters the max
-             * (it reaches the output through exp instead). */
-            mx = _mm512_max_ps(_mm512_maskz_loadu_ps(msk, S + j * ld + i0), mx);
-        _mm512_mask_storeu_ps(m + i0, msk, mx);
+        /* max(s, x) returns x when s is NaN: NaN never enters the max (it
+         * reaches the output through exp instead). Four chains (the max's
+         * latency would otherwise bound the loop), m joined last, so a NaN
+         * m stays NaN as with one chain; max is exact, so the value is the
+         * same. */
+        const __m512 ninf = _mm512_set1_ps(-INFINITY);
+        __m512 mx[4] = {ninf, ninf, ninf, ninf};
+        int j = 0;
+        for (; j + 3 < nk; j += 4)
+            for (int c = 0; c < 4; c++)
+                mx[c] = _mm512_max_ps(_mm512_maskz_loadu_ps(msk, S + (j + c) * ld + i0), mx[c]);
+        for (; j < nk; j++)
+            mx[0] = _mm512_max_ps(_mm512_maskz_loadu_ps(msk, S + j * ld + i0), mx[0]);
+        const __m512 t = _mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3]));
+        _mm512_mask_storeu_ps(m + i0, msk, _mm512_max_ps(t, _mm512_maskz_loadu_ps(msk, m + i0)));
     }
 }
 
