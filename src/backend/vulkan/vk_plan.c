@@ -581,6 +581,9 @@ static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     pl->k_tile = k;
     pl->stage_kv = 0;
     pl->fa2_shared_reduce = shared_reduce;
+    /* q in f16 registers where the device has f16 arithmetic types (the
+     * products stay f32: fa2_common.glsl, FA2_F16) */
+    pl->fa2_f16 = caps->fp16 && p->dtype == SDPA_DTYPE_F16;
 
     int forced_split = pick(t, SDPA_TILE_SPLIT_KV, 0);
     int64_t groups = p->B * p->Hkv * cdiv(slab_rows, fa2_block_rows(wg, lanes, rows));
@@ -678,6 +681,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                     : 0;
     pl->lanes = 0;
     pl->fa2_shared_reduce = false;
+    pl->fa2_f16 = false;
     if (lanes > 0) {
         SDPA__TRY(fa2_config(ctx, caps, p, t, max_wg, lanes, pl));
     } else {
@@ -777,9 +781,10 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
              "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=%d stage_kv=%d "
-             "variant=%s kv=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
+             "variant=%s kv=%s flags=0x%x lanes=%d%s", pl->wg_size, pl->k_tile, pl->nsplit,
              pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype),
-             sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes);
+             sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes,
+             pl->fa2_f16 ? " q_regs=f16" : "");
     if (pl->bwd.lanes > 0) { /* the GPU-class backward (bwd_fa2_*.comp) */
         size_t n = strlen(info->config);
         snprintf(info->config + n, sizeof info->config - n, " bwd=fa2/l%d/r%d/wg%d/k%d%s",
