@@ -616,8 +616,10 @@ static int bwd_fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
 
 /* The backward's configuration (pl->bwd): the GPU-class backward on
  * GPU-class devices unless the problem needs QK-norm or gains, a feature of
- * capabilities.h (ALiBi, sinks, mixed, quantized or paged K/V: bwd_dq.comp
- * and bwd_dkv.comp run those where the backend has them), or the
+ * capabilities.h other than ALiBi and sinks (a K/V type other than q's:
+ * bwd_dq.comp and bwd_dkv.comp run it; ALiBi is in finish_score and the
+ * sink in the forward's lse, so the FlashAttention-2 passes need nothing of
+ * their own, and dsinks is bwd_reduce.comp's from the D they store), or the
  * configuration forces lanes 0 (the older shaders throughout); lanes by
  * bwd_fa2_lanes unless forced (> 0: the forward's and the backward's), 64
  * invocations, 2 rows per lane group (1 when a
@@ -629,8 +631,11 @@ static void bwd_fa2_config(const sdpa__vk_caps *caps, const sdpa__problem *p,
 {
     memset(&pl->bwd, 0, sizeof pl->bwd);
     bool normed = p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain;
+    const unsigned fa2_features = SDPA__FEAT_ALIBI | SDPA__FEAT_SINKS |
+                                  SDPA__FEAT_ALIBI_BACKWARD | SDPA__FEAT_SINKS_BACKWARD;
     if (!(pl->flags & SDPA_PLAN_BACKWARD) || !sdpa__vk_gpu_class(caps) || normed ||
-        sdpa__features_needed(p, pl->flags) != 0 || pick(t, SDPA_TILE_LANES, -1) == 0)
+        (sdpa__features_needed(p, pl->flags) & ~fa2_features) != 0 ||
+        pick(t, SDPA_TILE_LANES, -1) == 0)
         return;
     int lanes = pick(t, SDPA_TILE_LANES, -1), wg = 64 < max_wg ? 64 : max_wg;
     if (lanes < 0) lanes = bwd_fa2_lanes(caps, p); /* a forced lanes > 0 serves both */
