@@ -86,9 +86,10 @@ def main():
             check(len(spec) == 11 and spec[0] == 64 and spec[2] == 256 and spec[3] == 256 and
                   spec[6] == spec[0] and spec[9] == 16 and spec[10] == 0,
                   "Vulkan forward spec constants wg, D, Dv, lanes, KV_TYPE (0: q's): %s" % spec)
-            check(f.get("spirv", "").endswith("fwd_fa2_f16.spv") and
-                  os.path.getsize(f["spirv"]) > 0,
-                  "Vulkan forward SPIR-V written (the GPU-class fwd_fa2 on a GPU)")
+            check(f.get("spirv", "").endswith("fwd_fa2h_f16.spv") and
+                  os.path.getsize(f["spirv"]) > 0 and "q_regs=f16" in f.get("config", ""),
+                  "Vulkan forward SPIR-V written (the GPU-class fwd_fa2, f16 registers: "
+                  "fwd_fa2h, on a GPU with shaderFloat16)")
             check(f.get("vk_family") == "gfx1100", "RADV family of gfx1100")
 
     # 2. parsers, counting, baseline comparison

@@ -331,8 +331,8 @@ static int list_vk_one(void *user, const gpu_desc *g, const job_kind *k, int d,
     fprintf(lc->f, ", \"spec\": [");
     for (int i = 0; i < SDPA__VK_MAX_SPEC; i++) fprintf(lc->f, "%s%u", i ? ", " : "", spec[i]);
     fprintf(lc->f, "], \"config\": \"wg=%d k_tile=%d rows=%d stage_kv=%d split=%d "
-            "flags=0x%x\"}", pl->wg_size, pl->k_tile, pl->rows, pl->stage_kv, pl->nsplit,
-            pl->spec_flags);
+            "flags=0x%x%s\"}", pl->wg_size, pl->k_tile, pl->rows, pl->stage_kv, pl->nsplit,
+            pl->spec_flags, pl->fa2_f16 && strcmp(pipe, "fwd") == 0 ? " q_regs=f16" : "");
     return 0;
 }
 
