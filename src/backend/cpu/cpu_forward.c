@@ -103,11 +103,11 @@ static inline void row_head(const sdpa__cpu_plan *pl, int64_t hkv, int64_t gr,
 /* The score function on one S^T tile (keys kt..kt+n, rows of sub). */
 static void fwd_score_tile(const sdpa__cpu_call *call, const fwd_ws *w,
                            const sub_info *s, int64_t b, int64_t hkv, int64_t r0,
-                           int64_t kt, int n)
+                           int64_t kt, int n, int ld)
 {
     const sdpa__cpu_plan *pl = call->pl;
     const sdpa__cpu_tile t = {
-        .st = w->st, .ld = pl->bq, .n = n, .nq = s->nq, .b = b, .kt = kt,
+        .st = w->st, .ld = ld, .n = n, .nq = s->nq, .b = b, .kt = kt,
         .h0 = hkv * pl->G, .g0 = r0 + s->r0, .lo = w->lo + s->r0, .hi = w->hi + s->r0,
         .lor = (int32_t *)w->mnew, .hir = (int32_t *)w->msub, .th = NULL};
     sdpa__cpu_score(call, &t);
@@ -181,6 +181,49 @@ static void prefetch_tile(const kv_tile *kv, int64_t b, int64_t hkv, int64_t kt,
         }
 }
 
+/* Decode tiles (K/V streamed, fewer than 16 rows) hold S^T with a leading
+ * dimension of nq rounded up to a power of two (1, 2, 4, 8, 16), so 16
+ * consecutive floats are 16/ld keys of every row and the max and exp run on
+ * whole vectors, as on a tile of 16 columns (lane l: row l % ld): a group of
+ * 4 query rows takes 4 keys per 16-lane vector instead of 4 lanes of one.
+ * Padding rows (nq < ld) hold 0 and lanes past key n hold -inf, so neither
+ * reaches a row's max or sum. */
+static int decode_ld(int nq)
+{
+    int ld = 1;
+    while (ld < nq) ld *= 2;
+    return ld;
+}
+
+/* colmax of a packed decode tile into w->mnew (which holds m on entry). */
+static void decode_colmax(const sdpa__cpu_kernels *k, const fwd_ws *w, float *st, int ld, int n,
+                          int nq)
+{
+    const int nv = (n * ld + 15) / 16;
+    for (int e = n * ld; e < nv * 16; e++) st[e] = -INFINITY;
+    for (int j = 0; nq < ld && j < n; j++)
+        for (int r = nq; r < ld; r++) st[j * ld + r] = 0.0f;
+    float m16[16];
+    for (int l = 0; l < 16; l++) m16[l] = -INFINITY;
+    k->colmax(st, 16, nv, 16, m16);
+    for (int l = 0; l < 16; l++) /* NaN never enters the max (as in colmax) */
+        if (l % ld < nq && m16[l] > w->mnew[l % ld]) w->mnew[l % ld] = m16[l];
+}
+
+/* expsub of a packed decode tile: e^{S - w->msub[row]}, row sums into w->rsum. */
+static void decode_expsub(const sdpa__cpu_kernels *k, const fwd_ws *w, float *st, int ld, int n,
+                          int nq)
+{
+    float sub16[16], sum16[16];
+    for (int l = 0; l < 16; l++) {
+        sub16[l] = l % ld < nq ? w->msub[l % ld] : 0.0f;
+        sum16[l] = 0.0f;
+    }
+    k->expsub(st, 16, (n * ld + 15) / 16, 16, sub16, sum16);
+    for (int l = 0; l < 16; l++)
+        if (l % ld < nq) w->rsum[l % ld] += sum16[l];
+}
+
 static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info *s,
                      int64_t b, int64_t hkv, int64_t r0, int64_t kt, int n,
                      const kv_tile *kv)
@@ -188,7 +231,8 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     const sdpa__cpu_plan *pl = call->pl;
     const sdpa__problem *p = call->p;
     const sdpa__cpu_kernels *k = pl->k;
-    const int ld = pl->bq, nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
+    const int nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
+    const int ld = kv->ks ? decode_ld(nq) : pl->bq;
     const float *qs = w->q + (size_t)s->r0 * D;
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
@@ -207,10 +251,13 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
     const bool full = kt >= s->lo_max && kt + n <= s->hi_min;
     if (!full || !sdpa__cpu_score_is_identity(p))
-        fwd_score_tile(call, w, s, b, hkv, r0, kt, n);
+        fwd_score_tile(call, w, s, b, hkv, r0, kt, n, ld);
 
     memcpy(w->mnew, m, (size_t)nq * sizeof(float));
-    k->colmax(st, ld, n, nq, w->mnew);
+    if (kv->ks)
+        decode_colmax(k, w, st, ld, n, nq);
+    else
+        k->colmax(st, ld, n, nq, w->mnew);
     for (int r = 0; r < nq; r++) {
         const float mn = w->mnew[r];
         w->msub[r] = mn == -INFINITY ? 0.0f : mn;
@@ -221,7 +268,10 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     k->expsub(w->alpha, 0, 1, nq, w->msub, NULL);
     if (p->has_stats)
         for (int j = 0; j < n; j++) memcpy(w->sc + j * ld, st + j * ld, (size_t)nq * sizeof(float));
-    k->expsub(st, ld, n, nq, w->msub, w->rsum);
+    if (kv->ks)
+        decode_expsub(k, w, st, ld, n, nq);
+    else
+        k->expsub(st, ld, n, nq, w->msub, w->rsum);
     if (p->has_stats) fwd_stats_tile(k, w, s, ld, kt, n);
     for (int r = 0; r < nq; r++) {
         l[r] = l[r] * w->alpha[r] + w->rsum[r];
