@@ -164,23 +164,6 @@ typedef struct kv_tile {
     int64_t kend; /* end of the task's keys (paged prefetch stops there) */
 } kv_tile;
 
-/* Paged decode: the kernels prefetch within a page only, so the K and V
- * rows of keys kt..kt+n (the next tile, up to the batch's valid keys) are
- * requested here, one page run at a time. */
-static void prefetch_tile(const kv_tile *kv, int64_t b, int64_t hkv, int64_t kt, int n)
-{
-    if (kt + n > kv->kend) n = (int)(kv->kend - kt);
-    const sdpa__cpu_kv *src[2] = {kv->ks, kv->vs};
-    const ptrdiff_t ld[2] = {kv->kld, kv->vld};
-    for (int t = 0; t < 2; t++)
-        for (int j0 = 0, len; j0 < n; j0 += len) {
-            len = sdpa__cpu_kv_run(src[t], kt + j0, n - j0);
-            const char *row = sdpa__cpu_kv_row(src[t], b, hkv, kt + j0);
-            const size_t bytes = (size_t)len * (size_t)ld[t] * src[t]->ubytes;
-            for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
-        }
-}
-
 /* Decode tiles (K/V streamed, fewer than 16 rows) hold S^T with a leading
  * dimension of nq rounded up to a power of two (1, 2, 4, 8, 16), so 16
  * consecutive floats are 16/ld keys of every row and the max and exp run on
@@ -238,12 +221,11 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     float *m = w->m + s->r0, *l = w->l + s->r0;
 
     if (kv->ks) {
-        if (kv->ks->page && s->r0 == 0) /* paged: fetch the next tile's pages ahead */
-            prefetch_tile(kv, b, hkv, kt + n, n);
         for (int j0 = 0, len; j0 < n; j0 += len) {
             len = sdpa__cpu_kv_run(kv->ks, kt + j0, n - j0);
+            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->ks, b, hkv, kt + j0, len, kv->kend);
             k->dots_kv(len, nq, D, sdpa__cpu_kv_row(kv->ks, b, hkv, kt + j0), kv->ks->dt,
-                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, kv->ks->page ? len : PTRDIFF_MAX);
+                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, &pf);
         }
     } else if (nq >= 16)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
@@ -281,9 +263,10 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     if (kv->vs)
         for (int j0 = 0, len; j0 < n; j0 += len) { /* the rescale with the first run */
             len = sdpa__cpu_kv_run(kv->vs, kt + j0, n - j0);
+            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->vs, b, hkv, kt + j0, len, kv->kend);
             k->pv_kv(nq, Dv, len, st + (size_t)j0 * ld, ld,
                      sdpa__cpu_kv_row(kv->vs, b, hkv, kt + j0), kv->vs->dt, kv->vld, o, Dv,
-                     j0 == 0 ? w->alpha : NULL, kv->vs->page ? len : PTRDIFF_MAX);
+                     j0 == 0 ? w->alpha : NULL, &pf);
         }
     else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
