@@ -544,14 +544,17 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
         acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
                            : _mm256_setzero_ps();
     }
+    /* paged: the chunk at a multiple of 64 columns prefetches the lines of
+     * its 64 (the three after it none), so the cursor steps once per 64 */
     const size_t coff = (size_t)(vb - (const unsigned char *)V);
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, ahead_rows);
+    const size_t pfb = (c0 & 63) ? 0 : (blocks ? 2 * usz : 64 * usz);
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, pfb ? ahead_rows : PTRDIFF_MAX);
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = vb + (size_t)k * ldvb;
         if (pf->rows == PTRDIFF_MAX) { /* contiguous: no cursor to walk */
             _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
         } else if (ahead.row) {
-            _mm_prefetch(ahead.row + coff, _MM_HINT_T0);
+            for (size_t o = 0; o < pfb; o += 64) _mm_prefetch(ahead.row + coff + o, _MM_HINT_T0);
             sdpa__cpu_pf_step(pf, &ahead, ldvb);
         }
         __m256 v[2];
