@@ -18,13 +18,15 @@
  * one key for DRB / (DWG / DGK) rows from float4 reads of the staged q rows
  * and K rows, and runs the score pipeline (prelude.cl) on them; (3) the V
  * tile replaces K in local memory while one work-item per row does the
- * online-softmax update; (4) each work-item accumulates one float4 column
- * of the output for DRB / (DWG / (HDV / 4)) rows, in registers. The
+ * online-softmax update (with SDPA_SUBGROUPS, a subgroup per row: its
+ * lanes share the row's keys and the max and sum are subgroup
+ * reductions); (4) each work-item accumulates one float4 column of the
+ * output for DRB / (DWG / (HDV / 4)) rows, in registers. The
  * partials (normalised output and LSE of the chunk) go to the layout
  * combine.cl merges, exactly as decode.cl writes them (part_o[(s * R + r) *
  * HDV + c], part_l[s * R + r]); every (split, row) entry of an active row is
- * written. Cross-lane reductions go through local memory (no subgroup
- * extension is needed).
+ * written. Without SDPA_SUBGROUPS no extension is needed (the row
+ * reductions go through local memory).
  *
  * Invariants (decode.cl's): f32 arithmetic and softmax state; a dropped key
  * (band, kv_len, mask, -inf bias) has p == 0 and is selected out of P V,
@@ -195,6 +197,42 @@ void sdpa_decode(global const float *Qs,
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (3) V replaces K; one work-item per row: online softmax */
         gdec_stage(kv_l, vx, vb, vxs.s2, vxs.s3, j0, nt, GV4, GVS);
+#if SDPA_SUBGROUPS
+        /* a subgroup per row: its lanes share the row's keys, the max and the
+         * sum are subgroup reductions (any subgroup size; prelude.cl) */
+        for (int r = (int)get_sub_group_id(); r < DRB; r += (int)get_num_sub_groups()) {
+            const int sl = (int)get_sub_group_local_id(), ss = (int)get_sub_group_size();
+            local float *sr = s_l + r * DGK;
+            float tmax = SDPA_NEG_INF;
+            bool nan = false;
+            for (int u = sl; u < DGK; u += ss) {
+                nan = nan || isnan(sr[u]);
+                tmax = fmax(tmax, sr[u]);
+            }
+            tmax = sdpa_sg_max_nan(nan ? NAN : tmax);
+            float alpha = 1.0f, mo = m_l[r];
+            if (tmax != SDPA_NEG_INF) { /* uniform in the subgroup */
+                float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
+                alpha = mn == mo ? 1.0f : exp(mo - mn);
+                float sum = 0.0f;
+                for (int u = sl; u < DGK; u += ss) {
+                    float pu = sr[u] == SDPA_NEG_INF ? 0.0f : exp(sr[u] - mn);
+                    sr[u] = pu;
+                    sum += pu;
+                }
+                /* every lane's sum depends on its read of m_l[r]: the write
+                 * below cannot overtake a read */
+                sum = sub_group_reduce_add(sum);
+                if (sl == 0) {
+                    l_l[r] = fma(l_l[r], alpha, sum);
+                    m_l[r] = mn;
+                }
+            } else {
+                for (int u = sl; u < DGK; u += ss) sr[u] = 0.0f;
+            }
+            if (sl == 0) a_l[r] = alpha;
+        }
+#else
         if (lid < DRB) {
             local float *sr = s_l + lid * DGK;
             float tmax = SDPA_NEG_INF;
@@ -221,6 +259,7 @@ void sdpa_decode(global const float *Qs,
             }
             a_l[lid] = alpha;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (4) P V, selecting (never multiplying) where p == 0 */
         if (olane) {
