@@ -215,10 +215,10 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     direct_chunks(p, nsplit, 16, pl);
 }
 
-/* Whether decode_gpu.cl and bwd_fa2.cl cover p's inputs: not the wave-2
- * features (ALiBi, sinks, K/V stored in another dtype, quantised or paged),
- * which only the older kernels may take (issue 19); those plans keep
- * decode.cl / bwd.cl. */
+/* Whether bwd_fa2.cl covers p's inputs: not the wave-2 features (ALiBi,
+ * sinks, K/V stored in another dtype; quantised and paged K/V have no
+ * backward), whose backward only bwd.cl has (issue 19); those plans keep
+ * bwd.cl. decode_gpu.cl takes every one (kv_access.cl). */
 static bool gpu_kernels_cover(const sdpa__problem *p)
 {
     return !p->has_alibi_slopes && !p->has_sinks && !p->has_block_table &&
@@ -238,7 +238,7 @@ static bool gpu_kernels_cover(const sdpa__problem *p)
 static bool gdec_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split,
                       sdpa__cl_plan *pl)
 {
-    if (p->D % 4 || p->Dv % 4 || !gpu_kernels_cover(p)) return false;
+    if (p->D % 4 || p->Dv % 4) return false;
     int64_t nr = p->Hq / p->Hkv * p->Sq;
     int dwg = p->Dv > 128 ? 128 : 64, dgk = 32;
     if ((size_t)dwg > d->max_wg) dwg = pow2_floor(d->max_wg);
