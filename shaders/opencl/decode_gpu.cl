@@ -201,26 +201,7 @@ void sdpa_decode(global const float *Qs,
                 tmax = fmax(tmax, sr[u]);
             }
             tmax = sdpa_sg_max_nan(nan ? NAN : tmax);
-            float alpha = 1.0f, mo = m_l[r];
-            if (tmax != SDPA_NEG_INF) { /* uniform in the subgroup */
-                float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
-                alpha = mn == mo ? 1.0f : exp(mo - mn);
-                float sum = 0.0f;
-                for (int u = sl; u < DGK; u += ss) {
-                    float pu = sr[u] == SDPA_NEG_INF ? 0.0f : exp(sr[u] - mn);
-                    sr[u] = pu;
-                    sum += pu;
-                }
-                /* every lane's sum depends on its read of m_l[r]: the write
-                 * below cannot overtake a read */
-                sum = sub_group_reduce_add(sum);
-                if (sl == 0) {
-                    l_l[r] = fma(l_l[r], alpha, sum);
-                    m_l[r] = mn;
-                }
-            } else {
-                for (int u = sl; u < DGK; u += ss) sr[u] = 0.0f;
-            }
+            float alpha = sdpa_sg_softmax_row(sr, sr, 1, DGK, tmax, m_l + r, l_l + r);
             if (sl == 0) a_l[r] = alpha;
         }
 #else

@@ -267,26 +267,8 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
             }
             if (per_key && sl == 0) sel_l = 1;
             tmax = sdpa_sg_max_nan(tmax);
-            float alpha = 1.0f, mo = m_l[rr];
-            if (tmax != SDPA_NEG_INF) { /* uniform in the subgroup */
-                float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
-                alpha = mn == mo ? 1.0f : exp(mo - mn);
-                float ps = 0.0f;
-                for (int t = sl; t < KT; t += ss) {
-                    float pt = exp(sv[t] - mn);
-                    ps += pt;
-                    p_l[t * BR + rr] = pt;
-                }
-                /* every lane's sum depends on its read of m_l[rr]: the write
-                 * below cannot overtake a read */
-                ps = sub_group_reduce_add(ps);
-                if (sl == 0) {
-                    inv_l[rr] = fma(inv_l[rr], alpha, ps);
-                    m_l[rr] = mn;
-                }
-            } else {
-                for (int t = sl; t < KT; t += ss) p_l[t * BR + rr] = 0.0f;
-            }
+            float alpha =
+                sdpa_sg_softmax_row(sv, p_l + rr, BR, KT, tmax, m_l + rr, inv_l + rr);
             if (sl == 0) alpha_l[rr] = alpha;
         }
 #else

@@ -84,6 +84,38 @@ inline float sdpa_sg_max_nan(float x)
     float r = sub_group_reduce_max(nan ? SDPA_NEG_INF : x);
     return sub_group_any(nan) ? NAN : r;
 }
+
+/* The online-softmax update of one row of n logits s[0..n) (-inf: dropped)
+ * whose maximum tmax the subgroup has reduced (sdpa_sg_max_nan), by the
+ * whole subgroup (fwd_block.cl, decode_gpu.cl): each lane writes the
+ * probabilities of its keys to p[u * pst] (0 for a dropped key; p may be
+ * s), lane 0 moves the row's state *m, *l on; returns the factor alpha
+ * that rescales the row's earlier output. Every lane's sum depends on its
+ * read of *m, so lane 0's write cannot overtake another lane's read. */
+inline float sdpa_sg_softmax_row(local const float *s, local float *p, int pst, int n,
+                                 float tmax, local float *m, local float *l)
+{
+    const int sl = (int)get_sub_group_local_id(), ss = (int)get_sub_group_size();
+    float alpha = 1.0f, mo = *m;
+    if (tmax == SDPA_NEG_INF) { /* uniform in the subgroup */
+        for (int u = sl; u < n; u += ss) p[u * pst] = 0.0f;
+        return alpha;
+    }
+    float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
+    alpha = mn == mo ? 1.0f : exp(mo - mn);
+    float sum = 0.0f;
+    for (int u = sl; u < n; u += ss) {
+        float pu = s[u] == SDPA_NEG_INF ? 0.0f : exp(s[u] - mn);
+        p[u * pst] = pu;
+        sum += pu;
+    }
+    sum = sub_group_reduce_add(sum);
+    if (sl == 0) {
+        *l = fma(*l, alpha, sum);
+        *m = mn;
+    }
+    return alpha;
+}
 #endif
 
 /* Full unrolling of short loops over vector accumulators keeps them in
