@@ -326,8 +326,8 @@ static uint64_t stage_bytes(const sdpa__problem *p, int kt)
     return (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
 }
 
-/* Whether fwd_block.cl and decode_gpu.cl reduce rows over subgroups on d
- * (prelude.cl's SDPA_SUBGROUPS; fwd_block.cl not with statistics). */
+/* Whether the device's rows may be reduced over subgroups (prelude.cl's
+ * SDPA_SUBGROUPS: fwd_block.cl without statistics, decode_gpu.cl). */
 static bool use_subgroups(const sdpa__cl_props *d) { return d->subgroups != 0; }
 
 /* Local memory of fwd_block.cl with br rows and kt keys: QT, the shared
@@ -573,7 +573,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     else
         split_plan(d, p, pl->block ? pl->br : (int64_t)wg * rpw, kt, unfused ? 1 : split,
                    &pl->nsplit, &pl->chunk);
-    pl->sg = (pl->block || pl->dgpu) && use_subgroups(d);
+    pl->sg = ((pl->block && !p->has_stats) || pl->dgpu) && use_subgroups(d);
     return SDPA_OK;
 }
 
