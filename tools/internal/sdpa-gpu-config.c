@@ -10,7 +10,8 @@
  * the same functions the backends use at plan creation which configuration,
  * kernel files, build options (OpenCL) and SPIR-V plus specialization
  * constants (Vulkan) they would choose for forward, decode and backward
- * plans at D = 64, 128, 256 in f32 and f16. Nothing here chooses a tile: the
+ * plans at D = 64, 128, 256 in f32 and f16 (and, for the ocloc devices, the
+ * OpenCL subgroup forms: cl_sg_kinds). Nothing here chooses a tile: the
  * gate cannot drift from the library.
  *
  *   sdpa-gpu-config list OUTDIR
