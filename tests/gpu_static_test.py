@@ -46,7 +46,17 @@ def main():
         by = {j["id"]: j for j in jobs}
         cl = [j for j in jobs if j["api"] == "opencl"]
         if cl:
-            check(len(cl) == 8 * 3 * 3 * 2, "OpenCL jobs: 8 devices x 3 kinds x 3 D x 2 dtypes")
+            check(len(cl) == 8 * 3 * 3 * 2 + 2 * 2 * 3 * 2,
+                  "OpenCL jobs: 8 devices x 3 kinds x 3 D x 2 dtypes, and the subgroup "
+                  "kinds forward-sg / decode-sg for the 2 Intel (ocloc) devices")
+            for i in ("cl-intel-tgllp-forward-sg-d128-f32", "cl-intel-dg2-decode-sg-d64-f16"):
+                o = by.get(i, {}).get("options", "").split()
+                check("-DSDPA_SUBGROUPS=1" in o and "-DSDPA_SUBGROUPS_REQUIRED=1" in o,
+                      "%s: the subgroup form, required: %s" % (i, o))
+            check(not any("SUBGROUPS" in j.get("options", "") for j in cl
+                          if not j["kind"].endswith("-sg")) and
+                  "cl-nv-sm89-forward-sg-d128-f32" not in by,
+                  "plain OpenCL rows are the local-memory form; no subgroup rows for nvptx")
             nv = by.get("cl-nv-sm89-forward-d128-f32", {})
             opts = nv.get("options", "").split()
             # the GPU-class block forward (fwd_block.cl, docs/opencl.md)
@@ -86,9 +96,10 @@ def main():
             check(len(spec) == 11 and spec[0] == 64 and spec[2] == 256 and spec[3] == 256 and
                   spec[6] == spec[0] and spec[9] == 16 and spec[10] == 0,
                   "Vulkan forward spec constants wg, D, Dv, lanes, KV_TYPE (0: q's): %s" % spec)
-            check(f.get("spirv", "").endswith("fwd_fa2_f16.spv") and
-                  os.path.getsize(f["spirv"]) > 0,
-                  "Vulkan forward SPIR-V written (the GPU-class fwd_fa2 on a GPU)")
+            check(f.get("spirv", "").endswith("fwd_fa2h_f16.spv") and
+                  os.path.getsize(f["spirv"]) > 0 and "q_regs=f16" in f.get("config", ""),
+                  "Vulkan forward SPIR-V written (the GPU-class fwd_fa2, f16 registers: "
+                  "fwd_fa2h, on a GPU with shaderFloat16)")
             check(f.get("vk_family") == "gfx1100", "RADV family of gfx1100")
 
     # 2. parsers, counting, baseline comparison

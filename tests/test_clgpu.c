@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "fcase.h"
+#include "tfeatures.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +176,78 @@ START_TEST(old_kernels_kept)
 }
 END_TEST
 
+/* The subgroup forms (SDPA_SUBGROUPS; prelude.cl) under the cl-subgroups
+ * persona (cl-discrete listing cl_khr_subgroups): the fixture sets the
+ * persona before the OpenCL table is loaded, in the test's own process
+ * (Check forks each test; the parent never loads the table). PoCL's
+ * compiler has no subgroup built-ins, so the kernels run their subgroup
+ * code with one-work-item subgroups: the per-row state in local memory,
+ * the row loop over subgroups, the NaN flag and the key loop, not the
+ * cross-lane reductions (only the static gate compiles those). */
+static void setup_sg(void)
+{
+    setenv("SDPA_TEST_PERSONA", "cl-subgroups", 1);
+    setup();
+}
+
+/* Asserts that plan text `got` of case `name` is the subgroup form of `file`. */
+static void assert_sg(const char *name, const char *got, const char *file)
+{
+    ck_assert_msg(strstr(got, file) && strstr(got, "row reductions over subgroups"),
+                  "%s: not the subgroup form of %s (CK_FORK=no runs every test under the "
+                  "first persona): %s", name, file, got);
+}
+
+/* Decode (GQA, mask + bias with -inf, softcap) and the block forward (the
+ * per-key pipeline: causal bottom-right, mask, bias, kv_len; then whole
+ * tiles: no band, f16) at lengths 1, 7, 63, 65, 257, 1000. */
+START_TEST(subgroup_parity)
+{
+    static const int64_t lens[] = {1, 7, 63, 65, 257, 1000};
+    char got[512];
+    for (int k = 0; k < 6; k++) {
+        fcase f = {"sg_decode", 1, 8, 2, 1, lens[k], 64, 64, F_MASK | F_BIAS | F_CAP};
+        tcase c = fcase_make(&f, 4242u + (uint64_t)k);
+        plan_text(&c, 0, got, sizeof got);
+        assert_sg(c.name, got, "decode_gpu.cl");
+        tparity_forward(g_cl, g_ref, &c, NULL);
+    }
+    for (int k = 1; k < 6; k++) { /* Sq = Skv = 1 is a decode shape */
+        fcase f = {"sg_block_perkey", 2, 4, 2, lens[k], lens[k], 64, 64,
+                   F_CAUSAL | F_BR | F_MASK | F_BIAS | F_KVLEN};
+        tcase c = fcase_make(&f, 4343u + (uint64_t)k);
+        plan_text(&c, 0, got, sizeof got);
+        assert_sg(c.name, got, "fwd_block.cl");
+        tparity_forward(g_cl, g_ref, &c, NULL);
+        fcase g = {"sg_block_f16", 1, 2, 1, lens[k], lens[k], 128, 128, F_F16};
+        c = fcase_make(&g, 4444u + (uint64_t)k);
+        plan_text(&c, 0, got, sizeof got);
+        assert_sg(c.name, got, "fwd_block.cl");
+        tparity_forward(g_cl, g_ref, &c, NULL);
+    }
+}
+END_TEST
+
+/* Sinks (the state starts at the sink: m and l handed to the subgroups
+ * through local memory) and ALiBi in the block forward's subgroup form. */
+START_TEST(subgroup_sinks_alibi)
+{
+    static const int64_t lens[] = {7, 65, 257};
+    tfcase c = {"sg_sinks_alibi", SDPA_DTYPE_F32, SDPA_DTYPE_F32, 1, 4, 2, 64, 64,
+                SDPA_DIAGONAL_BOTTOM_RIGHT, 0, -1, 0, 0.0, true, true, false, false, 0};
+    for (int k = 0; k < 3; k++) {
+        sdpa_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        tfeatures_parity_info(g_cl, g_ref, &c, lens[k], lens[k], false, NULL,
+                              4545u + (uint64_t)k, &info);
+        char got[512];
+        snprintf(got, sizeof got, "%s %s", info.kernel, info.config);
+        assert_sg(c.name, got, "fwd_block.cl");
+    }
+}
+END_TEST
+
 int main(void)
 {
     const char *p = getenv("SDPA_TEST_PERSONA");
@@ -199,6 +272,12 @@ int main(void)
     tcase_add_loop_test(tc, bwd_fa2_parity, 0, N_BCASES);
     tcase_add_test(tc, bwd_fa2_deterministic);
     tcase_add_test(tc, old_kernels_kept);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("subgroups");
+    tcase_add_checked_fixture(tc, setup_sg, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, subgroup_parity);
+    tcase_add_test(tc, subgroup_sinks_alibi);
     suite_add_tcase(s, tc);
     return trun_suite(s);
 }

@@ -1210,9 +1210,9 @@ END_TEST
 
 /* Each feature and their combinations against the reference backend
  * (tests/common/tfeatures.c) at lengths 1, 7, 63, 65, 257 and 1000, decode
- * (Sq 1: decode.cl, split-KV above 128 keys) and prefill (Sq = Skv: fwd.cl
- * here, fwd_block.cl under SDPA_TEST_PERSONA=cl-discrete, the
- * features_gpu_class case). One program per case and path (the lengths
+ * (Sq 1: decode.cl, split-KV above 128 keys; decode_gpu.cl under
+ * SDPA_TEST_PERSONA=cl-discrete) and prefill (Sq = Skv: fwd.cl here,
+ * fwd_block.cl under the persona, the features_gpu_class case). One program per case and path (the lengths
  * are run-time arguments): 9 forward cases x 2 + 2 backward = 20 builds,
  * and as many again in the persona child. */
 static const tfcase k_fcases[] = {
@@ -1242,7 +1242,8 @@ static const int64_t k_flens[] = {1, 7, 63, 65, 257, 1000};
 #define N_FLENS 6
 
 /* Case _i / N_FLENS at length _i % N_FLENS, decode and prefill; the plans
- * are the ones the device class gets (`gpu`: fwd_block.cl for prefill). */
+ * are the ones the device class gets (`gpu`: decode_gpu.cl for decode,
+ * fwd_block.cl for prefill). */
 static void features_case(int i, bool gpu)
 {
     const tfcase *c = &k_fcases[i / N_FLENS];
@@ -1250,6 +1251,9 @@ static void features_case(int i, bool gpu)
     sdpa_plan_info info;
     tfeatures_parity_info(g_cl, g_ref, c, 1, L, false, NULL, 1000u + (uint64_t)i, &info);
     if (!c->stats) ck_assert_str_eq(info.kernel, "decode");
+    if (gpu && !c->stats) /* every feature in the GPU-class decode */
+        ck_assert_msg(strstr(info.config, "decode_gpu.cl") != NULL, "%s: %s", c->name,
+                      info.config);
     tfeatures_parity_info(g_cl, g_ref, c, L, L, false, NULL, 2000u + (uint64_t)i, &info);
     if (gpu && L > 16)
         ck_assert_msg(strstr(info.config, "fwd_kernel=1") != NULL, "%s: %s", c->name,

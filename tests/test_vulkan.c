@@ -634,6 +634,73 @@ START_TEST(test_fa2_forward)
 }
 END_TEST
 
+/* The config of ctx's plan for c with po holds want (true) or lacks it. */
+static void expect_config(sdpa_context *ctx, const tcase *c, const sdpa_plan_options *po,
+                          const char *want, bool has)
+{
+    tproblem p;
+    tproblem_make(&p, c);
+    sdpa_plan_info info = tplan_info_of(ctx, &p, po, false);
+    ck_assert_msg((strstr(info.config, want) != NULL) == has, "%s: config '%s' %s '%s'",
+                  c->name, info.config, has ? "lacks" : "has", want);
+    tproblem_free(&p);
+}
+
+/* fwd_fa2.comp's f16 variant (fwd_fa2h: q kept as stored in f16vec4
+ * registers, products formed exactly in f32) on ctx against the float64
+ * reference: lengths 1, 7, 63, 65, 257 and 1000 (decode with its split,
+ * GQA, causal rows), random f16 inputs, poisoned outputs; 16 lanes, more
+ * than lavapipe's subgroup, for the shared-memory row sum (fwd_fa2hsh);
+ * and q, k up to 300, whose products pass f16's largest finite value 65504
+ * (a product rounded to f16 would be Inf and the row NaN). `f16` says
+ * whether the plan must report the variant ("q_regs=f16"). */
+static void fa2_f16_cases(sdpa_context *ctx, bool f16)
+{
+    sdpa_tile_config tc;
+    sdpa_plan_options po;
+    static const int64_t lens[] = {1, 7, 63, 65, 257, 1000};
+    tcase c;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        c = mk("fa2h_len", 1, 2, 1, lens[i], lens[i] == 1 ? 1000 : lens[i], 64, 64);
+        c.dtype = SDPA_DTYPE_F16; c.window_right = i % 2 ? 0 : -1; c.stats = i == 3;
+        c.seed = 1900 + (uint64_t)i;
+        po = fa2_opts(&tc, 8, 2, 8, 64);
+        if (i == 0) expect_config(ctx, &c, &po, "q_regs=f16", f16);
+        tparity_forward(ctx, ref, &c, &po);
+    }
+    c = mk("fa2h_shared_reduce", 1, 2, 2, 65, 63, 64, 64); c.dtype = SDPA_DTYPE_F16;
+    c.seed = 1910;
+    po = fa2_opts(&tc, 16, 1, 8, 64);
+    tparity_forward(ctx, ref, &c, &po);
+    c = mk("fa2h_large_products", 1, 2, 2, 7, 33, 16, 16); c.dtype = SDPA_DTYPE_F16;
+    c.input_scale = 300.0; c.scale = 1e-4; c.seed = 1911;
+    po = fa2_opts(&tc, 4, 2, 8, 64);
+    tparity_forward(ctx, ref, &c, &po);
+}
+
+/* fwd_fa2h where the device has shaderFloat16 (lavapipe does), fwd_fa2 on
+ * the same device with the probe masked (SDPA_VK_MASK_FEATURES=fp16): both
+ * paths, the same cases. */
+START_TEST(test_fa2_f16)
+{
+    sdpa_device_info dev = vk_device_info();
+    if (!dev.storage16) {
+        fprintf(stderr, "fa2_f16: no storageBuffer16BitAccess, f16 storage not tested\n");
+        return;
+    }
+    if (!dev.fp16) fprintf(stderr, "fa2_f16: no shaderFloat16, only the f32-register path\n");
+    fa2_f16_cases(vk, dev.fp16);
+    setenv("SDPA_VK_MASK_FEATURES", "fp16", 1);
+    sdpa_status st;
+    sdpa_context *weak = tcontext(SDPA_BACKEND_VULKAN, &st);
+    unsetenv("SDPA_VK_MASK_FEATURES");
+    ck_assert(weak);
+    fa2_f16_cases(weak, false);
+    assert_clean(weak);
+    sdpa_context_destroy(weak);
+}
+END_TEST
+
 /* What lanes > 0 refuses (not a power of two, staging, QK-norm, more rows
  * than 4, a work-group that is no multiple of lanes), and the class
  * decision: lavapipe (a CPU) keeps the row-per-invocation default. */
@@ -1713,7 +1780,7 @@ static void add_features_cases(Suite *s)
  * shaders). `wide` adds the feature and storage cases: mask, bias, softcap,
  * kv_len, a window, temperature and GQA; f16 and bf16; Dv != D; D = 128 with
  * 16 lanes forced, more than lavapipe's subgroup of 8, so the shared-memory
- * reduction variants (bwd_fa2_*sh) run. */
+ * reduction variants (bwd_fa2_*sh) run; ALiBi and sinks (tfeatures.c). */
 static void fa2_backward_cases(bool wide)
 {
     static const int64_t lens[] = {1, 7, 63, 65, 257, 1000};
@@ -1751,6 +1818,16 @@ static void fa2_backward_cases(bool wide)
     c = mk("fa2_bwd_shared_reduce", 1, 2, 1, 65, 257, 128, 128); c.bshd = true; c.seed = 1714;
     check_config(&c, &po, "bwd=fa2/l16", "/sh");
     tparity_backward(vk, ref, &c, &po);
+    /* ALiBi and sinks (dsinks from the D the first pass stores; head 1 has
+     * no sink) with softcap, kv_len, a window and an explicit diagonal:
+     * prefill 65 x 65 and decode 1 x 257, the GPU-class backward asserted
+     * (one case: each feature set is a pipeline set to compile) */
+    const tfcase *fc = &k_fcases[2];
+    sdpa_plan_info info;
+    tfeatures_parity_info(vk, ref, fc, 65, 65, true, NULL, 1720, &info);
+    ck_assert_msg(strstr(info.config, "bwd=fa2") != NULL, "%s: config '%s'", fc->name,
+                  info.config);
+    tfeatures_parity(vk, ref, fc, 1, 257, true, NULL, 1730);
 }
 
 START_TEST(test_persona_sb4_fa2_backward)
@@ -1807,6 +1884,7 @@ static Suite *vulkan_suite(void)
         {"rows_candidates", test_rows_candidates},
         {"fa2_forward", test_fa2_forward},
         {"fa2_refusals", test_fa2_refusals},
+        {"fa2_f16", test_fa2_f16},
         {"backward_deterministic", test_backward_deterministic},
         {"device_buffers", test_device_buffers},
         {"missing_storage16", test_missing_storage16},

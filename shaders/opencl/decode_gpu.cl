@@ -18,15 +18,19 @@
  * one key for DRB / (DWG / DGK) rows from float4 reads of the staged q rows
  * and K rows, and runs the score pipeline (prelude.cl) on them; (3) the V
  * tile replaces K in local memory while one work-item per row does the
- * online-softmax update; (4) each work-item accumulates one float4 column
- * of the output for DRB / (DWG / (HDV / 4)) rows, in registers. The
+ * online-softmax update (with SDPA_SUBGROUPS, a subgroup per row: its
+ * lanes share the row's keys and the max and sum are subgroup
+ * reductions); (4) each work-item accumulates one float4 column of the
+ * output for DRB / (DWG / (HDV / 4)) rows, in registers. The
  * partials (normalised output and LSE of the chunk) go to the layout
  * combine.cl merges, exactly as decode.cl writes them (part_o[(s * R + r) *
  * HDV + c], part_l[s * R + r]); every (split, row) entry of an active row is
- * written. Cross-lane reductions go through local memory (no subgroup
- * extension is needed).
+ * written. Without SDPA_SUBGROUPS no extension is needed (the row
+ * reductions go through local memory).
  *
- * Invariants (decode.cl's): f32 arithmetic and softmax state; a dropped key
+ * Invariants (decode.cl's): f32 arithmetic and softmax state; with sinks
+ * split 0's rows start at the sink (a row without kept keys ends with
+ * out 0, lse = sink); a dropped key
  * (band, kv_len, mask, -inf bias) has p == 0 and is selected out of P V,
  * never multiplied, so NaN/Inf in K or V at dropped keys cannot reach a
  * row; NaN at kept keys propagates; a chunk without a kept key of the row
@@ -34,12 +38,11 @@
  * DWG >= DGK (the plan checks).
  */
 
-/* K/V in q's storage type, contiguous (cl_plan.c's gpu_kernels_cover sends
- * other K/V types and pages to decode.cl): kv_access.cl's arguments, read
- * here as STYPE rows. */
-#if KV_PAGED || KV_DT != STORE_DT
-#error "decode_gpu.cl reads K/V of q's storage type, unpaged"
-#endif
+/* K/V through kv_access.cl (issue 19's inputs, as decode.cl): in q's
+ * storage type or another (KV_DT), q8_0 / q4_0 blocks dequantized in
+ * registers, pages through the block table (SDPA_K_ROW / SDPA_V_ROW);
+ * ALiBi comes in the score pipeline, sinks start split 0's rows at
+ * m = sink, l = 1 (SDPA_SINK_INIT). */
 
 #ifndef HD
 #define HD 64 /* head size of q and k; a multiple of 4 */
@@ -72,33 +75,33 @@
  * runs out of VGPRs (231 at D = 64 on gfx1030, spills on gfx1100). */
 #define GDEC_UNROLL _Pragma("unroll 4")
 
-/* Four consecutive elements of K or V (element stride st) as floats. */
-inline float4 gdec_load4(global const STYPE *p, long e, long st)
+/* Elements d .. d + 3 of the K/V row at rb (kv_access.cl: elements, or
+ * blocks for q8_0 / q4_0, whose last stride is 1) with element stride st,
+ * as floats. */
+inline float4 gdec_load4(global const KVTYPE *p, long rb, long st, int d)
 {
-    if (st == 1) {
-#if STORE_DT == 2
-        return vload_half4(0, p + e);
-#elif STORE_DT == 3
-        return as_float4(convert_uint4(vload4(0, p + e)) << 16);
+#if KV_BLOCK
+    (void)st;
+    return SDPA_KV_VLOADN(4)(p, rb, d);
 #else
-        return vload4(0, p + e);
+    /* one element offset (AMD: 20 fewer VGPRs than rb and d kept apart) */
+    long e = rb + (long)d * st;
+    if (st == 1) return SDPA_KV_VLOADN(4)(p, e, 0);
+    return (float4)(sdpa_kv_ld(p, e, st, 0), sdpa_kv_ld(p, e, st, 1),
+                    sdpa_kv_ld(p, e, st, 2), sdpa_kv_ld(p, e, st, 3));
 #endif
-    }
-    return (float4)(LD(p, e), LD(p, e + st), LD(p, e + 2 * st), LD(p, e + 3 * st));
 }
 
-/* Stages rows [j0, j0 + nt) of K or V (row stride rs, element stride es,
- * n4 float4 pieces per row) at local row stride ls; rows past nt are 0. */
-inline void gdec_stage(local float *dst, global const STYPE *src, long base, long rs,
-                       long es, int j0, int nt, int n4, int ls)
-{
-    for (int e = get_local_id(0); e < DGK * n4; e += DWG) {
-        int u = e / n4, c = e % n4;
-        float4 x = (float4)(0.0f);
-        if (u < nt) x = gdec_load4(src, base + (long)(j0 + u) * rs + (long)c * 4 * es, es);
-        vstore4(x, 0, dst + u * ls + c * 4);
+/* Stages keys [j0, j0 + nt) of K (x = kx, xs = kxs, ROW = SDPA_K_ROW) or V
+ * (vx, vxs, SDPA_V_ROW), n4 float4 pieces per row, at local row stride ls;
+ * rows past nt are 0. Uses the kernel's b, hk and lid. */
+#define GDEC_STAGE(dst, x, xs, ROW, j0, nt, n4, ls)                              \
+    for (int e_ = lid; e_ < DGK * (n4); e_ += DWG) {                            \
+        int u_ = e_ / (n4), c_ = e_ % (n4);                                     \
+        float4 y_ = (float4)(0.0f);                                             \
+        if (u_ < (nt)) y_ = gdec_load4((x), ROW(b, hk, (j0) + u_), (xs).s3, c_ * 4); \
+        vstore4(y_, 0, (dst) + u_ * (ls) + c_ * 4);                             \
     }
-}
 
 __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
 void sdpa_decode(global const float *Qs,
@@ -138,8 +141,7 @@ void sdpa_decode(global const float *Qs,
         hi_l[lid] = (int)hi;
         hr_l[lid] = hr;
         ic_l[lid] = (int)ic;
-        m_l[lid] = SDPA_NEG_INF;
-        l_l[lid] = 0.0f;
+        SDPA_SINK_INIT(m_l[lid], l_l[lid], hr, split == 0);
     }
     for (int e = lid; e < DRB * HD; e += DWG) {
         int r = e / HD;
@@ -166,12 +168,10 @@ void sdpa_decode(global const float *Qs,
     const bool olane = og < GOR;
     float4 acc[GOP];
     SDPA_UNROLL for (int x = 0; x < GOP; x++) acc[x] = (float4)(0.0f);
-    long kb = kx_off + b * kxs.s0 + hk * kxs.s1;
-    long vb = vx_off + b * vxs.s0 + hk * vxs.s1;
 
     for (int j0 = ulo; j0 < uhi; j0 += DGK) {
         int nt = min(DGK, uhi - j0);
-        gdec_stage(kv_l, kx, kb, kxs.s2, kxs.s3, j0, nt, GQ4, GKS);
+        GDEC_STAGE(kv_l, kx, kxs, SDPA_K_ROW, j0, nt, GQ4, GKS);
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (2) scores and the score pipeline: logits (-inf = dropped) */
         float4 sc[GSP];
@@ -194,7 +194,24 @@ void sdpa_decode(global const float *Qs,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (3) V replaces K; one work-item per row: online softmax */
-        gdec_stage(kv_l, vx, vb, vxs.s2, vxs.s3, j0, nt, GV4, GVS);
+        GDEC_STAGE(kv_l, vx, vxs, SDPA_V_ROW, j0, nt, GV4, GVS);
+#if SDPA_SUBGROUPS
+        /* a subgroup per row: its lanes share the row's keys, the max and the
+         * sum are subgroup reductions (any subgroup size; prelude.cl) */
+        for (int r = (int)get_sub_group_id(); r < DRB; r += (int)get_num_sub_groups()) {
+            const int sl = (int)get_sub_group_local_id(), ss = (int)get_sub_group_size();
+            local float *sr = s_l + r * DGK;
+            float tmax = SDPA_NEG_INF;
+            bool nan = false;
+            for (int u = sl; u < DGK; u += ss) {
+                nan = nan || isnan(sr[u]);
+                tmax = fmax(tmax, sr[u]);
+            }
+            tmax = sdpa_sg_max_nan(nan ? NAN : tmax);
+            float alpha = sdpa_sg_softmax_row(sr, sr, 1, DGK, tmax, m_l + r, l_l + r);
+            if (sl == 0) a_l[r] = alpha;
+        }
+#else
         if (lid < DRB) {
             local float *sr = s_l + lid * DGK;
             float tmax = SDPA_NEG_INF;
@@ -221,6 +238,7 @@ void sdpa_decode(global const float *Qs,
             }
             a_l[lid] = alpha;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* (4) P V, selecting (never multiplying) where p == 0 */
         if (olane) {

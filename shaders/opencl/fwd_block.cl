@@ -23,7 +23,8 @@
  * their own dtype, q8_0 / q4_0, paged) the caller's K/V converted or
  * dequantized as staged through kv_access.cl (pages via the block table).
  * ALiBi comes in the score pipeline; with sinks the row's softmax starts at
- * m = sink, l = 1 (SDPA_SINK_INIT, split 0 only).
+ * m = sink, l = 1 (SDPA_SINK_INIT, split 0 only). With SDPA_SUBGROUPS (and
+ * no statistics) step 3 is run by a subgroup per row instead (FBLK_SG).
  *
  * Invariants (as fwd.cl): a dropped key has probability exactly 0 and, in
  * tiles where some row went through the per-key pass, is selected out of
@@ -98,6 +99,13 @@
 #define SDPA_STR_(x) #x
 #define SDPA_STR(x) SDPA_STR_(x)
 
+/* Step 3 by a subgroup per row (SDPA_SUBGROUPS, prelude.cl): the row's keys
+ * are shared by the subgroup's lanes, its max and sum are subgroup
+ * reductions, and its state (m, l, kept range, head, index) lives in local
+ * memory (l in inv_l). Not with statistics, whose per-row records stay with
+ * one work-item per row. */
+#define FBLK_SG (SDPA_SUBGROUPS && !HAS_STATS)
+
 /* n floats at local p (aligned to n) as one vector read, spread into a[0..n) */
 #define BLOCK_LREAD(n, p, a) VSTOREN(n)(*(local const FLOATN(n) *)(p), 0, (a))
 
@@ -115,6 +123,10 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     local float s_l[BR * SLD];
     local float alpha_l[BR], inv_l[BR];
     local int sel_l;
+#if FBLK_SG
+    local float m_l[BR];
+    local int rlo_l[BR], rhi_l[BR], rhr_l[BR], ric_l[BR];
+#endif
     local float *qt_l = (local float *)qt_l4, *kv_l = (local float *)kv_l4;
     local float *p_l = (local float *)p_l4;
 
@@ -174,6 +186,16 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
     st_min[0] = INFINITY;
     st_max[0] = st_s0[0] = SDPA_NEG_INF;
 #endif
+#if FBLK_SG
+    if (rowt) { /* seen after the first tile's barrier */
+        m_l[lid] = m[0];
+        inv_l[lid] = l[0];
+        rlo_l[lid] = lo0;
+        rhi_l[lid] = hi0;
+        rhr_l[lid] = hr0;
+        ric_l[lid] = (int)ic0;
+    }
+#endif
 
     /* this work-item's blocks of S and of O */
     const int sr0 = lid / (KT / TC) * TR, sc0 = lid % (KT / TC) * TC;
@@ -226,6 +248,30 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
             for (int e = lid; e < KT * HDV / 4; e += WG) kv_l4[e] = src[e];
         }
 #endif
+#if FBLK_SG
+        for (int rr = (int)get_sub_group_id(); rr < BR; rr += (int)get_num_sub_groups()) {
+            const int sl = (int)get_sub_group_local_id(), ss = (int)get_sub_group_size();
+            local float *sv = s_l + rr * SLD;
+            const int lo = rlo_l[rr], hi = rhi_l[rr];
+            float tmax = SDPA_NEG_INF;
+            bool per_key = FWD_PER_KEY || j0 < lo || j0 + KT > hi; /* uniform */
+            for (int t = sl; t < KT; t += ss) {
+                float x = SDPA_SCORE_CAP(float, sv[t]);
+                if (per_key) {
+                    int j = j0 + t;
+                    bool keep = j >= lo && j < hi;
+                    x = SDPA_SCORE_TERMS(x, &keep, b, rhr_l[rr], ric_l[rr], j);
+                }
+                sv[t] = x;
+                tmax = (isnan(x) || x > tmax) ? x : tmax;
+            }
+            if (per_key && sl == 0) sel_l = 1;
+            tmax = sdpa_sg_max_nan(tmax);
+            float alpha =
+                sdpa_sg_softmax_row(sv, p_l + rr, BR, KT, tmax, m_l + rr, inv_l + rr);
+            if (sl == 0) alpha_l[rr] = alpha;
+        }
+#else
         if (rowt) {
             local float *sv = s_l + lid * SLD;
             float tmax = SDPA_NEG_INF;
@@ -267,6 +313,7 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
             }
             alpha_l[lid] = alpha;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* 4. O = diag(alpha) O + P V on the TRO x TO block */
         SDPA_UNROLL for (int i = 0; i < TRO; i++) {
@@ -304,6 +351,12 @@ void sdpa_fwd(global const float *Qs, global const float *Kt, global const float
 
     /* the rows' results: lse, statistics, 1 / l for the output blocks */
     const long obh = b * Hq;
+#if FBLK_SG
+    if (rowt) { /* the state the subgroups kept (last written before a barrier) */
+        m[0] = m_l[lid];
+        l[0] = inv_l[lid];
+    }
+#endif
     if (rowt) {
         float inv = l[0] == 0.0f ? 0.0f : 1.0f / l[0];
         float row_lse = l[0] == 0.0f ? SDPA_NEG_INF : m[0] + log(l[0]);

@@ -7,8 +7,9 @@
  * n in 1,2,4,8,16), the band test of DESIGN section 3, the QK-norm helpers,
  * the argument block common to the attention kernels (SDPA_COMMON_ARGS) and
  * the score pipeline every attention kernel calls (SDPA_SCORE_*).
- * Invariants: uses no extension; every accumulation is f32; NaN stays NaN in
- * conversions; stores round to nearest even.
+ * Invariants: uses no extension (subgroups only with SDPA_SUBGROUPS); every
+ * accumulation is f32; NaN stays NaN in conversions; stores round to
+ * nearest even.
  * Who uses it: src/backend/opencl/cl_program.c prepends it (after
  * shaders/common/sdpa_shared.h) to every kernel file before building.
  */
@@ -37,6 +38,85 @@
 #endif
 
 #define SDPA_NEG_INF (-INFINITY)
+
+/* Subgroup reductions (issue 17): SDPA_SUBGROUPS = 1 (cl_plan.c sets it
+ * where the device lists cl_khr_subgroups or cl_intel_subgroups) lets the
+ * GPU-class kernels reduce a row over the lanes of a subgroup
+ * (sub_group_reduce_*) instead of one work-item walking it through local
+ * memory. The kernels never assume a subgroup size or a mapping of
+ * work-items to subgroups: work is assigned from get_sub_group_id(),
+ * get_sub_group_local_id() and get_sub_group_size(), and every collective
+ * is reached by the whole subgroup. A compiler without the extension gets
+ * one-work-item subgroups (below), or an error with SDPA_SUBGROUPS_REQUIRED
+ * (the static gate's subgroup rows, which must not pass without the real
+ * built-ins). */
+#ifndef SDPA_SUBGROUPS
+#define SDPA_SUBGROUPS 0
+#endif
+#if SDPA_SUBGROUPS
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#elif defined(cl_intel_subgroups)
+#pragma OPENCL EXTENSION cl_intel_subgroups : enable
+#elif !defined(__opencl_c_subgroups)
+#if defined(SDPA_SUBGROUPS_REQUIRED) && SDPA_SUBGROUPS_REQUIRED
+#error "SDPA_SUBGROUPS: the compiler offers no subgroup extension"
+#endif
+/* The compiler has no subgroup built-ins (a driver listing the extension
+ * without them; the cl-subgroups test persona on PoCL): subgroups of one
+ * work-item, which give the local-memory form's work split (a row per
+ * work-item) through the subgroup code. */
+#define get_sub_group_size() 1u
+#define get_num_sub_groups() ((uint)get_local_size(0))
+#define get_sub_group_id() ((uint)get_local_id(0))
+#define get_sub_group_local_id() 0u
+#define sub_group_reduce_add(x) (x)
+#define sub_group_reduce_max(x) (x)
+#define sub_group_any(x) (x)
+#endif
+#endif
+#if SDPA_SUBGROUPS
+/* The subgroup's maximum of the lanes' values x, NaN when any lane holds
+ * NaN (sub_group_reduce_max leaves NaN unspecified, so it never sees one). */
+inline float sdpa_sg_max_nan(float x)
+{
+    int nan = isnan(x);
+    float r = sub_group_reduce_max(nan ? SDPA_NEG_INF : x);
+    return sub_group_any(nan) ? NAN : r;
+}
+
+/* The online-softmax update of one row of n logits s[0..n) (-inf: dropped)
+ * whose maximum tmax the subgroup has reduced (sdpa_sg_max_nan), by the
+ * whole subgroup (fwd_block.cl, decode_gpu.cl): each lane writes the
+ * probabilities of its keys to p[u * pst] (0 for a dropped key; p may be
+ * s), lane 0 moves the row's state *m, *l on; returns the factor alpha
+ * that rescales the row's earlier output. Every lane's sum depends on its
+ * read of *m, so lane 0's write cannot overtake another lane's read. */
+inline float sdpa_sg_softmax_row(local const float *s, local float *p, int pst, int n,
+                                 float tmax, local float *m, local float *l)
+{
+    const int sl = (int)get_sub_group_local_id(), ss = (int)get_sub_group_size();
+    float alpha = 1.0f, mo = *m;
+    if (tmax == SDPA_NEG_INF) { /* uniform in the subgroup */
+        for (int u = sl; u < n; u += ss) p[u * pst] = 0.0f;
+        return alpha;
+    }
+    float mn = isnan(tmax) ? tmax : fmax(mo, tmax);
+    alpha = mn == mo ? 1.0f : exp(mo - mn);
+    float sum = 0.0f;
+    for (int u = sl; u < n; u += ss) {
+        float pu = s[u] == SDPA_NEG_INF ? 0.0f : exp(s[u] - mn);
+        p[u * pst] = pu;
+        sum += pu;
+    }
+    sum = sub_group_reduce_add(sum);
+    if (sl == 0) {
+        *l = fma(*l, alpha, sum);
+        *m = mn;
+    }
+    return alpha;
+}
+#endif
 
 /* Full unrolling of short loops over vector accumulators keeps them in
  * registers (usable inside macros). */

@@ -8,13 +8,6 @@
  * Included after common.glsl and fa2_common.glsl.
  */
 
-/* acc + a.b as four FMAs (dot() compiles to a multiply, three FMAs and an
- * add) */
-float fma4(vec4 a, vec4 b, float acc)
-{
-    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
-}
-
 /* the shared-memory reduction (SG_REDUCE = 0): two partials per invocation
  * and row; one float otherwise */
 shared float sh_red[(1 - SG_REDUCE) * 2 * WG_SIZE * ROWS + SG_REDUCE];

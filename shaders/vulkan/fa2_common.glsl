@@ -45,6 +45,29 @@ const int BR = GROUPS * ROWS;                    /* rows (query or key) per work
                          (floatBitsToUint((a).z) >> 16u) | (floatBitsToUint((a).w) & 0xffff0000u))
 #endif
 #endif
+/* acc + a.b as four FMAs (dot() compiles to a multiply, three FMAs and an
+ * add) */
+float fma4(vec4 a, vec4 b, float acc)
+{
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
+}
+
+/* q's registers in fwd_fa2.comp: QVEC_T. In the variant built with
+ * -DFA2_F16 (fwd_fa2h, f16 storage only, devices with shaderFloat16) q
+ * stays as stored in f16vec4 (Q_AS_STORED: the scale multiplies the summed
+ * score) and fma4 forms each product in f32 from the f16 value: exact (two
+ * 11-bit significands fit f32's 24, and the exponents its range), so the
+ * contract's f32 accumulation holds; a product rounded to f16 would
+ * overflow for |q_d k_d| > 65504 and is never formed. Elsewhere q is held
+ * in f32, already scaled. */
+#ifdef FA2_F16
+#define QVEC_T f16vec4
+const bool Q_AS_STORED = true;
+#else
+#define QVEC_T vec4
+const bool Q_AS_STORED = false;
+#endif
+
 #ifdef SDPA_PACKED
 layout(std430, set = 0, binding = SDPA_VK_PK_B_PACK) readonly buffer PkVec { VEC_T pk_vec[]; };
 #define q_vec pk_vec

@@ -20,7 +20,13 @@
  *    shuffles or, in the variant built with -DFA2_SHARED_REDUCE (fwd_fa2sh,
  *    for devices without subgroup shuffle in compute), through shared memory;
  *  - online softmax, statistics and the split record are fwd_tile.glsl's,
- *    in f32, kept by every lane of the row alike.
+ *    in f32, kept by every lane of the row alike;
+ *  - the variant built with -DFA2_F16 (fwd_fa2h / fwd_fa2hsh: f16 storage on
+ *    devices with shaderFloat16) keeps q as stored in f16vec4 registers
+ *    (half the registers) and applies the scale to the summed score;
+ *    every product is formed in f32 (fa2_common.glsl's fma4), which is
+ *    exact for two f16 values, so the scores are the f32 path's (no product
+ *    is rounded to f16: that would overflow for |q_d k_d| > 65504).
  *
  * Invariants (as fwd.comp): f32 accumulation whatever the storage; a dropped
  * key has probability exactly 0 and its V never reaches the output; an
@@ -39,6 +45,9 @@ const int SG_REDUCE = 0;
 #else
 #extension GL_KHR_shader_subgroup_shuffle : require
 const int SG_REDUCE = 1;
+#endif
+#ifdef FA2_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 #include "common.glsl"
 #include "online_softmax.glsl"
@@ -114,10 +123,11 @@ void main()
     uint hh[ROWS], ii[ROWS];
     int lo[ROWS], hi[ROWS];
     bool live[ROWS];
-    vec4 q[ROWS][CPL];
+    QVEC_T q[ROWS][CPL];
     vec4 o[ROWS][CPLV];
     RowState st[ROWS];
     float shift[ROWS], sum1[ROWS], sum2[ROWS];
+    float sscale[ROWS]; /* the summed score's scale: 1 where q carries it (f32 registers) */
     [[unroll]] for (int r = 0; r < ROWS; r++) {
         uint w = first + grp * uint(ROWS) + uint(r);
         live[r] = w < slab_rows;
@@ -129,15 +139,17 @@ void main()
         hi[r] = max(lo[r], min(hi[r], uhi));
         if (!live[r]) hi[r] = lo[r];
         float scale = head_scale(int(hh[r]));
+        sscale[r] = Q_AS_STORED ? scale : 1.0;
+        float qmul = Q_AS_STORED ? 1.0 : scale;
         uint qb = tidx(T_Q, b, hh[r], ii[r], 0u), qs = P.tstride[T_Q].w;
         if (HEAD_DIM % 4 == 0 && qs == 1u && qb % 4u == 0u) {
             [[unroll]] for (int m = 0; m < CPL; m++) {
                 int c = int(lane) + m * LANES;
-                q[r][m] = c < DC ? SH_UNPACK(q_vec[qb / 4u + uint(c)]) * scale : vec4(0.0);
+                q[r][m] = QVEC_T(c < DC ? SH_UNPACK(q_vec[qb / 4u + uint(c)]) * qmul : vec4(0.0));
             }
         } else {
             [[dont_unroll]] for (int m = 0; m < CPL; m++)
-                q[r][m] = load4_q(qb, qs, 4 * (int(lane) + m * LANES)) * scale;
+                q[r][m] = QVEC_T(load4_q(qb, qs, 4 * (int(lane) + m * LANES)) * qmul);
         }
         [[unroll]] for (int m = 0; m < CPLV; m++) o[r][m] = vec4(0.0);
         st[r] = rs_start(sink_logit(hh[r], split == 0));
@@ -199,16 +211,12 @@ void main()
             [[unroll]] for (int r = 0; r < ROWS; r++) s[r][t] = 0.0;
             [[unroll]] for (int m = 0; m < CPL; m++) {
                 vec4 kk = STAGED_K(t * KC + m * LANES + int(lane));
-                [[unroll]] for (int r = 0; r < ROWS; r++) {
-                    vec4 qq = q[r][m];
-                    s[r][t] = fma(qq.w, kk.w, fma(qq.z, kk.z, fma(qq.y, kk.y,
-                                  fma(qq.x, kk.x, s[r][t]))));
-                }
+                [[unroll]] for (int r = 0; r < ROWS; r++) s[r][t] = fma4(vec4(q[r][m]), kk, s[r][t]);
             }
         }
         if (SG_REDUCE != 0) {
             [[unroll]] for (int r = 0; r < ROWS; r++)
-                [[unroll]] for (int t = 0; t < K_TILE; t++) s[r][t] = lanes_sum(s[r][t]);
+                [[unroll]] for (int t = 0; t < K_TILE; t++) s[r][t] = lanes_sum(s[r][t]) * sscale[r];
         } else {
             [[unroll]] for (int r = 0; r < ROWS; r++)
                 [[unroll]] for (int t = 0; t < K_TILE; t++)
@@ -221,7 +229,7 @@ void main()
                     [[unroll]] for (int l = 0; l < LANES; l++)
                         a += sh_red[((grp * uint(LANES) + uint(l)) * uint(ROWS) + uint(r)) *
                                         uint(K_TILE) + uint(t)];
-                    s[r][t] = a;
+                    s[r][t] = a * sscale[r];
                 }
             barrier(); /* sh_red is rewritten by the next tile */
         }

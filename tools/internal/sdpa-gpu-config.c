@@ -10,7 +10,8 @@
  * the same functions the backends use at plan creation which configuration,
  * kernel files, build options (OpenCL) and SPIR-V plus specialization
  * constants (Vulkan) they would choose for forward, decode and backward
- * plans at D = 64, 128, 256 in f32 and f16. Nothing here chooses a tile: the
+ * plans at D = 64, 128, 256 in f32 and f16 (and, for the ocloc devices, the
+ * OpenCL subgroup forms: cl_sg_kinds). Nothing here chooses a tile: the
  * gate cannot drift from the library.
  *
  *   sdpa-gpu-config list OUTDIR
@@ -163,75 +164,105 @@ static void cl_props_of(const gpu_desc *g, sdpa__cl_props *d)
     d->global_mem = (cl_ulong)16 << 30;
     d->max_alloc = (cl_ulong)4 << 30;
     d->fp16 = 1;
-    d->subgroups = 1;
+    d->subgroups = 0; /* the subgroup kinds below set it */
     d->pref_vec_float = 1;
     d->subgroup_size = g->subgroup;
+}
+
+/* The OpenCL subgroup variants (issue 17): forward and decode as a device
+ * listing cl_khr_subgroups builds them (-DSDPA_SUBGROUPS=1, prelude.cl),
+ * with -DSDPA_SUBGROUPS_REQUIRED=1 so a row cannot pass by compiling the
+ * local-memory fallback. Listed only for devices whose gate compiler has
+ * subgroup built-ins (ocloc; libclc-15 has none for nvptx and amdgcn). The
+ * plain kinds describe devices without the extension: the fallback, which
+ * PoCL runs. */
+static const job_kind cl_sg_kinds[] = {
+    {"forward-sg", 1, 16, 16, 2048, 2048, 0, "sdpa_fwd", NULL},
+    {"decode-sg", 1, 32, 8, 1, 4096, 0, "sdpa_decode", NULL},
+};
+
+/* Lists one OpenCL job: device g (properties props), kind k, D = d, dtype dt. */
+static int list_cl_job(const char *outdir, FILE *f, bool *first, const gpu_desc *g,
+                       const sdpa__device_defaults *dd, const sdpa__cl_props *props,
+                       const job_kind *k, int d, sdpa_dtype dt)
+{
+    sdpa__problem p = make_problem(k, d, dt);
+    char id[128], path[4096], opts[512];
+    snprintf(id, sizeof id, "cl-%s-%s-d%d-%s", g->name, k->name, d, sdpa_dtype_name(dt));
+    sdpa__cl_plan pl;
+    memset(&pl, 0, sizeof pl);
+    if (sdpa__cl_supports(NULL, NULL, &p, k->flags) != SDPA_OK ||
+        sdpa__cl_plan_config(props, &p, NULL, k->flags, &pl) != SDPA_OK) {
+        job_head(f, first, "opencl", g, dd, k, d, dt, id);
+        fprintf(f, ", \"refused\": true}");
+        return 0;
+    }
+    const char *const *files;
+    int nfiles = sdpa__cl_plan_files(&pl, &files);
+    sdpa__cl_plan_options(&p, &pl, opts, sizeof opts);
+    if (props->subgroups) {
+        size_t n = strlen(opts);
+        snprintf(opts + n, sizeof opts - n, " -DSDPA_SUBGROUPS_REQUIRED=1");
+    }
+    char *src;
+    size_t n;
+    if (sdpa__cl_source(NULL, files, nfiles, &src, &n) != SDPA_OK) {
+        fprintf(stderr, "sdpa-gpu-config: assembling %s failed\n", id);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/cl/%s.cl", outdir, id);
+    int w = write_file(path, src, n);
+    free(src);
+    if (w != 0) {
+        fprintf(stderr, "sdpa-gpu-config: cannot write %s\n", path);
+        return 1;
+    }
+    job_head(f, first, "opencl", g, dd, k, d, dt, id);
+    fprintf(f, ", \"source\": ");
+    json_str(f, path);
+    fprintf(f, ", \"options\": ");
+    json_str(f, opts);
+    fprintf(f, ", \"files\": [");
+    for (int i = 0; i < nfiles; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_str(f, files[i]);
+    }
+    char cfg[256];
+    if (pl.direct_kv)
+        snprintf(cfg, sizeof cfg, "direct_kv rows=%d wg=%d vec=%d split=%d", pl.drb, pl.dwg,
+                 pl.ov, pl.nsplit);
+    else
+        snprintf(cfg, sizeof cfg, "wg=%d rpw=%d kt=%d vec=%d stage_kv=%d split=%d", pl.wg,
+                 pl.rpw, pl.kt, pl.ov, pl.stage_kv, pl.nsplit);
+    fprintf(f, "], \"config\": ");
+    json_str(f, cfg);
+    fprintf(f, ", \"kernels\": ");
+    json_str(f, k->cl_kernels);
+    fprintf(f, "}");
+    return 0;
 }
 
 static int list_opencl(const char *outdir, FILE *f, bool *first)
 {
     for (int gi = 0; gi < NDEV; gi++) {
+        const gpu_desc *g = &devices[gi];
         sdpa__cl_props props;
-        cl_props_of(&devices[gi], &props);
+        cl_props_of(g, &props);
         sdpa__device_defaults dd;
         sdpa__cl_device_defaults(&props, &dd);
-        for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++)
-            for (size_t di = 0; di < sizeof head_dims / sizeof head_dims[0]; di++)
-                for (size_t ti = 0; ti < sizeof dtypes / sizeof dtypes[0]; ti++) {
-                    const job_kind *k = &kinds[ki];
-                    sdpa__problem p = make_problem(k, head_dims[di], dtypes[ti]);
-                    char id[128], path[4096], opts[512];
-                    snprintf(id, sizeof id, "cl-%s-%s-d%d-%s", devices[gi].name, k->name,
-                             head_dims[di], sdpa_dtype_name(dtypes[ti]));
-                    sdpa__cl_plan pl;
-                    memset(&pl, 0, sizeof pl);
-                    if (sdpa__cl_supports(NULL, NULL, &p, k->flags) != SDPA_OK ||
-                        sdpa__cl_plan_config(&props, &p, NULL, k->flags, &pl) != SDPA_OK) {
-                        job_head(f, first, "opencl", &devices[gi], &dd, k, head_dims[di],
-                                 dtypes[ti], id);
-                        fprintf(f, ", \"refused\": true}");
-                        continue;
-                    }
-                    const char *const *files;
-                    int nfiles = sdpa__cl_plan_files(&pl, &files);
-                    sdpa__cl_plan_options(&p, &pl, opts, sizeof opts);
-                    char *src;
-                    size_t n;
-                    if (sdpa__cl_source(NULL, files, nfiles, &src, &n) != SDPA_OK) {
-                        fprintf(stderr, "sdpa-gpu-config: assembling %s failed\n", id);
-                        return 1;
-                    }
-                    snprintf(path, sizeof path, "%s/cl/%s.cl", outdir, id);
-                    int w = write_file(path, src, n);
-                    free(src);
-                    if (w != 0) {
-                        fprintf(stderr, "sdpa-gpu-config: cannot write %s\n", path);
-                        return 1;
-                    }
-                    job_head(f, first, "opencl", &devices[gi], &dd, k, head_dims[di],
-                             dtypes[ti], id);
-                    fprintf(f, ", \"source\": ");
-                    json_str(f, path);
-                    fprintf(f, ", \"options\": ");
-                    json_str(f, opts);
-                    fprintf(f, ", \"files\": [");
-                    for (int i = 0; i < nfiles; i++) {
-                        fprintf(f, "%s", i ? ", " : "");
-                        json_str(f, files[i]);
-                    }
-                    char cfg[256];
-                    if (pl.direct_kv)
-                        snprintf(cfg, sizeof cfg, "direct_kv rows=%d wg=%d vec=%d split=%d",
-                                 pl.drb, pl.dwg, pl.ov, pl.nsplit);
-                    else
-                        snprintf(cfg, sizeof cfg, "wg=%d rpw=%d kt=%d vec=%d stage_kv=%d split=%d",
-                                 pl.wg, pl.rpw, pl.kt, pl.ov, pl.stage_kv, pl.nsplit);
-                    fprintf(f, "], \"config\": ");
-                    json_str(f, cfg);
-                    fprintf(f, ", \"kernels\": ");
-                    json_str(f, k->cl_kernels);
-                    fprintf(f, "}");
-                }
+        for (int sg = 0; sg < 2; sg++) {
+            if (sg && strcmp(g->compiler, "ocloc") != 0) continue;
+            props.subgroups = sg;
+            const job_kind *ks = sg ? cl_sg_kinds : kinds;
+            size_t nk = sg ? sizeof cl_sg_kinds / sizeof cl_sg_kinds[0]
+                           : sizeof kinds / sizeof kinds[0];
+            for (size_t ki = 0; ki < nk; ki++)
+                for (size_t di = 0; di < sizeof head_dims / sizeof head_dims[0]; di++)
+                    for (size_t ti = 0; ti < sizeof dtypes / sizeof dtypes[0]; ti++)
+                        if (list_cl_job(outdir, f, first, g, &dd, &props, &ks[ki],
+                                        head_dims[di], dtypes[ti]))
+                            return 1;
+        }
     }
     return 0;
 }
@@ -331,8 +362,8 @@ static int list_vk_one(void *user, const gpu_desc *g, const job_kind *k, int d,
     fprintf(lc->f, ", \"spec\": [");
     for (int i = 0; i < SDPA__VK_MAX_SPEC; i++) fprintf(lc->f, "%s%u", i ? ", " : "", spec[i]);
     fprintf(lc->f, "], \"config\": \"wg=%d k_tile=%d rows=%d stage_kv=%d split=%d "
-            "flags=0x%x\"}", pl->wg_size, pl->k_tile, pl->rows, pl->stage_kv, pl->nsplit,
-            pl->spec_flags);
+            "flags=0x%x%s\"}", pl->wg_size, pl->k_tile, pl->rows, pl->stage_kv, pl->nsplit,
+            pl->spec_flags, pl->fa2_f16 && strcmp(pipe, "fwd") == 0 ? " q_regs=f16" : "");
     return 0;
 }
 

@@ -22,7 +22,7 @@
 #define DOTS_KV(NI, DT)                                                                      \
     static void dots_kv_##NI##_##DT(int M, int K, const void *A, ptrdiff_t lda,               \
                                     const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,   \
-                                    ptrdiff_t pf)                                            \
+                                    const sdpa__cpu_pf *pf)                                  \
     {                                                                                        \
         dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, lda, B, ldb, C, ldc, pf);                \
     }
@@ -34,7 +34,7 @@ DOTS_KV_DT(Q8_0)
 DOTS_KV_DT(Q4_0)
 
 typedef void (*dots_kv_fn)(int, int, const void *, ptrdiff_t, const float *, ptrdiff_t, float *,
-                           ptrdiff_t, ptrdiff_t);
+                           ptrdiff_t, const sdpa__cpu_pf *);
 #define DOTS_KV_ROW(DT) {dots_kv_1_##DT, dots_kv_2_##DT, dots_kv_3_##DT, dots_kv_4_##DT}
 static const dots_kv_fn dots_kv_table[5][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16),
                                                DOTS_KV_ROW(BF16), DOTS_KV_ROW(Q8_0),
@@ -43,7 +43,7 @@ static const dots_kv_fn dots_kv_table[5][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16
 #define PV_KV(NR, DT)                                                                         \
     static void pv_kv_##NR##_##DT(int N, int c0, int K, const float *P, ptrdiff_t ldp,        \
                                   const void *V, ptrdiff_t ldv, float *C, ptrdiff_t ldc,      \
-                                  const float *cs, ptrdiff_t pf)                              \
+                                  const float *cs, const sdpa__cpu_pf *pf)                    \
     {                                                                                         \
         pv_kv_block(NR, N, c0, K, P, ldp, V, SDPA_DTYPE_##DT, ldv, C, ldc, cs, pf);           \
     }
@@ -55,7 +55,7 @@ PV_KV_DT(Q8_0)
 PV_KV_DT(Q4_0)
 
 typedef void (*pv_kv_fn)(int, int, int, const float *, ptrdiff_t, const void *, ptrdiff_t,
-                         float *, ptrdiff_t, const float *, ptrdiff_t);
+                         float *, ptrdiff_t, const float *, const sdpa__cpu_pf *);
 #define PV_KV_ROW(DT) {pv_kv_1_##DT, pv_kv_2_##DT, pv_kv_3_##DT, pv_kv_4_##DT}
 static const pv_kv_fn pv_kv_table[5][4] = {PV_KV_ROW(F32), PV_KV_ROW(F16), PV_KV_ROW(BF16),
                                            PV_KV_ROW(Q8_0), PV_KV_ROW(Q4_0)};
@@ -72,7 +72,8 @@ static int dt_index(sdpa_dtype dt)
 }
 
 static void decode_dots_kv(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf)
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+                           const sdpa__cpu_pf *pf)
 {
     for (int i0 = 0; i0 < N; i0 += 4) {
         const int ni = N - i0 < 4 ? N - i0 : 4;
@@ -82,7 +83,7 @@ static void decode_dots_kv(int M, int N, int K, const void *A, sdpa_dtype dtype,
 
 static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
                          sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, ptrdiff_t pf)
+                         const float *c_scale, const sdpa__cpu_pf *pf)
 {
     for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
         const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;

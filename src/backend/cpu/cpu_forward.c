@@ -105,11 +105,11 @@ static inline void row_head(const sdpa__cpu_plan *pl, int64_t hkv, int64_t gr,
 /* The score function on one S^T tile (keys kt..kt+n, rows of sub). */
 static void fwd_score_tile(const sdpa__cpu_call *call, const fwd_ws *w,
                            const sub_info *s, int64_t b, int64_t hkv, int64_t r0,
-                           int64_t kt, int n)
+                           int64_t kt, int n, int ld)
 {
     const sdpa__cpu_plan *pl = call->pl;
     const sdpa__cpu_tile t = {
-        .st = w->st, .ld = pl->bq, .n = n, .nq = s->nq, .b = b, .kt = kt,
+        .st = w->st, .ld = ld, .n = n, .nq = s->nq, .b = b, .kt = kt,
         .h0 = hkv * pl->G, .g0 = r0 + s->r0, .lo = w->lo + s->r0, .hi = w->hi + s->r0,
         .lor = (int32_t *)w->mnew, .hir = (int32_t *)w->msub, .th = NULL};
     sdpa__cpu_score(call, &t);
@@ -166,21 +166,47 @@ typedef struct kv_tile {
     int64_t kend; /* end of the task's keys (paged prefetch stops there) */
 } kv_tile;
 
-/* Paged decode: the kernels prefetch within a page only, so the K and V
- * rows of keys kt..kt+n (the next tile, up to the batch's valid keys) are
- * requested here, one page run at a time. */
-static void prefetch_tile(const kv_tile *kv, int64_t b, int64_t hkv, int64_t kt, int n)
+/* Decode tiles (K/V streamed, fewer than 16 rows) hold S^T with a leading
+ * dimension of nq rounded up to a power of two (1, 2, 4, 8, 16), so 16
+ * consecutive floats are 16/ld keys of every row and the max and exp run on
+ * whole vectors, as on a tile of 16 columns (lane l: row l % ld): a group of
+ * 4 query rows takes 4 keys per 16-lane vector instead of 4 lanes of one.
+ * Padding rows (nq < ld) hold 0 and lanes past key n hold -inf, so neither
+ * reaches a row's max or sum. */
+static int decode_ld(int nq)
 {
-    if (kt + n > kv->kend) n = (int)(kv->kend - kt);
-    const sdpa__cpu_kv *src[2] = {kv->ks, kv->vs};
-    const ptrdiff_t ld[2] = {kv->kld, kv->vld};
-    for (int t = 0; t < 2; t++)
-        for (int j0 = 0, len; j0 < n; j0 += len) {
-            len = sdpa__cpu_kv_run(src[t], kt + j0, n - j0);
-            const char *row = sdpa__cpu_kv_row(src[t], b, hkv, kt + j0);
-            const size_t bytes = (size_t)len * (size_t)ld[t] * src[t]->ubytes;
-            for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(row + o);
-        }
+    int ld = 1;
+    while (ld < nq) ld *= 2;
+    return ld;
+}
+
+/* colmax of a packed decode tile into w->mnew (which holds m on entry). */
+static void decode_colmax(const sdpa__cpu_kernels *k, const fwd_ws *w, float *st, int ld, int n,
+                          int nq)
+{
+    const int nv = (n * ld + 15) / 16;
+    for (int e = n * ld; e < nv * 16; e++) st[e] = -INFINITY;
+    for (int j = 0; nq < ld && j < n; j++)
+        for (int r = nq; r < ld; r++) st[j * ld + r] = 0.0f;
+    float m16[16];
+    for (int l = 0; l < 16; l++) m16[l] = -INFINITY;
+    k->colmax(st, 16, nv, 16, m16);
+    for (int l = 0; l < 16; l++) /* NaN never enters the max (as in colmax) */
+        if (l % ld < nq && m16[l] > w->mnew[l % ld]) w->mnew[l % ld] = m16[l];
+}
+
+/* expsub of a packed decode tile: e^{S - w->msub[row]}, row sums into w->rsum. */
+static void decode_expsub(const sdpa__cpu_kernels *k, const fwd_ws *w, float *st, int ld, int n,
+                          int nq)
+{
+    float sub16[16], sum16[16];
+    for (int l = 0; l < 16; l++) {
+        sub16[l] = l % ld < nq ? w->msub[l % ld] : 0.0f;
+        sum16[l] = 0.0f;
+    }
+    k->expsub(st, 16, (n * ld + 15) / 16, 16, sub16, sum16);
+    for (int l = 0; l < 16; l++)
+        if (l % ld < nq) w->rsum[l % ld] += sum16[l];
 }
 
 /* The keys of tile kt..kt+n that some row of columns [c0, c0 + cw) of sub s
@@ -213,7 +239,8 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     const sdpa__cpu_plan *pl = call->pl;
     const sdpa__problem *p = call->p;
     const sdpa__cpu_kernels *k = pl->k;
-    const int ld = pl->bq, nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
+    const int nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
+    const int ld = kv->ks ? decode_ld(nq) : pl->bq;
     const float *qs = w->q + (size_t)s->r0 * D;
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
@@ -221,12 +248,11 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     const bool full = kt >= s->lo_max && kt + n <= s->hi_min, edge = !full;
 
     if (kv->ks) {
-        if (kv->ks->page && s->r0 == 0) /* paged: fetch the next tile's pages ahead */
-            prefetch_tile(kv, b, hkv, kt + n, n);
         for (int j0 = 0, len; j0 < n; j0 += len) {
             len = sdpa__cpu_kv_run(kv->ks, kt + j0, n - j0);
+            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->ks, b, hkv, kt + j0, len, kv->kend);
             k->dots_kv(len, nq, D, sdpa__cpu_kv_row(kv->ks, b, hkv, kt + j0), kv->ks->dt,
-                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, kv->ks->page ? len : PTRDIFF_MAX);
+                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, &pf);
         }
     } else if (nq >= 16 && !edge)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
@@ -241,10 +267,13 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     else
         k->dots(n, nq, D, kv->k, kv->kld, qs, D, st, ld);
     if (!full || !sdpa__cpu_score_is_identity(p))
-        fwd_score_tile(call, w, s, b, hkv, r0, kt, n);
+        fwd_score_tile(call, w, s, b, hkv, r0, kt, n, ld);
 
     memcpy(w->mnew, m, (size_t)nq * sizeof(float));
-    k->colmax(st, ld, n, nq, w->mnew);
+    if (kv->ks)
+        decode_colmax(k, w, st, ld, n, nq);
+    else
+        k->colmax(st, ld, n, nq, w->mnew);
     for (int r = 0; r < nq; r++) {
         const float mn = w->mnew[r];
         w->msub[r] = mn == -INFINITY ? 0.0f : mn;
@@ -255,7 +284,10 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     k->expsub(w->alpha, 0, 1, nq, w->msub, NULL);
     if (p->has_stats)
         for (int j = 0; j < n; j++) memcpy(w->sc + j * ld, st + j * ld, (size_t)nq * sizeof(float));
-    k->expsub(st, ld, n, nq, w->msub, w->rsum);
+    if (kv->ks)
+        decode_expsub(k, w, st, ld, n, nq);
+    else
+        k->expsub(st, ld, n, nq, w->msub, w->rsum);
     if (p->has_stats) fwd_stats_tile(k, w, s, ld, kt, n);
     for (int r = 0; r < nq; r++) {
         l[r] = l[r] * w->alpha[r] + w->rsum[r];
@@ -265,9 +297,10 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     if (kv->vs)
         for (int j0 = 0, len; j0 < n; j0 += len) { /* the rescale with the first run */
             len = sdpa__cpu_kv_run(kv->vs, kt + j0, n - j0);
+            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->vs, b, hkv, kt + j0, len, kv->kend);
             k->pv_kv(nq, Dv, len, st + (size_t)j0 * ld, ld,
                      sdpa__cpu_kv_row(kv->vs, b, hkv, kt + j0), kv->vs->dt, kv->vld, o, Dv,
-                     j0 == 0 ? w->alpha : NULL, kv->vs->page ? len : PTRDIFF_MAX);
+                     j0 == 0 ? w->alpha : NULL, &pf);
         }
     else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);

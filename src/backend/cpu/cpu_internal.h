@@ -37,6 +37,7 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
+typedef struct sdpa__cpu_pf sdpa__cpu_pf; /* the decode kernels' prefetch places (below) */
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -91,14 +92,14 @@ typedef struct sdpa__cpu_kernels {
      * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
      * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
      * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
-    /* pf: rows from A / V (counted from the first) that follow at the row
-     * stride and may be prefetched (beyond M / K: the next tile's); a page
-     * of paged K/V passes its own length, PTRDIFF_MAX otherwise. */
+    /* pf: where the rows to prefetch (beyond M / K: the next ones in key
+     * order) are (sdpa__cpu_pf). */
     void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf);
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+                    const sdpa__cpu_pf *pf);
     void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
                   sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                  const float *c_scale, ptrdiff_t pf);
+                  const float *c_scale, const sdpa__cpu_pf *pf);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
@@ -120,6 +121,63 @@ static inline ptrdiff_t sdpa__cpu_kv_ahead(ptrdiff_t ld, size_t esz)
 {
     const ptrdiff_t rows = (ptrdiff_t)(4096 / ((size_t)ld * esz + 1)) + 1;
     return rows < 8 ? 8 : rows > 64 ? 64 : rows;
+}
+
+/* Where the decode kernels find the rows they prefetch, counted from the
+ * first row they read: `rows` rows follow at the row stride (PTRDIFF_MAX:
+ * contiguous K/V); then (paged K/V: the pages that follow in key order, into
+ * the next tiles) runs of len[i] rows from next[i], up to a NULL. So the
+ * prefetch stream continues across pages at the kernels' own pace instead of
+ * in bursts (sdpa__cpu_kv_prefetch fills it; the kernels walk it with
+ * sdpa__cpu_pf_at / sdpa__cpu_pf_step). */
+#define SDPA__CPU_PF_RUNS 4
+struct sdpa__cpu_pf {
+    ptrdiff_t rows;
+    const void *next[SDPA__CPU_PF_RUNS];
+    int len[SDPA__CPU_PF_RUNS];
+};
+
+/* A cursor over the rows pf places, one row per step: row is the address
+ * of the current one (from base, rows ldb bytes apart), NULL past what pf
+ * knows; left counts the rows of its run from it on. */
+typedef struct sdpa__cpu_pf_cur {
+    const char *row;
+    ptrdiff_t left;
+    int run; /* index into pf->next, -1 for the first run */
+} sdpa__cpu_pf_cur;
+
+/* The cursor at row t. */
+static inline sdpa__cpu_pf_cur sdpa__cpu_pf_at(const sdpa__cpu_pf *pf, const void *base,
+                                               size_t ldb, ptrdiff_t t)
+{
+    sdpa__cpu_pf_cur c = {NULL, 0, -1};
+    if (t < pf->rows) {
+        c.row = (const char *)base + (size_t)t * ldb;
+        c.left = pf->rows - t;
+        return c;
+    }
+    t -= pf->rows;
+    for (int i = 0; i < SDPA__CPU_PF_RUNS && pf->next[i]; t -= pf->len[i], i++)
+        if (t < pf->len[i]) {
+            c.row = (const char *)pf->next[i] + (size_t)t * ldb;
+            c.left = pf->len[i] - t;
+            c.run = i;
+            break;
+        }
+    return c;
+}
+
+/* The cursor one row on. */
+static inline void sdpa__cpu_pf_step(const sdpa__cpu_pf *pf, sdpa__cpu_pf_cur *c, size_t ldb)
+{
+    if (--c->left > 0) {
+        c->row += ldb;
+        return;
+    }
+    const int i = c->run + 1;
+    c->row = i < SDPA__CPU_PF_RUNS ? (const char *)pf->next[i] : NULL;
+    c->left = c->row ? pf->len[i] : 0;
+    c->run = i;
 }
 
 /* Storage units of the K/V dtypes (what strides count): bytes per unit and
@@ -197,6 +255,10 @@ static inline int sdpa__cpu_kv_run(const sdpa__cpu_kv *s, int64_t j, int n)
     const int64_t left = s->page - j % s->page;
     return left < n ? (int)left : n;
 }
+/* The prefetch places (sdpa__cpu_pf) of a kernel call on the run of len
+ * keys from key j of (b, hkv), the task's keys ending at kend. */
+sdpa__cpu_pf sdpa__cpu_kv_prefetch(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j,
+                                   int len, int64_t kend);
 /* Key j's row of (b, hkv) as n f32 values in dst (block types dequantized). */
 void sdpa__cpu_kv_load(const sdpa__cpu_kernels *k, const sdpa__cpu_kv *s, int64_t b,
                        int64_t hkv, int64_t j, int n, float *dst);

@@ -469,7 +469,7 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
  * scale) per step. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, ptrdiff_t pf)
+                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
@@ -477,12 +477,10 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
     const int nv = (K + 7) / 8;
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 2) {
-        for (int k = 0; k < 2; k++) {
-            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-        }
+        for (int k = 0; k < 2 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead.row + o, _MM_HINT_T0);
         /* a row past M repeats row j (in bounds; its sums are not stored) */
         const unsigned char *row[2] = {(const unsigned char *)A + (size_t)j * ldab,
                                        (const unsigned char *)A + (size_t)(j + 1 < M ? j + 1 : j) * ldab};
@@ -536,7 +534,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
  * half a block, c0 a multiple of 16). n = columns (1..16). */
 SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, ptrdiff_t pf)
+                         const float *c_scale, const sdpa__cpu_pf *pf)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
@@ -554,9 +552,19 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
         acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
                            : _mm256_setzero_ps();
     }
+    /* paged: the chunk at a multiple of 64 columns prefetches the lines of
+     * its 64 (the three after it none), so the cursor steps once per 64 */
+    const size_t coff = (size_t)(vb - (const unsigned char *)V);
+    const size_t pfb = (c0 & 63) ? 0 : (blocks ? 2 * usz : 64 * usz);
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, pfb ? ahead_rows : PTRDIFF_MAX);
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = vb + (size_t)k * ldvb;
-        if (k + ahead_rows < pf) _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
+        if (pf->rows == PTRDIFF_MAX) { /* contiguous: no cursor to walk */
+            _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
+        } else if (ahead.row) {
+            for (size_t o = 0; o < pfb; o += 64) _mm_prefetch(ahead.row + coff + o, _MM_HINT_T0);
+            sdpa__cpu_pf_step(pf, &ahead, ldvb);
+        }
         __m256 v[2];
         if (blocks) {
             load_block16(vr, dt, half, block_scale(vr), v);

@@ -376,9 +376,10 @@ SDPA_AI __m512 load_kv16(const void *base, sdpa_dtype dt, ptrdiff_t e, __mmask16
 /* One q8_0 / q4_0 block at blk (the f16 scale d, then 32 int8 or 16 bytes
  * of nibbles) dequantized in registers: elements 0..15 in *lo, 16..31 in
  * *hi. The scale is converted once per block; q8_0: sign-extend 16 bytes
- * per half, convert, times d; q4_0: one zero-extension of the 16 bytes, the
- * low nibbles masked and the high ones shifted down, and (q - 8) d as one
- * FMA, q d + (-8 d) (exact product and one rounding, as (q - 8) * d). */
+ * per half, convert, times d; q4_0: one zero-extension of the 16 bytes and
+ * a table of the 16 values (q - 8) d (exact products, as (q - 8) * d),
+ * indexed by the low nibbles and by the high ones shifted down: no convert,
+ * no mask, 4 instructions per block besides the scale. */
 SDPA_AI void load_block(const unsigned char *blk, sdpa_dtype dt, __m512 *lo, __m512 *hi)
 {
     uint16_t dh;
@@ -392,9 +393,12 @@ SDPA_AI void load_block(const unsigned char *blk, sdpa_dtype dt, __m512 *lo, __m
         return;
     }
     const __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
-    const __m512 m8 = _mm512_mul_ps(d, _mm512_set1_ps(-8.0f));
-    *lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(x, _mm512_set1_epi32(15))), d, m8);
-    *hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(x, 4)), d, m8);
+    /* the 16 values (q - 8) d, looked up by vpermps (it reads the index's
+     * low 4 bits: the low nibble as is, the high one after a shift) */
+    const __m512 lut = _mm512_mul_ps(d, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2,
+                                                       3, 4, 5, 6, 7));
+    *lo = _mm512_permutexvar_ps(x, lut);
+    *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(x, 4), lut);
 }
 
 /* The 16 sums of v[0..15] in one vector, lane n = sum of v[n]: a transpose
@@ -425,7 +429,7 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
  * one scale) per step. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, ptrdiff_t pf)
+                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
@@ -433,12 +437,10 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
     const int nv = (K + 15) / 16;
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 4) {
-        for (int k = 0; k < 4; k++) {
-            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-        }
+        for (int k = 0; k < 4 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead.row + o, _MM_HINT_T0);
         /* rows past M repeat row j (in bounds; their sums are not stored) */
         const unsigned char *row[4];
         for (int k = 0; k < 4; k++)
@@ -487,13 +489,14 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
  * types: one or two whole blocks, c0 a multiple of 64). */
 SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, ptrdiff_t pf)
+                         const float *c_scale, const sdpa__cpu_pf *pf)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
     /* column c0 of row 0 */
     const unsigned char *vb = (const unsigned char *)V + (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
+    const size_t chunkb = (size_t)(N + sdpa__cpu_unit_elems(dt) - 1) / sdpa__cpu_unit_elems(dt) * usz;
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][4];
@@ -504,9 +507,14 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
         for (int q = 0; q < 4; q++)
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
+    const size_t coff = (size_t)(vb - (const unsigned char *)V);
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, ahead_rows);
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = vb + (size_t)k * ldvb;
-        if (k + ahead_rows < pf) _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
+        if (ahead.row) { /* the lines of this chunk of the row */
+            for (size_t o = 0; o < chunkb; o += 64) _mm_prefetch(ahead.row + coff + o, _MM_HINT_T0);
+            sdpa__cpu_pf_step(pf, &ahead, ldvb);
+        }
         __m512 v[4];
         if (blocks) { /* N is a multiple of 32 */
             load_block(vr, dt, &v[0], &v[1]);

@@ -150,7 +150,7 @@ static inline float kv_elem(const void *base, sdpa_dtype dt, ptrdiff_t e)
 
 static inline __attribute__((always_inline)) void
 dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_t lda,
-              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, ptrdiff_t pf)
+              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, const sdpa__cpu_pf *pf)
 {
     (void)pf; /* no prefetch here */
     const ptrdiff_t lde = lda * sdpa__cpu_unit_elems(dt);
@@ -165,7 +165,7 @@ dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_
 static inline __attribute__((always_inline)) void
 pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp, const void *V,
             sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *c_scale,
-            ptrdiff_t pf)
+            const sdpa__cpu_pf *pf)
 {
     (void)pf;
     const ptrdiff_t lve = ldv * sdpa__cpu_unit_elems(dt);

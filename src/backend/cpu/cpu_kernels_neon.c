@@ -583,18 +583,16 @@ SDPA_AI void dots_kv16(const int NI, const int FULL, const unsigned char *const 
  * Rows are walked by byte pointers. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
                            ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, ptrdiff_t pf)
+                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
     const size_t ldab = (size_t)lda * usz;
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
     const int kfull = K / 16 * 16;
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 2) {
-        for (int k = 0; k < 2; k++) {
-            if (j + k + ahead_rows >= pf) break; /* not this run's (another page) */
-            const char *ahead = (const char *)A + (size_t)(j + k + ahead_rows) * ldab;
-            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(ahead + o);
-        }
+        for (int k = 0; k < 2 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
+            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(ahead.row + o);
         /* a row past M repeats row j (in bounds; its sums are not stored) */
         const unsigned char *const row[2] = {
             (const unsigned char *)A + (size_t)j * ldab,
@@ -627,14 +625,18 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
  * FULL: n = 16 known), rows of V at byte stride ldvb from V. */
 SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, const float *P,
                         ptrdiff_t ldp, const unsigned char *V, sdpa_dtype dt, size_t ldvb,
-                        ptrdiff_t ahead_rows, ptrdiff_t pf, float32x4_t acc[4][4])
+                        ptrdiff_t ahead_rows, const sdpa__cpu_pf *pf, float32x4_t acc[4][4])
 {
     /* the element, or for the block types the block, holding column c0 */
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t cb = (size_t)c0 / sdpa__cpu_unit_elems(dt) * sdpa__cpu_unit_bytes(dt);
+    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, ahead_rows);
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = V + (size_t)k * ldvb;
-        if (k + ahead_rows < pf) __builtin_prefetch(vr + ahead_rows * ldvb + cb);
+        if (ahead.row) {
+            __builtin_prefetch(ahead.row + cb);
+            sdpa__cpu_pf_step(pf, &ahead, ldvb);
+        }
         float32x4_t v[4];
         if (blocks)
             load_q16(vr + cb, dt, (c0 >> 4) & 1, v);
@@ -657,7 +659,7 @@ SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, cons
  * whose P values of a key are the lanes of one vector (by-element FMAs). */
 SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
                          const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, ptrdiff_t pf)
+                         const float *c_scale, const sdpa__cpu_pf *pf)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt);
     const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);

@@ -33,6 +33,19 @@ sdpa__cpu_kv sdpa__cpu_kv_plain(const sdpa__ref *r, sdpa_dtype dt)
     return s;
 }
 
+sdpa__cpu_pf sdpa__cpu_kv_prefetch(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j,
+                                   int len, int64_t kend)
+{
+    sdpa__cpu_pf pf = {.rows = s->page ? len : PTRDIFF_MAX};
+    int64_t at = j + len;
+    for (int i = 0; s->page && i < SDPA__CPU_PF_RUNS && at < kend; i++) {
+        pf.next[i] = sdpa__cpu_kv_row(s, b, hkv, at);
+        pf.len[i] = sdpa__cpu_kv_run(s, at, (int)(kend - at < s->page ? kend - at : s->page));
+        at += pf.len[i];
+    }
+    return pf;
+}
+
 float sdpa__cpu_block_elem(const void *row, sdpa_dtype dt, int64_t e)
 {
     uint16_t dh;

@@ -173,6 +173,9 @@ typedef struct sdpa__cl_plan {
     int br, tr, tc, tro, to;   /* block: rows per group, score and output blocks */
     int gemm_at_setup;         /* the set in force when ws_tmp was sized */
     int dgpu, dgk;             /* direct_kv on GPU-class devices: decode_gpu.cl, keys/tile */
+    int sg;                    /* fwd_block.cl / decode_gpu.cl reduce rows over subgroups
+                                  (-DSDPA_SUBGROUPS=1: the device has cl_khr_subgroups or
+                                  cl_intel_subgroups; prelude.cl) */
     int fa2, fbr, fqk, fbc, fkr; /* backward on GPU-class devices: bwd_fa2.cl; dQ rows per
                                   work-group and keys per tile, dK/dV keys per work-group
                                   and rows per tile (cl_plan.c fa2_plan) */

@@ -4,7 +4,8 @@
  * With SDPA_TEST_PERSONA=cl-<name> in the environment, the OpenCL table
  * (cl_api.h) is rewired, once per process when it is loaded, so that the
  * driver answers some queries as the named GPU would: clGetDeviceInfo
- * (type, work-group and local-memory limits, vendor, names), clGetPlatformInfo
+ * (type, work-group and local-memory limits, vendor, names; extensions for
+ * cl-subgroups), clGetPlatformInfo
  * (platform name and vendor) and clGetKernelWorkGroupInfo (per-kernel
  * work-group size and, for cl-spill, private memory). The library then chooses exactly what it would on such
  * a GPU and runs it on the CPU device for real. The limits are enforced
@@ -19,6 +20,7 @@
 #define SDPA__CL_API_NO_REDIRECT
 #include "cl_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,7 @@ typedef struct persona {
     cl_uint compute_units; /* 0: the driver's */
     cl_uint pref_vec_float;
     cl_ulong private_mem; /* CL_KERNEL_PRIVATE_MEM_SIZE at least this (0: driver's) */
+    const char *extra_ext; /* appended to CL_DEVICE_EXTENSIONS (NULL: none) */
 } persona;
 
 #define KIB ((cl_ulong)1024)
@@ -40,20 +43,25 @@ typedef struct persona {
 static const persona personas[] = {
     /* a discrete NVIDIA-like GPU: dedicated 48 KiB local memory, 1024 */
     {"cl-discrete", "NVIDIA Corporation", "NVIDIA CUDA", "OpenCL 3.0 CUDA",
-     CL_DEVICE_TYPE_GPU, 1024, 48 * KIB, CL_LOCAL, 46, 1, 0},
+     CL_DEVICE_TYPE_GPU, 1024, 48 * KIB, CL_LOCAL, 46, 1, 0, NULL},
     /* Mali (Midgard/Bifrost): "local" memory in system memory, 256 */
     {"cl-mali", "ARM", "ARM Platform", "OpenCL 3.0 v1.r40p0", CL_DEVICE_TYPE_GPU, 256,
-     32 * KIB, CL_GLOBAL, 16, 4, 0},
+     32 * KIB, CL_GLOBAL, 16, 4, 0, NULL},
     /* one limit each, around a generic GPU (dedicated 32 KiB, 256) */
-    {"cl-wg32", GENERIC, CL_DEVICE_TYPE_GPU, 32, 32 * KIB, CL_LOCAL, 0, 4, 0},
-    {"cl-wg1024", GENERIC, CL_DEVICE_TYPE_GPU, 1024, 32 * KIB, CL_LOCAL, 0, 4, 0},
-    {"cl-lmem8", GENERIC, CL_DEVICE_TYPE_GPU, 256, 8 * KIB, CL_LOCAL, 0, 4, 0},
-    {"cl-lmem16", GENERIC, CL_DEVICE_TYPE_GPU, 256, 16 * KIB, CL_LOCAL, 0, 4, 0},
-    {"cl-lmem64", GENERIC, CL_DEVICE_TYPE_GPU, 256, 64 * KIB, CL_LOCAL, 0, 4, 0},
+    {"cl-wg32", GENERIC, CL_DEVICE_TYPE_GPU, 32, 32 * KIB, CL_LOCAL, 0, 4, 0, NULL},
+    {"cl-wg1024", GENERIC, CL_DEVICE_TYPE_GPU, 1024, 32 * KIB, CL_LOCAL, 0, 4, 0, NULL},
+    {"cl-lmem8", GENERIC, CL_DEVICE_TYPE_GPU, 256, 8 * KIB, CL_LOCAL, 0, 4, 0, NULL},
+    {"cl-lmem16", GENERIC, CL_DEVICE_TYPE_GPU, 256, 16 * KIB, CL_LOCAL, 0, 4, 0, NULL},
+    {"cl-lmem64", GENERIC, CL_DEVICE_TYPE_GPU, 256, 64 * KIB, CL_LOCAL, 0, 4, 0, NULL},
     /* every kernel reports 2 KiB of private memory per work-item, above the
      * plan's 1 KiB budget (ptxas finds 1.4 KB of stack in the decode
      * kernel's two rows at D = 128): plans keep one row per work-item */
-    {"cl-spill", GENERIC, CL_DEVICE_TYPE_GPU, 256, 32 * KIB, CL_LOCAL, 0, 4, 2 * KIB},
+    {"cl-spill", GENERIC, CL_DEVICE_TYPE_GPU, 256, 32 * KIB, CL_LOCAL, 0, 4, 2 * KIB, NULL},
+    /* cl-discrete listing cl_khr_subgroups: the GPU-class kernels take their
+     * subgroup form (SDPA_SUBGROUPS), which PoCL's compiler builds with
+     * one-work-item subgroups (prelude.cl) */
+    {"cl-subgroups", "NVIDIA Corporation", "NVIDIA CUDA", "OpenCL 3.0 CUDA",
+     CL_DEVICE_TYPE_GPU, 1024, 48 * KIB, CL_LOCAL, 46, 1, 0, "cl_khr_subgroups"},
 };
 
 static const persona *active;
@@ -100,6 +108,16 @@ static cl_int CL_API_CALL device_info(cl_device_id d, cl_device_info what, size_
     case CL_DEVICE_VENDOR: return answer_str(p->vendor, size, value, ret);
     case CL_DEVICE_VERSION: return answer_str(p->version, size, value, ret);
     case CL_DEVICE_NAME: return answer_str(p->name, size, value, ret);
+    case CL_DEVICE_EXTENSIONS: {
+        char ext[8192];
+        size_t n = 0;
+        if (!p->extra_ext ||
+            real_device_info(d, what, sizeof ext, ext, &n) != CL_SUCCESS || n == 0 ||
+            n + strlen(p->extra_ext) + 1 > sizeof ext)
+            break;
+        snprintf(ext + n - 1, sizeof ext - (n - 1), " %s", p->extra_ext);
+        return answer_str(ext, size, value, ret);
+    }
     default: break;
     }
     return real_device_info(d, what, size, value, ret);

@@ -215,10 +215,10 @@ static void direct_plan(const sdpa__cl_props *d, const sdpa__problem *p, int spl
     direct_chunks(p, nsplit, 16, pl);
 }
 
-/* Whether decode_gpu.cl and bwd_fa2.cl cover p's inputs: not the wave-2
- * features (ALiBi, sinks, K/V stored in another dtype, quantised or paged),
- * which only the older kernels may take (issue 19); those plans keep
- * decode.cl / bwd.cl. */
+/* Whether bwd_fa2.cl covers p's inputs: not the wave-2 features (ALiBi,
+ * sinks, K/V stored in another dtype; quantised and paged K/V have no
+ * backward), whose backward only bwd.cl has (issue 19); those plans keep
+ * bwd.cl. decode_gpu.cl takes every one (kv_access.cl). */
 static bool gpu_kernels_cover(const sdpa__problem *p)
 {
     return !p->has_alibi_slopes && !p->has_sinks && !p->has_block_table &&
@@ -238,7 +238,7 @@ static bool gpu_kernels_cover(const sdpa__problem *p)
 static bool gdec_plan(const sdpa__cl_props *d, const sdpa__problem *p, int split,
                       sdpa__cl_plan *pl)
 {
-    if (p->D % 4 || p->Dv % 4 || !gpu_kernels_cover(p)) return false;
+    if (p->D % 4 || p->Dv % 4) return false;
     int64_t nr = p->Hq / p->Hkv * p->Sq;
     int dwg = p->Dv > 128 ? 128 : 64, dgk = 32;
     if ((size_t)dwg > d->max_wg) dwg = pow2_floor(d->max_wg);
@@ -326,13 +326,19 @@ static uint64_t stage_bytes(const sdpa__problem *p, int kt)
     return (uint64_t)(p->D * kt + kt * p->Dv) * sizeof(float);
 }
 
+/* Whether the device's rows may be reduced over subgroups (prelude.cl's
+ * SDPA_SUBGROUPS: fwd_block.cl without statistics, decode_gpu.cl). */
+static bool use_subgroups(const sdpa__cl_props *d) { return d->subgroups != 0; }
+
 /* Local memory of fwd_block.cl with br rows and kt keys: QT, the shared
- * K / V tile, P^T, the score tile (rows of kt + 1), alpha and 1 / l. */
-static uint64_t block_bytes(const sdpa__problem *p, int br, int kt)
+ * K / V tile, P^T, the score tile (rows of kt + 1), alpha and 1 / l; with
+ * subgroups (FBLK_SG) also each row's m, kept range, head and index. */
+static uint64_t block_bytes(const sdpa__cl_props *d, const sdpa__problem *p, int br, int kt)
 {
     int64_t dmax = p->D > p->Dv ? p->D : p->Dv;
+    int64_t sg = use_subgroups(d) && !p->has_stats ? 5 * (int64_t)br : 0;
     return (uint64_t)(p->D * br + dmax * kt + (int64_t)kt * br + (int64_t)br * (kt + 1) +
-                      2 * br) * sizeof(float) + 64;
+                      2 * br + sg) * sizeof(float) + 64;
 }
 
 /* The work split of fwd_block.cl for br rows, kt keys and wg work-items:
@@ -376,7 +382,7 @@ static bool block_default(const sdpa__cl_props *d, const sdpa__problem *p, int *
         *wg /= 2;
         *br = *br > 1 ? *br / 2 : 1;
     }
-    while (block_bytes(p, *br, *kt) > d->local_mem) {
+    while (block_bytes(d, p, *br, *kt) > d->local_mem) {
         if (*kt > 8) *kt /= 2;
         else if (*br > 4 && *wg > 8) *br /= 2, *wg /= 2;
         else return false;
@@ -502,13 +508,13 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
             if (TV_KT != SDPA_AUTO) bkt = TV_KT;
             if (fwg != SDPA_AUTO) bwg = fwg;
             ok = block_shape(p, bbr, bkt, bwg, pl);
-            if (!ok || (size_t)bwg > d->max_wg || block_bytes(p, bbr, bkt) > d->local_mem)
+            if (!ok || (size_t)bwg > d->max_wg || block_bytes(d, p, bbr, bkt) > d->local_mem)
                 return REFUSE(quiet, ctx, "opencl: tile.fwd_kernel 1 with q_tile %d, k_tile "
                               "%d, wg_size %d: needs q_tile <= wg_size, k_tile >= 4, "
                               "q_tile x k_tile and q_tile x Dv (%lld) multiples of wg_size, "
                               "wg_size <= %zu and %llu bytes of local memory (device %llu)",
                               bbr, bkt, bwg, (long long)p->Dv, d->max_wg,
-                              (unsigned long long)block_bytes(p, bbr, bkt),
+                              (unsigned long long)block_bytes(d, p, bbr, bkt),
                               (unsigned long long)d->local_mem);
         }
         if (ok) {
@@ -567,6 +573,7 @@ static sdpa_status choose_config(sdpa_context *ctx, const sdpa__cl_props *d,
     else
         split_plan(d, p, pl->block ? pl->br : (int64_t)wg * rpw, kt, unfused ? 1 : split,
                    &pl->nsplit, &pl->chunk);
+    pl->sg = ((pl->block && !p->has_stats) || pl->dgpu) && use_subgroups(d);
     return SDPA_OK;
 }
 
@@ -736,6 +743,8 @@ void sdpa__cl_plan_options(const sdpa__problem *p, const sdpa__cl_plan *pl, char
                  pl->dgk);
     else if (pl->direct_kv)
         snprintf(opts + n, size - (size_t)n, " -DDRB=%d -DDWG=%d", pl->drb, pl->dwg);
+    n = (int)strlen(opts);
+    if (pl->sg) snprintf(opts + n, size - (size_t)n, " -DSDPA_SUBGROUPS=1");
 }
 
 int sdpa__cl_plan_files(const sdpa__cl_plan *pl, const char *const **out)
@@ -862,7 +871,7 @@ static bool kernels_fit(sdpa_context *ctx, const sdpa__cl_state *st, const sdpa_
         }
         if (lm > eff->local_mem) {
             /* what the kernel takes beyond the staged tile comes off the budget */
-            uint64_t tile = pl->block      ? block_bytes(p, pl->br, pl->kt)
+            uint64_t tile = pl->block      ? block_bytes(eff, p, pl->br, pl->kt)
                             : pl->stage_kv ? stage_bytes(p, pl->kt)
                                            : 0;
             uint64_t extra = lm > tile ? lm - tile : lm;
@@ -937,6 +946,10 @@ static void describe_config(sdpa__cl_plan *pl)
         snprintf(pl->config + n, sizeof pl->config - n,
                  " (backward: bwd_fa2.cl, dQ %d rows x %d keys, dK/dV %d keys x %d rows)",
                  pl->fbr, pl->fqk, pl->fbc, pl->fkr);
+    }
+    if (pl->sg) {
+        size_t n = strlen(pl->config);
+        snprintf(pl->config + n, sizeof pl->config - n, " (row reductions over subgroups)");
     }
 }
 

@@ -78,6 +78,8 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     /* whether VK_KHR_shader_float_controls is enabled is not known: the
      * SPIR-V is not patched to request it (docs/vulkan.md "Float controls") */
     s->caps.float_controls = false;
+    /* nor whether shaderFloat16 is: fwd_fa2h (q in f16 registers) is not used */
+    s->caps.fp16 = false;
     if (s->props.apiVersion < VK_API_VERSION_1_1) {
         free(s);
         return SDPA_ERR_UNSUPPORTED;

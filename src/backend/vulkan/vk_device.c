@@ -236,7 +236,11 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     caps->float_controls = fc_ext && fc.shaderSignedZeroInfNanPreserveFloat32 &&
                            !masked("float_controls");
     caps->storage16 = s16.storageBuffer16BitAccess && !masked("storage16");
-    caps->fp16 = f16_known && f16.shaderFloat16 && !masked("fp16");
+    /* the instance asks for Vulkan 1.1, so enabling shaderFloat16 takes the
+     * extension even on a 1.2 device (sdpa__vk_context_create) */
+    caps->fp16 = f16_known && f16.shaderFloat16 &&
+                 has_device_ext(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) &&
+                 !masked("fp16");
     /* Mesa's llvmpipe (lavapipe) ends a shader invocation after 65535 loop
      * iterations; vk_plan.c sizes work per invocation under that budget. */
     caps->loop_limited = strstr(props->deviceName, "llvmpipe") != NULL;
@@ -421,14 +425,21 @@ sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **st
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    /* shaderFloat16: fwd_fa2h keeps q in f16 registers (vk_plan.c) */
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = VK_TRUE,
+    };
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .pNext = s->caps.fp16 ? &f16 : NULL,
         .storageBuffer16BitAccess = s->caps.storage16 ? VK_TRUE : VK_FALSE,
     };
     VkPhysicalDeviceFeatures2 f2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &s16};
-    const char *dexts[2];
+    const char *dexts[3];
     uint32_t nde = 0;
+    if (s->caps.fp16) dexts[nde++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
     /* the SPIR-V asks for Inf/NaN preservation (vk_spirv_patch.c) */
     if (s->caps.float_controls) dexts[nde++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
     /* MoltenVK: a portability-subset device must enable the extension. */

@@ -168,6 +168,8 @@ typedef struct sdpa__vk_plan {
                                  * with lanes > 0: rows per lane group */
     int lanes;                  /* > 0: fwd_fa2.comp with lanes invocations per row */
     bool fa2_shared_reduce;     /* fwd_fa2sh: no subgroup shuffle on the device */
+    bool fa2_f16;               /* fwd_fa2h(sh): f16 storage, shaderFloat16: q in f16
+                                 * registers, products formed exactly in f32 */
     /* the backward's own configuration: lanes > 0 runs bwd_fa2_dq.comp and
      * bwd_fa2_dkv.comp (GPU class) with these; 0 runs bwd_dq/bwd_dkv.comp
      * with the plan's wg_size and k_tile (sdpa__vk_bwd_view) */

@@ -153,8 +153,10 @@ const uint32_t *sdpa__vk_spirv_embedded(const char *name, sdpa_dtype dtype,
 {
     /* several rows per invocation is a shader of its own (fwd_rows.comp),
      * and so is the GPU-class forward (fwd_fa2.comp; fwd_fa2sh without
-     * subgroup shuffle) */
-    if (strcmp(name, "fwd") == 0 && plan->lanes > 0)
+     * subgroup shuffle; fwd_fa2h / fwd_fa2hsh with q in f16 registers) */
+    if (strcmp(name, "fwd") == 0 && plan->lanes > 0 && plan->fa2_f16)
+        name = plan->fa2_shared_reduce ? "fwd_fa2hsh" : "fwd_fa2h";
+    else if (strcmp(name, "fwd") == 0 && plan->lanes > 0)
         name = plan->fa2_shared_reduce ? "fwd_fa2sh" : "fwd_fa2";
     /* the GPU-class backward (a backward view, sdpa__vk_bwd_view) */
     else if (strcmp(name, "bwd_dq") == 0 && plan->lanes > 0)

@@ -581,6 +581,9 @@ static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     pl->k_tile = k;
     pl->stage_kv = 0;
     pl->fa2_shared_reduce = shared_reduce;
+    /* q in f16 registers where the device has f16 arithmetic types (the
+     * products stay f32: fa2_common.glsl, FA2_F16) */
+    pl->fa2_f16 = caps->fp16 && p->dtype == SDPA_DTYPE_F16;
 
     int forced_split = pick(t, SDPA_TILE_SPLIT_KV, 0);
     int64_t groups = p->B * p->Hkv * cdiv(slab_rows, fa2_block_rows(wg, lanes, rows));
@@ -613,8 +616,10 @@ static int bwd_fa2_lanes(const sdpa__vk_caps *caps, const sdpa__problem *p)
 
 /* The backward's configuration (pl->bwd): the GPU-class backward on
  * GPU-class devices unless the problem needs QK-norm or gains, a feature of
- * capabilities.h (ALiBi, sinks, mixed, quantized or paged K/V: bwd_dq.comp
- * and bwd_dkv.comp run those where the backend has them), or the
+ * capabilities.h other than ALiBi and sinks (a K/V type other than q's:
+ * bwd_dq.comp and bwd_dkv.comp run it; ALiBi is in finish_score and the
+ * sink in the forward's lse, so the FlashAttention-2 passes need nothing of
+ * their own, and dsinks is bwd_reduce.comp's from the D they store), or the
  * configuration forces lanes 0 (the older shaders throughout); lanes by
  * bwd_fa2_lanes unless forced (> 0: the forward's and the backward's), 64
  * invocations, 2 rows per lane group (1 when a
@@ -626,8 +631,11 @@ static void bwd_fa2_config(const sdpa__vk_caps *caps, const sdpa__problem *p,
 {
     memset(&pl->bwd, 0, sizeof pl->bwd);
     bool normed = p->qk_norm != SDPA_QK_NORM_NONE || p->has_q_gain || p->has_k_gain;
+    const unsigned fa2_features = SDPA__FEAT_ALIBI | SDPA__FEAT_SINKS |
+                                  SDPA__FEAT_ALIBI_BACKWARD | SDPA__FEAT_SINKS_BACKWARD;
     if (!(pl->flags & SDPA_PLAN_BACKWARD) || !sdpa__vk_gpu_class(caps) || normed ||
-        sdpa__features_needed(p, pl->flags) != 0 || pick(t, SDPA_TILE_LANES, -1) == 0)
+        (sdpa__features_needed(p, pl->flags) & ~fa2_features) != 0 ||
+        pick(t, SDPA_TILE_LANES, -1) == 0)
         return;
     int lanes = pick(t, SDPA_TILE_LANES, -1), wg = 64 < max_wg ? 64 : max_wg;
     if (lanes < 0) lanes = bwd_fa2_lanes(caps, p); /* a forced lanes > 0 serves both */
@@ -678,6 +686,7 @@ sdpa_status sdpa__vk_plan_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                     : 0;
     pl->lanes = 0;
     pl->fa2_shared_reduce = false;
+    pl->fa2_f16 = false;
     if (lanes > 0) {
         SDPA__TRY(fa2_config(ctx, caps, p, t, max_wg, lanes, pl));
     } else {
@@ -777,9 +786,10 @@ void sdpa__vk_plan_describe(const void *plan_state, sdpa_plan_info *info)
     sdpa__strlcpy(info->kernel, pl->nsplit > 1 ? "decode" : "fused", sizeof info->kernel);
     snprintf(info->config, sizeof info->config,
              "wg_size=%d k_tile=%d split_kv=%d split_len=%d q_tile=%d stage_kv=%d "
-             "variant=%s kv=%s flags=0x%x lanes=%d", pl->wg_size, pl->k_tile, pl->nsplit,
+             "variant=%s kv=%s flags=0x%x lanes=%d%s", pl->wg_size, pl->k_tile, pl->nsplit,
              pl->split_len, pl->rows, pl->stage_kv, sdpa_dtype_name(pl->p.dtype),
-             sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes);
+             sdpa_dtype_name(pl->p.kv_dtype), pl->spec_flags, pl->lanes,
+             pl->fa2_f16 ? " q_regs=f16" : "");
     if (pl->bwd.lanes > 0) { /* the GPU-class backward (bwd_fa2_*.comp) */
         size_t n = strlen(info->config);
         snprintf(info->config + n, sizeof info->config - n, " bwd=fa2/l%d/r%d/wg%d/k%d%s",
