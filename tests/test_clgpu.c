@@ -274,6 +274,7 @@ int main(void)
     tcase_add_test(tc, old_kernels_kept);
     suite_add_tcase(s, tc);
     tc = tcase_create("subgroups");
+    tcase_set_tags(tc, TTAG_DEVICE_PARITY); /* and it needs fork mode, as the sanitizers' runs are not */
     tcase_add_checked_fixture(tc, setup_sg, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, subgroup_parity);

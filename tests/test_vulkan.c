@@ -1895,7 +1895,8 @@ static Suite *vulkan_suite(void)
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);
-        if (tests[i].fn == test_fa2_forward) tcase_set_tags(tc, TTAG_DEVICE_PARITY);
+        if (tests[i].fn == test_fa2_forward || tests[i].fn == test_fa2_f16)
+            tcase_set_tags(tc, TTAG_DEVICE_PARITY);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, tests[i].fn);
