@@ -47,9 +47,19 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
     if (p->softcap > 0) {
         const float c = (float)p->softcap;
         float th;
-        for (int j = 0; j < n; j++)
-            for (int r = 0; r < nq; r++)
-                st[j * ld + r] = cap(st[j * ld + r], c, t->th ? &t->th[j * ld + r] : &th);
+        if (t->th) /* the backward keeps tanh for every key of the tile */
+            for (int j = 0; j < n; j++)
+                for (int r = 0; r < nq; r++)
+                    st[j * ld + r] = cap(st[j * ld + r], c, &t->th[j * ld + r]);
+        else /* keys outside a row's range become -inf below (the band), and
+              * the forward may not have computed them (cpu_forward.c
+              * kept_keys): only the row's kept keys are capped */
+            for (int r = 0; r < nq; r++) {
+                int64_t lo = t->lo[r] - t->kt, hi = t->hi[r] - t->kt;
+                lo = lo < 0 ? 0 : lo > n ? n : lo;
+                hi = hi < 0 ? 0 : hi > n ? n : hi;
+                for (int64_t j = lo; j < hi; j++) st[j * ld + r] = cap(st[j * ld + r], c, &th);
+            }
     }
     bool full = true;
     const int64_t off = p->has_alibi_slopes ? sdpa__alibi_offset(p, sdpa__cpu_batch_keys(p, a, t->b)) : 0;
