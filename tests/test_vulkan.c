@@ -1848,7 +1848,7 @@ static void add_persona_cases(Suite *s)
 {
     /* parity: tagged TTAG_DEVICE_PARITY */
     struct { const char *name; void (*fixture)(void); const TTest *fn; bool parity; } cases[] = {
-        {"persona_sb4_paths", setup_sb4, test_persona_sb4_paths, false},
+        {"persona_sb4_paths", setup_sb4, test_persona_sb4_paths, true},
         {"persona_sb4_device_buffers", setup_sb4, test_device_buffers, false},
         {"persona_nobar", setup_nobar, test_persona_nobar, false},
         {"persona_bar256_full", setup_bar256, test_persona_bar256_full, false},
@@ -1871,32 +1871,32 @@ static void add_persona_cases(Suite *s)
 static Suite *vulkan_suite(void)
 {
     Suite *s = suite_create("vulkan");
-    struct { const char *name; const TTest *fn; } tests[] = {
-        {"devices", test_devices},
-        {"decode", test_decode},
-        {"tile_configs", test_tile_configs},
-        {"tuning_slots", test_tuning_slots},
-        {"staged_forward", test_staged_forward},
-        {"staged_refusals", test_staged_refusals},
-        {"staged_candidates", test_staged_candidates},
-        {"rows_forward", test_rows_forward},
-        {"rows_refusals", test_rows_refusals},
-        {"rows_candidates", test_rows_candidates},
-        {"fa2_forward", test_fa2_forward},
-        {"fa2_refusals", test_fa2_refusals},
-        {"fa2_f16", test_fa2_f16},
-        {"backward_deterministic", test_backward_deterministic},
-        {"device_buffers", test_device_buffers},
-        {"missing_storage16", test_missing_storage16},
-        {"pipeline_cache", test_pipeline_cache},
-        {"pipeline_cache_untrusted", test_pipeline_cache_untrusted},
-        {"interop", test_interop},
-        {"suballocator", test_suballocator},
+    /* parity: the kernels against the reference, tagged TTAG_DEVICE_PARITY */
+    struct { const char *name; const TTest *fn; bool parity; } tests[] = {
+        {"devices", test_devices, false},
+        {"decode", test_decode, true},
+        {"tile_configs", test_tile_configs, true},
+        {"tuning_slots", test_tuning_slots, false},
+        {"staged_forward", test_staged_forward, true},
+        {"staged_refusals", test_staged_refusals, false},
+        {"staged_candidates", test_staged_candidates, false},
+        {"rows_forward", test_rows_forward, true},
+        {"rows_refusals", test_rows_refusals, false},
+        {"rows_candidates", test_rows_candidates, false},
+        {"fa2_forward", test_fa2_forward, true},
+        {"fa2_refusals", test_fa2_refusals, false},
+        {"fa2_f16", test_fa2_f16, true},
+        {"backward_deterministic", test_backward_deterministic, false},
+        {"device_buffers", test_device_buffers, false},
+        {"missing_storage16", test_missing_storage16, false},
+        {"pipeline_cache", test_pipeline_cache, false},
+        {"pipeline_cache_untrusted", test_pipeline_cache_untrusted, false},
+        {"interop", test_interop, false},
+        {"suballocator", test_suballocator, false},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         TCase *tc = tcase_create(tests[i].name);
-        if (tests[i].fn == test_fa2_forward || tests[i].fn == test_fa2_f16)
-            tcase_set_tags(tc, TTAG_DEVICE_PARITY);
+        if (tests[i].parity) tcase_set_tags(tc, TTAG_DEVICE_PARITY);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, tests[i].fn);
