@@ -33,6 +33,14 @@ static float cap(float z, float c, float *t)
     return fabsf(x) < 0x1p-12f ? z : c * *t;
 }
 
+/* Row r's kept keys [*lo, *hi) relative to the tile, clamped to [0, n). */
+static void kept_range(const sdpa__cpu_tile *t, int r, int n, int64_t *lo, int64_t *hi)
+{
+    const int64_t l = t->lo[r] - t->kt, h = t->hi[r] - t->kt;
+    *lo = l < 0 ? 0 : l > n ? n : l;
+    *hi = h < 0 ? 0 : h > n ? n : h;
+}
+
 bool sdpa__cpu_score_is_identity(const sdpa__problem *p)
 {
     return !(p->softcap > 0) && !p->has_bias && !p->has_mask && !p->has_alibi_slopes;
@@ -55,9 +63,8 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
               * the forward may not have computed them (cpu_forward.c
               * kept_keys): only the row's kept keys are capped */
             for (int r = 0; r < nq; r++) {
-                int64_t lo = t->lo[r] - t->kt, hi = t->hi[r] - t->kt;
-                lo = lo < 0 ? 0 : lo > n ? n : lo;
-                hi = hi < 0 ? 0 : hi > n ? n : hi;
+                int64_t lo, hi;
+                kept_range(t, r, n, &lo, &hi);
                 for (int64_t j = lo; j < hi; j++) st[j * ld + r] = cap(st[j * ld + r], c, &th);
             }
     }
@@ -65,10 +72,9 @@ void sdpa__cpu_score(const sdpa__cpu_call *call, const sdpa__cpu_tile *t)
     const int64_t off = p->has_alibi_slopes ? sdpa__alibi_offset(p, sdpa__cpu_batch_keys(p, a, t->b)) : 0;
     for (int r = 0; r < nq; r++) {
         const int64_t row = t->g0 + r, h = t->h0 + row / p->Sq, i = row % p->Sq;
-        int64_t lo = t->lo[r] - t->kt, hi = t->hi[r] - t->kt;
-        if (lo > 0 || hi < n) full = false;
-        lo = lo < 0 ? 0 : lo > n ? n : lo;
-        hi = hi < 0 ? 0 : hi > n ? n : hi;
+        if (t->lo[r] - t->kt > 0 || t->hi[r] - t->kt < n) full = false;
+        int64_t lo, hi;
+        kept_range(t, r, n, &lo, &hi);
         t->lor[r] = (int32_t)lo;
         t->hir[r] = (int32_t)hi;
         if (p->has_bias) {
