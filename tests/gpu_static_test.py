@@ -99,7 +99,7 @@ def main():
             check(f.get("spirv", "").endswith("fwd_fa2h_f16.spv") and
                   os.path.getsize(f["spirv"]) > 0 and "q_regs=f16" in f.get("config", ""),
                   "Vulkan forward SPIR-V written (the GPU-class fwd_fa2, f16 registers: "
-                  "fwd_fa2h, on a GPU with shaderFloat16)")
+                  "fwd_fa2h, on a GPU with shaderFloat16 and shaderDenormPreserveFloat16)")
             check(f.get("vk_family") == "gfx1100", "RADV family of gfx1100")
 
     # 2. parsers, counting, baseline comparison

@@ -648,14 +648,54 @@ static void expect_config(sdpa_context *ctx, const tcase *c, const sdpa_plan_opt
     tproblem_free(&p);
 }
 
-/* fwd_fa2.comp's f16 variant (fwd_fa2h: q kept as stored in f16vec4
- * registers, products formed exactly in f32) on ctx against the float64
+/* f16 q and K made of subnormals only (multiples of 2^-24 below 2^-14,
+ * the values a device that flushes 16-bit denormals turns into zeros): key
+ * i mod Skv carries query row i's signs, so its logit is a sum of positive
+ * products, the others random signs; the scale (about 1.3e8) makes that key's
+ * logit about 8 and the others' about +-1, so every logit comes from products
+ * of subnormals and a flushed q or K (all logits 0: the mean of V) misses
+ * the float64 reference by O(1). Run forward on ctx (plan options po)
+ * against the reference. */
+static void fa2_subnormal_case(sdpa_context *ctx, const char *name, int64_t Sq, int64_t Skv,
+                               const sdpa_plan_options *po)
+{
+    tcase c = mk(name, 1, 2, 1, Sq, Skv, 64, 64);
+    c.dtype = SDPA_DTYPE_F16; c.scale = 1.3e8; c.seed = 1912;
+    tproblem got, want;
+    tproblem_make(&got, &c);
+    tproblem_make(&want, &c);
+    trng r;
+    trng_seed(&r, c.seed);
+    const double tiny = ldexp(1.0, -24); /* f16's smallest subnormal */
+    for (size_t e = 0; e < got.n_k; e++) {
+        double v = (double)(1 + trng_next(&r) % 1023) * tiny * (trng_uniform(&r) < 0.5 ? -1 : 1);
+        tstore(got.k, c.dtype, e, v);
+        tstore(want.k, c.dtype, e, v);
+    }
+    for (size_t e = 0; e < got.n_q; e++) {
+        size_t d = e % (size_t)c.D, i = e / (size_t)c.D % (size_t)Sq;
+        double key = tload(got.k, c.dtype, (i % (size_t)Skv) * (size_t)c.D + d);
+        double v = (double)(1 + trng_next(&r) % 1023) * tiny * (key < 0 ? -1 : 1);
+        tstore(got.q, c.dtype, e, v);
+        tstore(want.q, c.dtype, e, v);
+    }
+    trun_problem(ctx, &got, false, po);
+    trun_problem(ref, &want, false, NULL);
+    texpect_parity(&got, &want, false);
+    tproblem_free(&got);
+    tproblem_free(&want);
+}
+
+/* fwd_fa2.comp on f16 storage (where `f16`, the variant fwd_fa2h: q kept
+ * as stored in f16vec4 registers, products formed exactly in f32) on ctx
+ * against the float64
  * reference: lengths 1, 7, 63, 65, 257 and 1000 (decode with its split,
  * GQA, causal rows), random f16 inputs, poisoned outputs; 16 lanes, more
  * than lavapipe's subgroup, for the shared-memory row sum (fwd_fa2hsh);
  * and q, k up to 300, whose products pass f16's largest finite value 65504
- * (a product rounded to f16 would be Inf and the row NaN). `f16` says
- * whether the plan must report the variant ("q_regs=f16"). */
+ * (a product rounded to f16 would be Inf and the row NaN); and q, K all
+ * f16 subnormals (fa2_subnormal_case). `f16` says whether the plan must
+ * report the variant ("q_regs=f16"). */
 static void fa2_f16_cases(sdpa_context *ctx, bool f16)
 {
     sdpa_tile_config tc;
@@ -678,11 +718,37 @@ static void fa2_f16_cases(sdpa_context *ctx, bool f16)
     c.input_scale = 300.0; c.scale = 1e-4; c.seed = 1911;
     po = fa2_opts(&tc, 4, 2, 8, 64);
     tparity_forward(ctx, ref, &c, &po);
+    fa2_subnormal_case(ctx, "fa2h_subnormal", 7, 33, &po);
 }
 
-/* fwd_fa2h where the device has shaderFloat16 (lavapipe does), fwd_fa2 on
- * the same device with the probe masked (SDPA_VK_MASK_FEATURES=fp16): both
- * paths, the same cases. */
+/* A Vulkan context under persona (NULL: none) with SDPA_VK_MASK_FEATURES
+ * mask (NULL: none), without the validation layer (see test_fa2_f16). */
+static sdpa_context *fa2_f16_context(const char *persona, const char *mask)
+{
+    if (persona) setenv("SDPA_TEST_PERSONA", persona, 1);
+    if (mask) setenv("SDPA_VK_MASK_FEATURES", mask, 1);
+    setenv("SDPA_VK_VALIDATION", "0", 1);
+    sdpa_status st;
+    sdpa_context *ctx = tcontext(SDPA_BACKEND_VULKAN, &st);
+    unsetenv("SDPA_TEST_PERSONA");
+    unsetenv("SDPA_VK_MASK_FEATURES");
+    setenv("SDPA_VK_VALIDATION", "1", 1);
+    ck_assert_msg(ctx, "no Vulkan context under %s / %s: %s", persona ? persona : "-",
+                  mask ? mask : "-", sdpa_status_name(st));
+    return ctx;
+}
+
+/* fwd_fa2h runs where the device has shaderFloat16 and guarantees f16
+ * denormals (shaderDenormPreserveFloat16, its modules then request
+ * DenormPreserve 16); fwd_fa2 (q in f32 registers) elsewhere. lavapipe has
+ * shaderFloat16 but does not promise f16 denormals (it keeps them all the
+ * same: the subnormal cases pass on both paths), so the cases run:
+ *  - on the device as it is (lavapipe: fwd_fa2, asserted from its report);
+ *  - under the persona vk-denorm16, which reports the guarantee: fwd_fa2h;
+ *  - under it with either probe result masked (SDPA_VK_MASK_FEATURES=fp16,
+ *    denorm16): fwd_fa2 again, the selection and the subnormal cases only.
+ * The persona's contexts run without the validation layer: it sees
+ * lavapipe's real properties and flags the DenormPreserve request. */
 START_TEST(test_fa2_f16)
 {
     sdpa_device_info dev = vk_device_info();
@@ -690,16 +756,25 @@ START_TEST(test_fa2_f16)
         fprintf(stderr, "fa2_f16: no storageBuffer16BitAccess, f16 storage not tested\n");
         return;
     }
-    if (!dev.fp16) fprintf(stderr, "fa2_f16: no shaderFloat16, only the f32-register path\n");
-    fa2_f16_cases(vk, dev.fp16);
-    setenv("SDPA_VK_MASK_FEATURES", "fp16", 1);
-    sdpa_status st;
-    sdpa_context *weak = tcontext(SDPA_BACKEND_VULKAN, &st);
-    unsetenv("SDPA_VK_MASK_FEATURES");
-    ck_assert(weak);
-    fa2_f16_cases(weak, false);
-    assert_clean(weak);
-    sdpa_context_destroy(weak);
+    bool denorm16 = strstr(dev.details, "shaderDenormPreserveFloat16=yes") != NULL;
+    if (!dev.fp16 || !denorm16)
+        fprintf(stderr, "fa2_f16: shaderFloat16 %s, shaderDenormPreserveFloat16 %s: the device "
+                "runs the f32-register path, the persona vk-denorm16 fwd_fa2h\n",
+                dev.fp16 ? "yes" : "no", denorm16 ? "yes" : "no");
+    fa2_f16_cases(vk, dev.fp16 && denorm16);
+    sdpa_context *gpu = fa2_f16_context("vk-denorm16", NULL);
+    fa2_f16_cases(gpu, dev.fp16);
+    sdpa_context_destroy(gpu);
+    static const char *masks[] = {"fp16", "denorm16"};
+    for (int m = 0; m < 2; m++) {
+        sdpa_context *weak = fa2_f16_context("vk-denorm16", masks[m]);
+        sdpa_tile_config tc;
+        sdpa_plan_options po = fa2_opts(&tc, 4, 2, 8, 64);
+        tcase c = mk("fa2h_masked", 1, 2, 1, 7, 33, 64, 64); c.dtype = SDPA_DTYPE_F16;
+        expect_config(weak, &c, &po, "q_regs=f16", false);
+        fa2_subnormal_case(weak, "fa2h_masked_subnormal", 7, 33, &po);
+        sdpa_context_destroy(weak);
+    }
 }
 END_TEST
 
@@ -1592,14 +1667,17 @@ START_TEST(test_persona_bar256_full)
 END_TEST
 
 
-/* From src/backend/vulkan/vk_spirv_patch.c. */
-int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
-                                    size_t *out_size);
+/* From src/backend/vulkan/vk_spirv_patch.c (modes: SDPA__VK_INF_NAN_32 1,
+ * SDPA__VK_DENORM_16 2, _32 4, _64 8, vk_internal.h). */
+int sdpa__vk_spirv_float_controls(const uint32_t *code, size_t size, unsigned modes,
+                                  uint32_t **patched, size_t *out_size);
 
-/* The float-controls request lands in the right sections of a module: the
- * capability after the capabilities, the extension before the imports, the
- * execution mode after the entry point; a module asking already, or
- * malformed, is left alone (0). No device. */
+/* The float-controls requests land in the right sections of a module: the
+ * capabilities after the capabilities, the extension before the imports, the
+ * execution modes after the entry point; a module asking already, or
+ * malformed, or asked for nothing, is left alone (0). Inf/NaN preservation
+ * alone, then with DenormPreserve 16 and 64 (a device that sets the 16- and
+ * 64-bit denormal modes together). No device. */
 START_TEST(test_spirv_float_controls)
 {
     enum { CAP = 17, EXT = 10, IMPORT = 11, MODEL = 14, ENTRY = 15, MODE = 16, VOID = 19 };
@@ -1614,7 +1692,7 @@ START_TEST(test_spirv_float_controls)
     };
     size_t n = 0;
     uint32_t *out = NULL;
-    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod, &out, &n), 1);
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(mod, sizeof mod, 1u, &out, &n), 1);
     ck_assert_ptr_nonnull(out);
     ck_assert_uint_eq(n, sizeof mod + 4 * (2 + 7 + 4));
     const uint32_t *w = out;
@@ -1632,12 +1710,35 @@ START_TEST(test_spirv_float_controls)
     ck_assert_uint_eq(w[31], (6u << 16) | MODE);       /* LocalSize kept */
     size_t n2 = 0;
     uint32_t *again = NULL;
-    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(out, n, &again, &n2), 0); /* asks already */
-    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(mod, sizeof mod - 2, &again, &n2), 0);
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(out, n, 1u, &again, &n2), 0); /* asks already */
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(mod, sizeof mod - 2, 1u, &again, &n2), 0);
     uint32_t bad[sizeof mod / 4];
     memcpy(bad, mod, sizeof mod);
     bad[13] = (40u << 16) | ENTRY;                     /* length past the end */
-    ck_assert_int_eq(sdpa__vk_spirv_preserve_inf_nan(bad, sizeof bad, &again, &n2), 0);
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(bad, sizeof bad, 1u, &again, &n2), 0);
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(mod, sizeof mod, 0u, &again, &n2), 0);
+    ck_assert_ptr_null(again);
+    free(out);
+
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(mod, sizeof mod, 1u | 2u | 8u, &out, &n), 1);
+    ck_assert_uint_eq(n, sizeof mod + 4 * (2 * 2 + 7 + 3 * 4));
+    w = out;
+    ck_assert_uint_eq(w[7], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[8], 4466);                     /* SignedZeroInfNanPreserve */
+    ck_assert_uint_eq(w[9], (2u << 16) | CAP);
+    ck_assert_uint_eq(w[10], 4464);                    /* DenormPreserve */
+    ck_assert_uint_eq(w[11], (7u << 16) | EXT);
+    ck_assert_uint_eq(w[24], (5u << 16) | ENTRY);
+    const uint32_t want[3][2] = {{4461, 32}, {4459, 16}, {4459, 64}};
+    for (int m = 0; m < 3; m++) {
+        ck_assert_uint_eq(w[29 + 4 * m], (4u << 16) | MODE);
+        ck_assert_uint_eq(w[30 + 4 * m], 4);
+        ck_assert_uint_eq(w[31 + 4 * m], want[m][0]);
+        ck_assert_uint_eq(w[32 + 4 * m], want[m][1]);
+    }
+    ck_assert_uint_eq(w[41], (6u << 16) | MODE);       /* LocalSize kept */
+    /* a module with DenormPreserve already: left alone */
+    ck_assert_int_eq(sdpa__vk_spirv_float_controls(out, n, 2u, &again, &n2), 0);
     ck_assert_ptr_null(again);
     free(out);
 }

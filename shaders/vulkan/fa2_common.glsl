@@ -53,7 +53,9 @@ float fma4(vec4 a, vec4 b, float acc)
 }
 
 /* q's registers in fwd_fa2.comp: QVEC_T. In the variant built with
- * -DFA2_F16 (fwd_fa2h, f16 storage only, devices with shaderFloat16) q
+ * -DFA2_F16 (fwd_fa2h, f16 storage only, devices with shaderFloat16 and
+ * DenormPreserve 16 requested: the f32 -> f16 -> f32 conversions of q keep
+ * subnormals only under it) q
  * stays as stored in f16vec4 (Q_AS_STORED: the scale multiplies the summed
  * score) and fma4 forms each product in f32 from the f16 value: exact (two
  * 11-bit significands fit f32's 24, and the exponents its range), so the

@@ -22,7 +22,10 @@
  *  - online softmax, statistics and the split record are fwd_tile.glsl's,
  *    in f32, kept by every lane of the row alike;
  *  - the variant built with -DFA2_F16 (fwd_fa2h / fwd_fa2hsh: f16 storage on
- *    devices with shaderFloat16) keeps q as stored in f16vec4 registers
+ *    devices with shaderFloat16 that guarantee f16 denormals: vk_plan.c runs
+ *    it only where the module requests DenormPreserve 16, vk_spirv_patch.c,
+ *    since q's two f16 conversions could otherwise flush a subnormal q to 0)
+ *    keeps q as stored in f16vec4 registers
  *    (half the registers) and applies the scale to the summed score;
  *    every product is formed in f32 (fa2_common.glsl's fma4), which is
  *    exact for two f16 values, so the scores are the f32 path's (no product

@@ -52,25 +52,31 @@ typedef struct gpu_desc {
     uint32_t vendor_id;    /* PCI vendor id (Vulkan's vendorID) */
     int compute_units, max_wg, local_kib, local_is_local, subgroup;
     int vk_max_wg, vk_shared_kib, vk_subgroup;
+    /* caps.denorm_widths (SDPA__VK_DENORM_*): what RADV's null device
+     * reports for the AMD families (shaderDenormPreserveFloat16 and 64, the
+     * two set together); 0 (not known here) for the others */
+    unsigned vk_denorm_widths;
 } gpu_desc;
 
 static const gpu_desc devices[] = {
     {"nv-sm80", "NVIDIA A100 (sm_80)", "nvptx", "sm_80", NULL, "NVIDIA Corporation",
-     0x10de, 108, 1024, 48, 1, 32, 1024, 48, 32},
+     0x10de, 108, 1024, 48, 1, 32, 1024, 48, 32, 0},
     {"nv-sm89", "NVIDIA RTX 4090 (sm_89)", "nvptx", "sm_89", NULL, "NVIDIA Corporation",
-     0x10de, 128, 1024, 48, 1, 32, 1024, 48, 32},
+     0x10de, 128, 1024, 48, 1, 32, 1024, 48, 32, 0},
     {"amd-gfx1030", "AMD RX 6800 XT (gfx1030, RDNA2)", "amdgcn", "gfx1030", "navi21",
-     "Advanced Micro Devices, Inc.", 0x1002, 36, 256, 64, 1, 32, 1024, 64, 64},
+     "Advanced Micro Devices, Inc.", 0x1002, 36, 256, 64, 1, 32, 1024, 64, 64,
+     SDPA__VK_DENORM_16 | SDPA__VK_DENORM_64},
     {"amd-gfx1100", "AMD RX 7900 XTX (gfx1100, RDNA3)", "amdgcn", "gfx1100", "gfx1100",
-     "Advanced Micro Devices, Inc.", 0x1002, 48, 256, 64, 1, 32, 1024, 64, 64},
+     "Advanced Micro Devices, Inc.", 0x1002, 48, 256, 64, 1, 32, 1024, 64, 64,
+     SDPA__VK_DENORM_16 | SDPA__VK_DENORM_64},
     {"intel-tgllp", "Intel Xe-LP (Tiger Lake, 96 EU)", "ocloc", "tgllp", NULL,
-     "Intel(R) Corporation", 0x8086, 96, 512, 64, 1, 16, 1024, 64, 16},
+     "Intel(R) Corporation", 0x8086, 96, 512, 64, 1, 16, 1024, 64, 16, 0},
     {"intel-dg2", "Intel Arc A770 (DG2/ACM-G10)", "ocloc", "acm-g10", NULL,
-     "Intel(R) Corporation", 0x8086, 512, 1024, 64, 1, 16, 1024, 64, 16},
+     "Intel(R) Corporation", 0x8086, 512, 1024, 64, 1, 16, 1024, 64, 16, 0},
     {"mali", "Mali-like (Valhall: local memory in system memory)", "none", "", NULL, "ARM",
-     0x13b5, 16, 1024, 32, 0, 16, 1024, 32, 16},
+     0x13b5, 16, 1024, 32, 0, 16, 1024, 32, 16, 0},
     {"adreno", "Adreno-like (7xx)", "none", "", NULL, "QUALCOMM", 0x5143, 6, 1024, 32, 1, 64, 1024,
-     32, 64},
+     32, 64, 0},
 };
 #define NDEV (int)(sizeof devices / sizeof devices[0])
 
@@ -279,6 +285,7 @@ static void vk_caps_of(const gpu_desc *g, sdpa__vk_caps *c)
     c->max_groups[0] = c->max_groups[1] = c->max_groups[2] = 65535;
     c->max_storage_range = (uint64_t)4 << 30;
     c->storage16 = c->fp16 = true;
+    c->denorm_widths = g->vk_denorm_widths;
     c->loop_limited = false;
     /* the kernel class through the library's vendor table, as sdpa__vk_probe does */
     VkPhysicalDeviceProperties pr;
@@ -521,12 +528,17 @@ static int vk_stats(const char *device, const char *outdir)
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, .pNext = &pef,
         .storageBuffer16BitAccess = VK_TRUE};
-    const char *ext[] = {VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME};
+    /* the modules request the described device's float controls (as
+     * sdpa__vk_compute_pipeline does on it: vk_spirv_patch.c) */
+    const char *ext[] = {VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME,
+                         VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &s16,
                               .queueCreateInfoCount = 1, .pQueueCreateInfos = &qci,
-                              .enabledExtensionCount = 1, .ppEnabledExtensionNames = ext};
+                              .enabledExtensionCount = g->vk_denorm_widths ? 2 : 1,
+                              .ppEnabledExtensionNames = ext};
     stats_ctx sc;
     memset(&sc, 0, sizeof sc);
+    sc.s.caps.denorm_widths = g->vk_denorm_widths;
     sc.outdir = outdir;
     sc.first = true;
     r = vkCreateDevice(phys, &dci, NULL, &sc.s.device);

@@ -80,6 +80,7 @@ SDPA_API sdpa_status sdpa_vulkan_context_create(const sdpa_context_options *opti
     s->caps.float_controls = false;
     /* nor whether shaderFloat16 is: fwd_fa2h (q in f16 registers) is not used */
     s->caps.fp16 = false;
+    s->caps.denorm_widths = 0; /* no DenormPreserve request either */
     if (s->props.apiVersion < VK_API_VERSION_1_1) {
         free(s);
         return SDPA_ERR_UNSUPPORTED;

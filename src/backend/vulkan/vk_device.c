@@ -9,8 +9,9 @@
  *   SDPA_VK_VALIDATION=1  enable VK_LAYER_KHRONOS_validation with a
  *                         debug-utils messenger that logs through the
  *                         context and counts errors (see the test hook).
- *   SDPA_VK_MASK_FEATURES=storage16,fp16,float_controls  pretend the probe
- *                         did not find these features (a weaker device).
+ *   SDPA_VK_MASK_FEATURES=storage16,fp16,float_controls,denorm16  pretend
+ *                         the probe did not find these features (a weaker
+ *                         device; denorm16: shaderDenormPreserveFloat16).
  *   SDPA_TEST_PERSONA=vk-...  test-only GPU personas (vk_persona.c).
  * Called by the core through the table in vk_backend.c.
  */
@@ -191,6 +192,25 @@ static int list_devices(VkInstance inst, VkPhysicalDevice *out)
     return k;
 }
 
+/* The widths (SDPA__VK_DENORM_*) a module requests DenormPreserve for so
+ * that 16-bit denormals are preserved: 16, plus 64 where the device sets
+ * the 16- and 64-bit modes together, plus 32 where it sets all together
+ * (denormBehaviorIndependence); 0 unless the device offers each of them. */
+static unsigned denorm_widths(const VkPhysicalDeviceFloatControlsPropertiesKHR *fc)
+{
+    unsigned w = SDPA__VK_DENORM_16;
+    bool ok = fc->shaderDenormPreserveFloat16;
+    if (fc->denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL) {
+        w |= SDPA__VK_DENORM_64;
+        ok = ok && fc->shaderDenormPreserveFloat64;
+    }
+    if (fc->denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE) {
+        w |= SDPA__VK_DENORM_32;
+        ok = ok && fc->shaderDenormPreserveFloat32;
+    }
+    return ok ? w : 0;
+}
+
 void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
                     VkPhysicalDeviceProperties *props)
 {
@@ -235,6 +255,7 @@ void sdpa__vk_probe(VkPhysicalDevice phys, sdpa__vk_caps *caps,
     caps->packed = caps->max_storage_buffers < SDPA__VK_WIDE_STORAGE;
     caps->float_controls = fc_ext && fc.shaderSignedZeroInfNanPreserveFloat32 &&
                            !masked("float_controls");
+    caps->denorm_widths = fc_ext && !masked("denorm16") ? denorm_widths(&fc) : 0;
     caps->storage16 = s16.storageBuffer16BitAccess && !masked("storage16");
     /* the instance asks for Vulkan 1.1, so enabling shaderFloat16 takes the
      * extension even on a 1.2 device (sdpa__vk_context_create) */
@@ -339,14 +360,15 @@ sdpa_status sdpa__vk_device_info(int index, sdpa_device_info *info)
              "type=%s vendor_id=0x%04x device_id=0x%04x api=%u.%u.%u subgroup=%u "
              "subgroup_ops=%s shared_mem=%u max_wg=%u storageBuffer16BitAccess=%s "
              "shaderFloat16=%s max_storage_range=%llu storage_buffers=%u (%s layout) "
-             "float_controls=%s",
+             "float_controls=%s shaderDenormPreserveFloat16=%s",
              type_name(pr.deviceType), pr.vendorID, pr.deviceID,
              VK_API_VERSION_MAJOR(pr.apiVersion), VK_API_VERSION_MINOR(pr.apiVersion),
              VK_API_VERSION_PATCH(pr.apiVersion), c.subgroup_size,
              opbuf[0] ? opbuf : "none", c.max_shared, c.max_wg,
              c.storage16 ? "yes" : "no", c.fp16 ? "yes" : "no",
              (unsigned long long)c.max_storage_range, c.max_storage_buffers,
-             c.packed ? "packed" : "wide", c.float_controls ? "yes" : "no");
+             c.packed ? "packed" : "wide", c.float_controls ? "yes" : "no",
+             c.denorm_widths ? "yes" : "no");
     vkDestroyInstance(inst, NULL);
     return SDPA_OK;
 }
@@ -440,8 +462,9 @@ sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **st
     const char *dexts[3];
     uint32_t nde = 0;
     if (s->caps.fp16) dexts[nde++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
-    /* the SPIR-V asks for Inf/NaN preservation (vk_spirv_patch.c) */
-    if (s->caps.float_controls) dexts[nde++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+    /* the SPIR-V asks for Inf/NaN and denormal preservation (vk_spirv_patch.c) */
+    if (s->caps.float_controls || s->caps.denorm_widths)
+        dexts[nde++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
     /* MoltenVK: a portability-subset device must enable the extension. */
     if (has_device_ext(s->phys, "VK_KHR_portability_subset"))
         dexts[nde++] = "VK_KHR_portability_subset";
@@ -462,8 +485,9 @@ sdpa_status sdpa__vk_context_init(sdpa_context *ctx, int device_index, void **st
     vkGetDeviceQueue(s->device, s->queue_family, 0, &s->queue);
     st = sdpa__vk_state_setup(ctx, s);
     if (st != SDPA_OK) goto fail;
-    sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: device '%s', storage16=%d fp16=%d subgroup=%u",
-              s->props.deviceName, s->caps.storage16, s->caps.fp16, s->caps.subgroup_size);
+    sdpa__log(ctx, SDPA_LOG_INFO, "vulkan: device '%s', storage16=%d fp16=%d denorm16=%d "
+              "subgroup=%u", s->props.deviceName, s->caps.storage16, s->caps.fp16,
+              s->caps.denorm_widths != 0, s->caps.subgroup_size);
     *state = s;
     return SDPA_OK;
 fail:

@@ -92,6 +92,12 @@ typedef struct sdpa__vk_caps {
     uint32_t max_storage_buffers; /* per stage and per set, the smaller; 0: unknown */
     bool packed;         /* fewer than the wide layout needs: packed layout */
     bool float_controls; /* SignedZeroInfNanPreserve for 32-bit floats requested */
+    /* SDPA__VK_DENORM_* widths every module requests DenormPreserve for
+     * (vk_spirv_patch.c): 16, plus those the device's
+     * denormBehaviorIndependence ties to 16; nonzero only where the device
+     * guarantees them (shaderDenormPreserveFloat16 ...), so 16-bit
+     * subnormals survive every f16 conversion: fwd_fa2h needs it */
+    unsigned denorm_widths;
     uint32_t driver_id;  /* VkDriverId, 0 when unknown (vk_vendor.c) */
     sdpa__device_defaults dev; /* vendor defaults table: kernel class, defaults */
     uint32_t device_type; /* VkPhysicalDeviceType (a persona may say GPU) */
@@ -168,8 +174,9 @@ typedef struct sdpa__vk_plan {
                                  * with lanes > 0: rows per lane group */
     int lanes;                  /* > 0: fwd_fa2.comp with lanes invocations per row */
     bool fa2_shared_reduce;     /* fwd_fa2sh: no subgroup shuffle on the device */
-    bool fa2_f16;               /* fwd_fa2h(sh): f16 storage, shaderFloat16: q in f16
-                                 * registers, products formed exactly in f32 */
+    bool fa2_f16;               /* fwd_fa2h(sh): f16 storage, shaderFloat16 and f16
+                                 * denormals guaranteed (caps.denorm_widths): q in
+                                 * f16 registers, products formed exactly in f32 */
     /* the backward's own configuration: lanes > 0 runs bwd_fa2_dq.comp and
      * bwd_fa2_dkv.comp (GPU class) with these; 0 runs bwd_dq/bwd_dkv.comp
      * with the plan's wg_size and k_tile (sdpa__vk_bwd_view) */
@@ -288,12 +295,20 @@ void sdpa__vk_pack_copy_out(VkCommandBuffer cb, const sdpa__vk_plan *pl,
 void sdpa__vk_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa,
                       VkPipelineStageFlags dst, VkAccessFlags da);
 
+/* Float-control requests a module can carry (vk_spirv_patch.c):
+ * SignedZeroInfNanPreserve 32, DenormPreserve 16 / 32 / 64. */
+#define SDPA__VK_INF_NAN_32 1u
+#define SDPA__VK_DENORM_16 2u
+#define SDPA__VK_DENORM_32 4u
+#define SDPA__VK_DENORM_64 8u
+
 /* vk_spirv_patch.c: *patched = a malloc'd copy of the SPIR-V module with
- * 32-bit SignedZeroInfNanPreserve requested (capability, extension,
- * execution mode): returns 1; 0 (nothing done) when malformed or already
- * requested; -1 when out of memory. */
-int sdpa__vk_spirv_preserve_inf_nan(const uint32_t *code, size_t size, uint32_t **patched,
-                                    size_t *out_size);
+ * the float controls in `modes` (SDPA__VK_INF_NAN_32 | SDPA__VK_DENORM_*)
+ * requested (capabilities, extension, execution modes): returns 1; 0
+ * (nothing done) when modes is 0, the module is malformed or it already
+ * declares one of those capabilities; -1 when out of memory. */
+int sdpa__vk_spirv_float_controls(const uint32_t *code, size_t size, unsigned modes,
+                                  uint32_t **patched, size_t *out_size);
 
 /* vk_persona.c: test-only personas (SDPA_TEST_PERSONA=vk-...); wraps the
  * device queries of the loader table; called at instance creation. */

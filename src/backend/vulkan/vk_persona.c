@@ -23,6 +23,14 @@
  *                   heap (BAR) and a host heap; allocations from the BAR type
  *                   are counted and fail with OUT_OF_DEVICE_MEMORY past
  *                   256 MiB, so the fallback path really runs.
+ *   vk-denorm16     shaderDenormPreserveFloat16 (as RADV, NVIDIA and ANV
+ *                   report; lavapipe does not promise it), so fwd_fa2h (q
+ *                   in f16 registers) is chosen and its modules request
+ *                   DenormPreserve 16. Not enforced: lavapipe does keep f16
+ *                   subnormals (tests/test_vulkan.c fa2_f16 checks the
+ *                   results), but the validation layer, which sees the real
+ *                   properties, flags the request: run it without
+ *                   SDPA_VK_VALIDATION.
  * Pretend memory types are honest: an allocation goes to the real type it
  * stands for. Subgroup size is not a persona: lavapipe's is fixed by
  * LP_NATIVE_VECTOR_WIDTH (256: 8, 128: 4), which CI sets instead.
@@ -46,14 +54,16 @@ typedef struct persona {
     uint32_t shared_bytes;
     uint32_t invocations;
     int memory;
+    bool denorm16; /* reports shaderDenormPreserveFloat16 */
 } persona;
 
 static const persona personas[] = {
-    {"vk-sb4", 4, 0, 0, MEM_REAL},
-    {"vk-sb8", 8, 0, 0, MEM_REAL},
-    {"vk-small", 0, 16384, 128, MEM_REAL},
-    {"vk-nobar", 0, 0, 0, MEM_NOBAR},
-    {"vk-bar256", 0, 0, 0, MEM_BAR256},
+    {"vk-sb4", 4, 0, 0, MEM_REAL, false},
+    {"vk-sb8", 8, 0, 0, MEM_REAL, false},
+    {"vk-small", 0, 16384, 128, MEM_REAL, false},
+    {"vk-nobar", 0, 0, 0, MEM_NOBAR, false},
+    {"vk-bar256", 0, 0, 0, MEM_BAR256, false},
+    {"vk-denorm16", 0, 0, 0, MEM_REAL, true},
 };
 
 #define BAR_BYTES ((VkDeviceSize)256 << 20)
@@ -121,6 +131,10 @@ static VKAPI_ATTR void VKAPI_CALL props2(VkPhysicalDevice d, VkPhysicalDevicePro
     real.vkGetPhysicalDeviceProperties2(d, p);
     limits(&p->properties.limits);
     gpu_type(&p->properties);
+    for (VkBaseOutStructure *e = p->pNext; e && active && active->denorm16; e = e->pNext)
+        if (e->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES)
+            ((VkPhysicalDeviceFloatControlsProperties *)(void *)e)->shaderDenormPreserveFloat16 =
+                VK_TRUE;
 }
 
 static VKAPI_ATTR void VKAPI_CALL mem_props(VkPhysicalDevice d,

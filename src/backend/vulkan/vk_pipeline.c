@@ -102,8 +102,9 @@ sdpa_status sdpa__vk_compute_pipeline(sdpa_context *ctx, const sdpa__vk_state *s
     *out = VK_NULL_HANDLE;
     size_t patched_size = 0;
     uint32_t *patched = NULL;
-    if (s->caps.float_controls &&
-        sdpa__vk_spirv_preserve_inf_nan(code, size, &patched, &patched_size) < 0)
+    /* the float controls the device offers, on every module (vk_spirv_patch.c) */
+    unsigned modes = (s->caps.float_controls ? SDPA__VK_INF_NAN_32 : 0u) | s->caps.denorm_widths;
+    if (sdpa__vk_spirv_float_controls(code, size, modes, &patched, &patched_size) < 0)
         return SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "vulkan: out of host memory (%s)", name);
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,

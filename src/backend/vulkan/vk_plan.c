@@ -600,8 +600,11 @@ static sdpa_status fa2_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     pl->stage_kv = 0;
     pl->fa2_shared_reduce = shared_reduce;
     /* q in f16 registers where the device has f16 arithmetic types (the
-     * products stay f32: fa2_common.glsl, FA2_F16) */
-    pl->fa2_f16 = caps->fp16 && p->dtype == SDPA_DTYPE_F16;
+     * products stay f32: fa2_common.glsl, FA2_F16) and guarantees 16-bit
+     * denormals (the module then requests DenormPreserve 16): q reaches its
+     * f16 registers through two f16 conversions, which a device free to
+     * flush would turn a subnormal q into 0 in */
+    pl->fa2_f16 = caps->fp16 && caps->denorm_widths != 0 && p->dtype == SDPA_DTYPE_F16;
 
     int forced_split = pick(t, SDPA_TILE_SPLIT_KV, 0);
     int64_t groups = p->B * p->Hkv * cdiv(slab_rows, fa2_block_rows(wg, lanes, rows));
