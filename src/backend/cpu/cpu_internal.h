@@ -35,6 +35,20 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 /* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
  * run) and went to the condition variable: a test and diagnostic counter. */
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
+/* Runs that found a worker asleep and had to wake it (a test counter). */
+long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool);
+/* Wake-ahead on (the default when the spin is not 0) or off; forgets the
+ * history. Tests only. */
+void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
+/* Wake-ahead's prediction (cpu_pool.c), pure: from the last n intervals
+ * iv[0..n-1] between call starts (ns, oldest first; the last 8 count) and the
+ * workers' timer lateness, whether the next call is predictable (at least 4
+ * intervals within 1/8 of the shortest, none over 100 ms, their mean at
+ * least 2 ms) and then when a sleeping worker asks to be woken (*wake) and
+ * until when it spins for the call (*end), both ns after the last call
+ * start; *end - *wake is at most 5 % of the mean interval. */
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *wake,
+                            int64_t *end);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 typedef struct sdpa__cpu_pf sdpa__cpu_pf; /* the decode kernels' prefetch places (below) */

@@ -36,6 +36,18 @@
  * the call lasts, the call then costs what the caller alone takes, not that
  * plus the late worker's wake-up.
  *
+ * Calls spaced by regular pauses longer than the spin (a decode step per
+ * layer with other work in between) would find every worker asleep, and a
+ * woken thread (a halted vCPU) can start later than the call lasts. So the
+ * caller keeps the intervals between the last PREDICT_HISTORY call starts (a
+ * run published after an idle time longer than the spin) and, when they are
+ * regular (sdpa__cpu_pool_predict), publishes with each run a window in which
+ * it expects the next call: a worker about to sleep then waits on the
+ * condition variable with a timeout (shortened by the timer lateness it has
+ * measured) and spins from the window's start to its end, at most 5 % of the
+ * interval per call, before it sleeps plainly. Irregular calls get no window;
+ * SDPA_CPU_SPIN_US=0 turns this off with the spin.
+ *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
@@ -47,6 +59,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
@@ -55,6 +68,8 @@
 #else
 #define cpu_relax() ((void)0)
 #endif
+
+enum { PREDICT_HISTORY = 8 };
 
 struct sdpa__cpu_pool {
     int n;                    /* threads including the caller */
@@ -74,6 +89,16 @@ struct sdpa__cpu_pool {
                                  generation | SEAT_CANCELLED (run_any) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
+    /* Wake-ahead: the caller's history (touched by the caller only), the
+     * window it publishes (absolute monotonic ns; end <= now: none) and the
+     * workers' timer lateness (ns). */
+    bool predict;             /* off with spin_ns 0 (and in tests) */
+    int64_t last_start, last_end; /* the last call start and run end */
+    int64_t iv[PREDICT_HISTORY];  /* intervals between call starts, oldest first */
+    int niv;
+    atomic_llong wake_at, spin_end;
+    atomic_llong late_ns;
+    atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
 };
 
 #define SEAT_CANCELLED (1ull << 63)
@@ -104,30 +129,167 @@ static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
     return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
-/* Spins up to spin_ns until ready(pool, old); returns whether it came in
- * time. A spinner that finds it was descheduled between two looks at the
- * clock (the machine has fewer free cores than threads: spinning only takes
- * the core from the thread it waits for) turns spinning off for the next
- * NOSPIN_RUNS runs, after which the pool tries again. */
+/* Spins until ready(pool, old) or the monotonic time `end`; returns whether
+ * it came in time. With `guard`, a spinner that finds it was descheduled
+ * between two looks at the clock (the machine has fewer free cores than
+ * threads: spinning only takes the core from the thread it waits for) stops
+ * and turns spinning off for the next NOSPIN_RUNS runs, after which the pool
+ * tries again. (Wake-ahead's spin, before a call, waits for no thread.) */
 enum { NOSPIN_RUNS = 64 };
 #define DESCHEDULED_NS 50000
 
-static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
-                 unsigned long long old)
+static bool spin_until(sdpa__cpu_pool *pool,
+                       bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                       unsigned long long old, int64_t end, bool guard)
 {
-    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
-        return false;
     int64_t t = now_ns();
-    const int64_t end = t + pool->spin_ns;
     for (;;) {
         bool ok = false;
         for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
         const int64_t prev = t;
         t = now_ns();
-        if (t - prev > DESCHEDULED_NS)
+        const bool descheduled = guard && t - prev > DESCHEDULED_NS;
+        if (descheduled)
             atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
         if (ok) return true;
-        if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
+        if (t >= end || descheduled) return ready(pool, old);
+    }
+}
+
+/* Spins up to spin_ns (none when 0). */
+static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                 unsigned long long old)
+{
+    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
+        return false;
+    return spin_until(pool, ready, old, now_ns() + pool->spin_ns, true);
+}
+
+/* ---- wake-ahead ------------------------------------------------------------ */
+enum { PREDICT_MIN = 4 };
+#define PREDICT_MAX_NS 100000000 /* calls further apart than 100 ms: no window */
+#define PREDICT_MARGIN_NS 50000  /* awake at least this long before the earliest */
+
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *wake,
+                            int64_t *end)
+{
+    if (n < PREDICT_MIN) return false;
+    if (n > PREDICT_HISTORY) {
+        iv += n - PREDICT_HISTORY;
+        n = PREDICT_HISTORY;
+    }
+    int64_t v[PREDICT_HISTORY]; /* sorted */
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && v[j - 1] > iv[i]; j--) v[j] = v[j - 1];
+        v[j] = iv[i];
+    }
+    /* regular: all but a quarter (at least PREDICT_MIN) within 1/8 of the
+     * shortest of them; the others (a hiccup of the application) ignored */
+    const int k = n - n / 4 > PREDICT_MIN ? n - n / 4 : PREDICT_MIN;
+    int c = -1;
+    for (int i = 0; i + k <= n; i++)
+        if (v[i] > 0 && (v[i + k - 1] - v[i]) * 8 <= v[i] &&
+            (c < 0 || v[i + k - 1] - v[i] < v[c + k - 1] - v[c]))
+            c = i;
+    if (c < 0 || v[c + k - 1] > PREDICT_MAX_NS) return false;
+    const int64_t *r = v + c; /* the regular ones, r[0] .. r[k-1] */
+    int64_t sum = 0;
+    for (int i = 0; i < k; i++) sum += r[i];
+    const int64_t mean = sum / k;
+    const int64_t margin = mean / 100 > PREDICT_MARGIN_NS ? mean / 100 : PREDICT_MARGIN_NS;
+    const int64_t budget = mean / 20; /* spin per call: at most 5 % of the interval */
+    if (budget < 2 * margin) return false; /* intervals under 2 ms: nothing to win */
+    /* the spin's span that catches most of them (the earliest of equals),
+     * from `margin` before one of them */
+    int first = 0;
+    for (int i = 0, most = 0; i < k; i++) {
+        int caught = 0;
+        while (i + caught < k && r[i + caught] <= r[i] - margin + budget) caught++;
+        if (caught > most) {
+            most = caught;
+            first = i;
+        }
+    }
+    const int64_t begin = r[first] - margin;
+    *end = r[k - 1] + margin < begin + budget ? r[k - 1] + margin : begin + budget;
+    /* ask the timer for the window's start less its lateness, but never so
+     * early that the spin would outlast the budget */
+    const int64_t ask = begin - (late_ns > 0 ? late_ns : 0);
+    *wake = ask > *end - budget ? ask : *end - budget;
+    return true;
+}
+
+/* At a run's publication (before `generation` is bumped): a run after an
+ * idle time longer than the spin starts a call; record the interval since
+ * the last call start and publish the window of the next one, or none. */
+static void note_publish(sdpa__cpu_pool *pool, int64_t t)
+{
+    if (!pool->predict || (pool->last_end && t - pool->last_end <= pool->spin_ns)) return;
+    if (pool->last_start) {
+        if (pool->niv == PREDICT_HISTORY) {
+            memmove(pool->iv, pool->iv + 1, (PREDICT_HISTORY - 1) * sizeof pool->iv[0]);
+            pool->niv--;
+        }
+        pool->iv[pool->niv++] = t - pool->last_start;
+    }
+    pool->last_start = t;
+    int64_t wake = 0, end = 0;
+    const int64_t late = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+    if (!sdpa__cpu_pool_predict(pool->iv, pool->niv, late, &wake, &end)) wake = end = -t;
+    atomic_store_explicit(&pool->wake_at, t + wake, memory_order_relaxed);
+    atomic_store_explicit(&pool->spin_end, t + end, memory_order_relaxed);
+}
+
+/* The condition variable's wait with a monotonic deadline (it times out on
+ * CLOCK_REALTIME, set by setclock nowhere portable: converted). */
+static int wait_until(sdpa__cpu_pool *pool, int64_t deadline)
+{
+    const int64_t d = deadline - now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t ns = ts.tv_nsec + (d > 0 ? d : 0);
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return pthread_cond_timedwait(&pool->wake, &pool->mu, &ts);
+}
+
+/* A worker with no run since `seen` after its spin: sleeps until one is
+ * published (or quit); inside a published window (the next call predicted),
+ * asks to be woken at its start and spins to its end first. */
+static void await_run(sdpa__cpu_pool *pool, unsigned long long seen)
+{
+    atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+    for (;;) {
+        const int64_t wake = atomic_load_explicit(&pool->wake_at, memory_order_relaxed);
+        const int64_t end = atomic_load_explicit(&pool->spin_end, memory_order_relaxed);
+        /* (a window read as the caller publishes the next run may be torn:
+         * bounded here, and the generation check below ends the wait) */
+        const bool ahead = end > now_ns() && end - wake <= PREDICT_MAX_NS / 20;
+        pthread_mutex_lock(&pool->mu);
+        atomic_fetch_add(&pool->sleepers, 1);
+        while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen) {
+            if (!ahead) {
+                pthread_cond_wait(&pool->wake, &pool->mu);
+                continue;
+            }
+            const int64_t t = now_ns();
+            if (t >= wake) break;
+            if (wait_until(pool, wake) == ETIMEDOUT) {
+                /* how late the timer woke us: the next wake asks that much
+                 * earlier (a high value fades by 1/8 per sample) */
+                int64_t late = now_ns() - wake, old = atomic_load_explicit(
+                                                       &pool->late_ns, memory_order_relaxed);
+                if (late < old - old / 8) late = old - old / 8;
+                atomic_store_explicit(&pool->late_ns, late, memory_order_relaxed);
+            }
+        }
+        atomic_fetch_sub(&pool->sleepers, 1);
+        pthread_mutex_unlock(&pool->mu);
+        if (!ahead || atomic_load(&pool->quit) || atomic_load(&pool->generation) != seen ||
+            spin_until(pool, new_run, seen, end, false))
+            return;
+        /* the call did not come in its window: the window is spent, sleep */
     }
 }
 
@@ -138,15 +300,7 @@ static void *worker_main(void *p)
     sdpa__cpu_pool *pool = wa.pool;
     unsigned long long seen = 0;
     for (;;) {
-        if (!spin(pool, new_run, seen)) {
-            pthread_mutex_lock(&pool->mu);
-            atomic_fetch_add(&pool->sleepers, 1);
-            atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
-            while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen)
-                pthread_cond_wait(&pool->wake, &pool->mu);
-            atomic_fetch_sub(&pool->sleepers, 1);
-            pthread_mutex_unlock(&pool->mu);
-        }
+        if (!spin(pool, new_run, seen)) await_run(pool, seen);
         if (atomic_load(&pool->quit)) break;
         seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         /* Claim the seat of run `seen`; the caller may have cancelled it
@@ -203,6 +357,10 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->quit, false);
     atomic_init(&pool->sleeps, 0);
     atomic_init(&pool->nospin, 0);
+    atomic_init(&pool->wake_at, 0);
+    atomic_init(&pool->spin_end, 0);
+    atomic_init(&pool->late_ns, 0);
+    atomic_init(&pool->wakeups, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -232,6 +390,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
         }
         pool->n++;
     }
+    pool->predict = pool->spin_ns > 0 && pool->n > 1;
     *out = pool;
     return SDPA_OK;
 }
@@ -262,6 +421,20 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
     return pool ? atomic_load_explicit(&pool->sleeps, memory_order_relaxed) : 0;
 }
 
+long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool)
+{
+    return pool ? atomic_load_explicit(&pool->wakeups, memory_order_relaxed) : 0;
+}
+
+void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
+{
+    if (!pool) return;
+    pool->predict = on && pool->spin_ns > 0 && pool->n > 1;
+    pool->niv = 0;
+    pool->last_start = 0;
+    atomic_store_explicit(&pool->spin_end, 0, memory_order_relaxed);
+}
+
 /* One run; with `any`, workers that have not claimed their seat when the
  * caller's share returns are cancelled instead of waited for. */
 static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool any)
@@ -276,10 +449,13 @@ static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool an
     pool->arg = arg;
     atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
     atomic_store_explicit(&pool->started, 0, memory_order_relaxed);
-    /* Publish (release: job, arg, pending), then wake sleepers before doing
-     * our own share, so a call after a pause still gets every thread. */
+    note_publish(pool, now_ns());
+    /* Publish (release: job, arg, pending, the window), then wake sleepers
+     * before doing our own share, so a call after a pause still gets every
+     * thread. */
     const unsigned long long gen = atomic_fetch_add(&pool->generation, 1) + 1;
     if (atomic_load(&pool->sleepers) > 0) {
+        atomic_fetch_add_explicit(&pool->wakeups, 1, memory_order_relaxed);
         pthread_mutex_lock(&pool->mu);
         pthread_cond_broadcast(&pool->wake);
         pthread_mutex_unlock(&pool->mu);
@@ -308,9 +484,11 @@ static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool an
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, false);
+    if (pool && pool->predict) pool->last_end = now_ns();
 }
 
 void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, true);
+    if (pool && pool->predict) pool->last_end = now_ns();
 }
