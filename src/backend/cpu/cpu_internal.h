@@ -42,11 +42,12 @@ long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool);
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
 /* Wake-ahead's prediction (cpu_pool.c), pure: from the last n intervals
  * iv[0..n-1] between call starts (ns, oldest first; the last 8 count) and the
- * workers' timer lateness, whether the next call is predictable (at least 4
- * intervals within 1/8 of the shortest, none over 100 ms, their mean at
- * least 2 ms) and then when a sleeping worker asks to be woken (*wake) and
- * until when it spins for the call (*end), both ns after the last call
- * start; *end - *wake is at most 5 % of the mean interval. */
+ * workers' timer lateness, whether the next call is predictable (at least 4,
+ * and all but a quarter of them, within 1/8 of the shortest of those, at
+ * most 100 ms, their mean at least 2 ms) and then when a sleeping worker asks
+ * to be woken (*wake) and until when it spins for the call (*end), both ns
+ * after the last call start: the span that catches most of those intervals,
+ * *end - *wake at most 5 % of their mean. */
 bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *wake,
                             int64_t *end);
 
