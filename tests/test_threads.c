@@ -559,54 +559,52 @@ START_TEST(threads_pool_any_skips_late_workers)
 }
 END_TEST
 
-/* Wake-ahead's prediction (pure): regular intervals give a window that
- * starts before the shortest and ends after the longest interval, asks the
- * timer earlier by its lateness, and never spins longer than 5 % of the
- * interval; too few, irregular, too long or too short intervals give none;
- * only the last 8 count, 2 of them off the beat are ignored, and the window
- * covers where most of them fall. Cost: nothing. */
+/* Wake-ahead's prediction (pure): regular pauses give a window from 1 % of
+ * their mean before the shortest to as much after the longest, never longer
+ * than 5 % of the mean; too few, irregular, too long or too short pauses
+ * give none; only the last 8 count, 2 of them off the beat are ignored, and
+ * the window covers where most of them fall. Cost: nothing. */
 #define MS 1000000LL
 START_TEST(threads_pool_predict)
 {
     int64_t wake = -1, end = -1;
     const int64_t reg[] = {20 * MS, 20 * MS + MS / 10, 20 * MS - MS / 10, 20 * MS + MS / 20};
-    ck_assert(sdpa__cpu_pool_predict(reg, 4, 0, &wake, &end));
-    ck_assert_msg(wake < 20 * MS - MS / 10 && end > 20 * MS + MS / 10 && end - wake <= MS,
-                  "window %lld..%lld ns", (long long)wake, (long long)end);
-    int64_t wake_late, end_late;
-    ck_assert(sdpa__cpu_pool_predict(reg, 4, MS / 4, &wake_late, &end_late));
-    ck_assert_int_eq(end_late, end);
-    ck_assert_int_eq(wake_late, wake - MS / 4); /* asks a lateness earlier */
-    ck_assert(sdpa__cpu_pool_predict(reg, 4, 50 * MS, &wake_late, &end_late));
+    ck_assert(sdpa__cpu_pool_predict(reg, 4, &wake, &end));
     const int64_t mean = (reg[0] + reg[1] + reg[2] + reg[3]) / 4;
-    ck_assert_int_eq(end_late - wake_late, mean / 20); /* ... within the budget */
+    ck_assert_msg(wake == 20 * MS - MS / 10 - mean / 100 && end == 20 * MS + MS / 10 + mean / 100,
+                  "window %lld..%lld ns", (long long)wake, (long long)end);
+    const int64_t spread[] = {20 * MS, 20 * MS + MS / 2, 20 * MS - MS / 2, 20 * MS + MS / 4};
+    ck_assert(sdpa__cpu_pool_predict(spread, 4, &wake, &end));
+    const int64_t mean2 = (spread[0] + spread[1] + spread[2] + spread[3]) / 4;
+    ck_assert_msg(wake == 20 * MS - MS / 2 - mean2 / 100 && end - wake == mean2 / 20,
+                  "window %lld..%lld ns", (long long)wake, (long long)end); /* the budget */
     const int64_t wide[] = {20 * MS, 22 * MS, 20 * MS, 22 * MS}; /* 10 %: still regular */
-    ck_assert(sdpa__cpu_pool_predict(wide, 4, 0, &wake, &end));
+    ck_assert(sdpa__cpu_pool_predict(wide, 4, &wake, &end));
     ck_assert(wake < 20 * MS && end > 20 * MS && end - wake <= 21 * MS / 20);
-    ck_assert(!sdpa__cpu_pool_predict(reg, 3, 0, &wake, &end)); /* too few */
+    ck_assert(!sdpa__cpu_pool_predict(reg, 3, &wake, &end)); /* too few */
     const int64_t odd[] = {20 * MS, 20 * MS, 23 * MS, 20 * MS};
-    ck_assert(!sdpa__cpu_pool_predict(odd, 4, 0, &wake, &end)); /* irregular */
+    ck_assert(!sdpa__cpu_pool_predict(odd, 4, &wake, &end)); /* irregular */
     const int64_t slow[] = {150 * MS, 150 * MS, 150 * MS, 150 * MS};
-    ck_assert(!sdpa__cpu_pool_predict(slow, 4, 0, &wake, &end)); /* over 100 ms */
+    ck_assert(!sdpa__cpu_pool_predict(slow, 4, &wake, &end)); /* over 100 ms */
     const int64_t fast[] = {MS, MS, MS, MS};
-    ck_assert(!sdpa__cpu_pool_predict(fast, 4, 0, &wake, &end)); /* nothing to win */
+    ck_assert(!sdpa__cpu_pool_predict(fast, 4, &wake, &end)); /* nothing to win */
     const int64_t zero[] = {0, 0, 0, 0};
-    ck_assert(!sdpa__cpu_pool_predict(zero, 4, 0, &wake, &end));
+    ck_assert(!sdpa__cpu_pool_predict(zero, 4, &wake, &end));
     int64_t hist[10];
     for (int i = 0; i < 10; i++) hist[i] = 10 * MS;
     hist[1] = 40 * MS; /* older than the last 8: forgotten */
-    ck_assert(sdpa__cpu_pool_predict(hist, 10, 0, &wake, &end));
+    ck_assert(sdpa__cpu_pool_predict(hist, 10, &wake, &end));
     ck_assert(wake < 10 * MS && end > 10 * MS);
     hist[2] = 40 * MS; /* within the last 8: a hiccup, ignored ... */
     hist[4] = 3 * MS;
-    ck_assert(sdpa__cpu_pool_predict(hist, 10, 0, &wake, &end));
+    ck_assert(sdpa__cpu_pool_predict(hist, 10, &wake, &end));
     ck_assert(wake < 10 * MS && end > 10 * MS && end - wake <= 10 * MS / 20);
     hist[6] = 40 * MS; /* ... but not 3 of 8 */
-    ck_assert(!sdpa__cpu_pool_predict(hist, 10, 0, &wake, &end));
+    ck_assert(!sdpa__cpu_pool_predict(hist, 10, &wake, &end));
     /* the span that catches most: after the lone early one */
     const int64_t late_most[] = {20 * MS, 21 * MS - MS / 10, 21 * MS - MS / 10, 21 * MS,
                                  21 * MS - MS / 20, 21 * MS - MS / 10, 21 * MS, 21 * MS};
-    ck_assert(sdpa__cpu_pool_predict(late_most, 8, 0, &wake, &end));
+    ck_assert(sdpa__cpu_pool_predict(late_most, 8, &wake, &end));
     ck_assert_msg(wake > 20 * MS && end >= 21 * MS, "window %lld..%lld ns", (long long)wake,
                   (long long)end);
 }

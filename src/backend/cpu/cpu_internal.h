@@ -40,16 +40,16 @@ long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool);
 /* Wake-ahead on (the default when the spin is not 0) or off; forgets the
  * history. Tests only. */
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
-/* Wake-ahead's prediction (cpu_pool.c), pure: from the last n intervals
- * iv[0..n-1] between call starts (ns, oldest first; the last 8 count) and the
- * workers' timer lateness, whether the next call is predictable (at least 4,
- * and all but a quarter of them, within 1/8 of the shortest of those, at
- * most 100 ms, their mean at least 2 ms) and then when a sleeping worker asks
- * to be woken (*wake) and until when it spins for the call (*end), both ns
- * after the last call start: the span that catches most of those intervals,
- * *end - *wake at most 5 % of their mean. */
-bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *wake,
-                            int64_t *end);
+/* Wake-ahead's prediction (cpu_pool.c), pure: from the pauses iv[0..n-1]
+ * before the last n calls (ns from the end of a call to the start of the
+ * next, oldest first; the last 8 count), whether the next call is
+ * predictable (at least 4, and all but a quarter of them, within 1/8 of the
+ * shortest of those, at most 100 ms, their mean at least 2 ms) and then the
+ * window in which a sleeping worker spins for it, *wake to *end, ns after
+ * the end of the last call: the span that catches most of those pauses,
+ * from 1 % of their mean (at least 50 us) before one, *end - *wake at most
+ * 5 % of their mean. */
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 typedef struct sdpa__cpu_pf sdpa__cpu_pf; /* the decode kernels' prefetch places (below) */

@@ -39,14 +39,17 @@
  * Calls spaced by regular pauses longer than the spin (a decode step per
  * layer with other work in between) would find every worker asleep, and a
  * woken thread (a halted vCPU) can start later than the call lasts. So the
- * caller keeps the intervals between the last PREDICT_HISTORY call starts (a
- * run published after an idle time longer than the spin) and, when they are
- * regular (sdpa__cpu_pool_predict), publishes with each run a window in which
- * it expects the next call: a worker about to sleep then waits on the
- * condition variable with a timeout (shortened by the timer lateness it has
- * measured) and spins from the window's start to its end, at most 5 % of the
- * interval per call, before it sleeps plainly. Irregular calls get no window;
- * SDPA_CPU_SPIN_US=0 turns this off with the spin.
+ * caller keeps the last PREDICT_HISTORY pauses before a call (the idle time
+ * from the end of a run to the next, when longer than the spin) and, when
+ * they are regular (sdpa__cpu_pool_predict), publishes with each call the
+ * window, counted from the end of that call, in which it expects the next
+ * one: a worker about to sleep then waits on the condition variable with a
+ * timeout (shortened by the timer lateness the workers measured) and spins
+ * from the window's start to its end, at most 5 % of the pause per call,
+ * before it sleeps plainly. Pauses, not call starts, because the call's own
+ * length varies (with the worker's arrival, among others) where the
+ * application's work between calls keeps its pace. Irregular calls get no
+ * window; SDPA_CPU_SPIN_US=0 turns this off with the spin.
  *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
@@ -89,14 +92,15 @@ struct sdpa__cpu_pool {
                                  generation | SEAT_CANCELLED (run_any) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
-    /* Wake-ahead: the caller's history (touched by the caller only), the
-     * window it publishes (absolute monotonic ns; end <= now: none) and the
-     * workers' timer lateness (ns). */
+    /* Wake-ahead: the caller's history (touched by the caller only), what it
+     * publishes (monotonic ns) and the workers' timer lateness (ns). */
     bool predict;             /* off with spin_ns 0 (and in tests) */
-    int64_t last_start, last_end; /* the last call start and run end */
-    int64_t iv[PREDICT_HISTORY];  /* intervals between call starts, oldest first */
+    int64_t last_end;         /* when the caller's last run returned */
+    int64_t iv[PREDICT_HISTORY];  /* pauses before the last calls, oldest first */
     int niv;
-    atomic_llong wake_at, spin_end;
+    atomic_llong pub_at, end_at;  /* the last run's publication and return */
+    atomic_llong wake_off, spin_off; /* the next call's window after the last
+                                        one's end (spin_off 0: none) */
     atomic_llong late_ns;
     atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
 };
@@ -167,11 +171,10 @@ static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned 
 
 /* ---- wake-ahead ------------------------------------------------------------ */
 enum { PREDICT_MIN = 4 };
-#define PREDICT_MAX_NS 100000000 /* calls further apart than 100 ms: no window */
+#define PREDICT_MAX_NS 100000000 /* pauses over 100 ms: no window */
 #define PREDICT_MARGIN_NS 50000  /* awake at least this long before the earliest */
 
-bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *wake,
-                            int64_t *end)
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end)
 {
     if (n < PREDICT_MIN) return false;
     if (n > PREDICT_HISTORY) {
@@ -198,8 +201,8 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *
     for (int i = 0; i < k; i++) sum += r[i];
     const int64_t mean = sum / k;
     const int64_t margin = mean / 100 > PREDICT_MARGIN_NS ? mean / 100 : PREDICT_MARGIN_NS;
-    const int64_t budget = mean / 20; /* spin per call: at most 5 % of the interval */
-    if (budget < 2 * margin) return false; /* intervals under 2 ms: nothing to win */
+    const int64_t budget = mean / 20; /* spin per call: at most 5 % of the pause */
+    if (budget < 2 * margin) return false; /* pauses under 2 ms: nothing to win */
     /* the spin's span that catches most of them (the earliest of equals),
      * from `margin` before one of them */
     int first = 0;
@@ -211,34 +214,37 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t late_ns, int64_t *
             first = i;
         }
     }
-    const int64_t begin = r[first] - margin;
-    *end = r[k - 1] + margin < begin + budget ? r[k - 1] + margin : begin + budget;
-    /* ask the timer for the window's start less its lateness, but never so
-     * early that the spin would outlast the budget */
-    const int64_t ask = begin - (late_ns > 0 ? late_ns : 0);
-    *wake = ask > *end - budget ? ask : *end - budget;
+    *wake = r[first] - margin;
+    *end = r[k - 1] + margin < *wake + budget ? r[k - 1] + margin : *wake + budget;
     return true;
 }
 
 /* At a run's publication (before `generation` is bumped): a run after an
- * idle time longer than the spin starts a call; record the interval since
- * the last call start and publish the window of the next one, or none. */
+ * idle time longer than the spin starts a call; record that pause and
+ * publish the window of the next call (relative to the end of this one), or
+ * none. */
 static void note_publish(sdpa__cpu_pool *pool, int64_t t)
 {
-    if (!pool->predict || (pool->last_end && t - pool->last_end <= pool->spin_ns)) return;
-    if (pool->last_start) {
-        if (pool->niv == PREDICT_HISTORY) {
-            memmove(pool->iv, pool->iv + 1, (PREDICT_HISTORY - 1) * sizeof pool->iv[0]);
-            pool->niv--;
-        }
-        pool->iv[pool->niv++] = t - pool->last_start;
+    if (!pool->predict) return;
+    atomic_store_explicit(&pool->pub_at, t, memory_order_relaxed);
+    if (!pool->last_end || t - pool->last_end <= pool->spin_ns) return;
+    if (pool->niv == PREDICT_HISTORY) {
+        memmove(pool->iv, pool->iv + 1, (PREDICT_HISTORY - 1) * sizeof pool->iv[0]);
+        pool->niv--;
     }
-    pool->last_start = t;
+    pool->iv[pool->niv++] = t - pool->last_end;
     int64_t wake = 0, end = 0;
-    const int64_t late = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
-    if (!sdpa__cpu_pool_predict(pool->iv, pool->niv, late, &wake, &end)) wake = end = -t;
-    atomic_store_explicit(&pool->wake_at, t + wake, memory_order_relaxed);
-    atomic_store_explicit(&pool->spin_end, t + end, memory_order_relaxed);
+    if (!sdpa__cpu_pool_predict(pool->iv, pool->niv, &wake, &end)) wake = end = 0;
+    atomic_store_explicit(&pool->wake_off, wake, memory_order_relaxed);
+    atomic_store_explicit(&pool->spin_off, end, memory_order_relaxed);
+}
+
+/* After a run: when it ended, the base of the next call's window. */
+static void note_end(sdpa__cpu_pool *pool)
+{
+    if (!pool || !pool->predict) return;
+    pool->last_end = now_ns();
+    atomic_store_explicit(&pool->end_at, pool->last_end, memory_order_relaxed);
 }
 
 /* The condition variable's wait with a monotonic deadline (it times out on
@@ -254,18 +260,28 @@ static int wait_until(sdpa__cpu_pool *pool, int64_t deadline)
     return pthread_cond_timedwait(&pool->wake, &pool->mu, &ts);
 }
 
-/* A worker with no run since `seen` after its spin: sleeps until one is
- * published (or quit); inside a published window (the next call predicted),
- * asks to be woken at its start and spins to its end first. */
-static void await_run(sdpa__cpu_pool *pool, unsigned long long seen)
+/* A worker with no run since `seen` after its spin (it finished its part of
+ * the last run at `done`): sleeps until one is published (or quit); when the
+ * next call is predicted, spins from its window's start to its end first,
+ * having asked the timer for the start less the lateness the workers
+ * measured (woken still early, it waits the rest: it never spins outside
+ * the window). The window counts from the end of the last run, which the
+ * caller may not have stored yet (it may still be waking from its wait for
+ * the workers): then from `done`. */
+static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t done)
 {
     atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+    const int64_t ended = atomic_load_explicit(&pool->end_at, memory_order_relaxed);
+    const int64_t base =
+        ended >= atomic_load_explicit(&pool->pub_at, memory_order_relaxed) ? ended : done;
     for (;;) {
-        const int64_t wake = atomic_load_explicit(&pool->wake_at, memory_order_relaxed);
-        const int64_t end = atomic_load_explicit(&pool->spin_end, memory_order_relaxed);
-        /* (a window read as the caller publishes the next run may be torn:
+        const int64_t wake = base + atomic_load_explicit(&pool->wake_off, memory_order_relaxed);
+        const int64_t off = atomic_load_explicit(&pool->spin_off, memory_order_relaxed);
+        const int64_t end = base + off;
+        /* (values read as the caller publishes the next run may be mixed:
          * bounded here, and the generation check below ends the wait) */
-        const bool ahead = end > now_ns() && end - wake <= PREDICT_MAX_NS / 20;
+        const bool ahead = off > 0 && end > now_ns() && end - wake <= PREDICT_MAX_NS / 20;
+        int64_t ask = wake - atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
         pthread_mutex_lock(&pool->mu);
         atomic_fetch_add(&pool->sleepers, 1);
         while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen) {
@@ -273,16 +289,16 @@ static void await_run(sdpa__cpu_pool *pool, unsigned long long seen)
                 pthread_cond_wait(&pool->wake, &pool->mu);
                 continue;
             }
-            const int64_t t = now_ns();
-            if (t >= wake) break;
-            if (wait_until(pool, wake) == ETIMEDOUT) {
-                /* how late the timer woke us: the next wake asks that much
-                 * earlier (a high value fades by 1/8 per sample) */
-                int64_t late = now_ns() - wake, old = atomic_load_explicit(
-                                                       &pool->late_ns, memory_order_relaxed);
+            if (now_ns() >= wake) break;
+            if (wait_until(pool, ask) == ETIMEDOUT) {
+                /* how late the timer woke us: later asks come that much
+                 * earlier (a peak fades by 1/8 a sample) */
+                int64_t late = now_ns() - ask, old = atomic_load_explicit(
+                                                      &pool->late_ns, memory_order_relaxed);
                 if (late < old - old / 8) late = old - old / 8;
                 atomic_store_explicit(&pool->late_ns, late, memory_order_relaxed);
             }
+            ask = wake;
         }
         atomic_fetch_sub(&pool->sleepers, 1);
         pthread_mutex_unlock(&pool->mu);
@@ -299,8 +315,9 @@ static void *worker_main(void *p)
     free(p);
     sdpa__cpu_pool *pool = wa.pool;
     unsigned long long seen = 0;
+    int64_t done = now_ns(); /* when this worker's part of run `seen` ended */
     for (;;) {
-        if (!spin(pool, new_run, seen)) await_run(pool, seen);
+        if (!spin(pool, new_run, seen)) await_run(pool, seen, done);
         if (atomic_load(&pool->quit)) break;
         seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         /* Claim the seat of run `seen`; the caller may have cancelled it
@@ -309,10 +326,13 @@ static void *worker_main(void *p)
         unsigned long long s = atomic_load(seat);
         /* a seat at `seen` or later was cancelled (this worker never claims
          * ahead of the generation it read) */
-        if ((s & ~SEAT_CANCELLED) >= seen || !atomic_compare_exchange_strong(seat, &s, seen))
+        if ((s & ~SEAT_CANCELLED) >= seen || !atomic_compare_exchange_strong(seat, &s, seen)) {
+            done = now_ns();
             continue; /* cancelled: wait for the next run */
+        }
         atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
         pool->job(pool->arg, wa.tid, pool->n);
+        done = now_ns();
         if (atomic_fetch_sub(&pool->pending, 1) == 1 &&
             atomic_load(&pool->caller_waits)) {
             pthread_mutex_lock(&pool->mu);
@@ -357,8 +377,10 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->quit, false);
     atomic_init(&pool->sleeps, 0);
     atomic_init(&pool->nospin, 0);
-    atomic_init(&pool->wake_at, 0);
-    atomic_init(&pool->spin_end, 0);
+    atomic_init(&pool->pub_at, 0);
+    atomic_init(&pool->end_at, 0);
+    atomic_init(&pool->wake_off, 0);
+    atomic_init(&pool->spin_off, 0);
     atomic_init(&pool->late_ns, 0);
     atomic_init(&pool->wakeups, 0);
     pthread_mutex_init(&pool->mu, NULL);
@@ -431,8 +453,8 @@ void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
     if (!pool) return;
     pool->predict = on && pool->spin_ns > 0 && pool->n > 1;
     pool->niv = 0;
-    pool->last_start = 0;
-    atomic_store_explicit(&pool->spin_end, 0, memory_order_relaxed);
+    pool->last_end = 0;
+    atomic_store_explicit(&pool->spin_off, 0, memory_order_relaxed);
 }
 
 /* One run; with `any`, workers that have not claimed their seat when the
@@ -484,11 +506,11 @@ static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool an
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, false);
-    if (pool && pool->predict) pool->last_end = now_ns();
+    note_end(pool);
 }
 
 void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, true);
-    if (pool && pool->predict) pool->last_end = now_ns();
+    note_end(pool);
 }
