@@ -559,11 +559,11 @@ START_TEST(threads_pool_any_skips_late_workers)
 }
 END_TEST
 
-/* Wake-ahead's prediction (pure): regular pauses give a window from 1 % of
- * their mean before the shortest to as much after the longest, never longer
- * than 5 % of the mean; too few, irregular, too long or too short pauses
- * give none; only the last 8 count, 2 of them off the beat are ignored, and
- * the window covers where most of them fall. Cost: nothing. */
+/* Wake-ahead's prediction (pure): regular pauses give a window of 5 % of
+ * their mean that ends 1 % of the mean after the longest, or, when they
+ * spread wider, covers where most of them fall; too few, irregular, too
+ * long or too short pauses give none; only the last 8 count, and 2 of them
+ * off the beat are ignored. Cost: nothing. */
 #define MS 1000000LL
 START_TEST(threads_pool_predict)
 {
@@ -571,12 +571,12 @@ START_TEST(threads_pool_predict)
     const int64_t reg[] = {20 * MS, 20 * MS + MS / 10, 20 * MS - MS / 10, 20 * MS + MS / 20};
     ck_assert(sdpa__cpu_pool_predict(reg, 4, &wake, &end));
     const int64_t mean = (reg[0] + reg[1] + reg[2] + reg[3]) / 4;
-    ck_assert_msg(wake == 20 * MS - MS / 10 - mean / 100 && end == 20 * MS + MS / 10 + mean / 100,
+    ck_assert_msg(end == 20 * MS + MS / 10 + mean / 100 && end - wake == mean / 20,
                   "window %lld..%lld ns", (long long)wake, (long long)end);
     const int64_t spread[] = {20 * MS, 20 * MS + MS / 2, 20 * MS - MS / 2, 20 * MS + MS / 4};
     ck_assert(sdpa__cpu_pool_predict(spread, 4, &wake, &end));
     const int64_t mean2 = (spread[0] + spread[1] + spread[2] + spread[3]) / 4;
-    ck_assert_msg(wake == 20 * MS - MS / 2 - mean2 / 100 && end - wake == mean2 / 20,
+    ck_assert_msg(end == 20 * MS - MS / 2 - mean2 / 100 + mean2 / 20 && end - wake == mean2 / 20,
                   "window %lld..%lld ns", (long long)wake, (long long)end); /* the budget */
     const int64_t wide[] = {20 * MS, 22 * MS, 20 * MS, 22 * MS}; /* 10 %: still regular */
     ck_assert(sdpa__cpu_pool_predict(wide, 4, &wake, &end));
@@ -632,21 +632,22 @@ static long long pool_wakeups_paced(bool predict, int runs)
 }
 
 /* Calls after regular 10 ms pauses: with wake-ahead the worker is awake and
- * spinning when runs are published (typically 15-20 of 20 on a quiet
- * machine); without it, it sleeps through every pause and each run has to
- * wake it. At least a quarter caught, up to 3 tries (a loaded machine makes
- * some spacings irregular, or deschedules the spinner). Cost: 0.3-1 s. */
+ * spinning when runs are published; without it, it sleeps through every
+ * pause and each run has to wake it. At least 4 of 20 caught, up to 5 tries:
+ * on a loaded machine (2 vCPUs, load 6, at nice 19) 0 to 15 of 20 were
+ * caught per try (the timer's and the caller's wake-ups came milliseconds
+ * late), never any without wake-ahead. Cost: 0.5 s, at most 1.6 s. */
 START_TEST(threads_pool_wakes_ahead)
 {
     const int runs = 20;
     long long woke = pool_wakeups_paced(false, runs);
     ck_assert_msg(woke >= runs - 2, "without wake-ahead: %lld of %d runs woke the worker",
                   woke, runs);
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int attempt = 0; attempt < 5; attempt++) {
         woke = pool_wakeups_paced(true, runs);
-        if (woke <= runs * 3 / 4) break;
+        if (woke <= runs - 4) break;
     }
-    ck_assert_msg(woke <= runs * 3 / 4, "with wake-ahead: %lld of %d runs woke the worker", woke,
+    ck_assert_msg(woke <= runs - 4, "with wake-ahead: %lld of %d runs woke the worker", woke,
                   runs);
 }
 END_TEST

@@ -46,9 +46,9 @@ void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
  * predictable (at least 4, and all but a quarter of them, within 1/8 of the
  * shortest of those, at most 100 ms, their mean at least 2 ms) and then the
  * window in which a sleeping worker spins for it, *wake to *end, ns after
- * the end of the last call: the span that catches most of those pauses,
- * from 1 % of their mean (at least 50 us) before one, *end - *wake at most
- * 5 % of their mean. */
+ * the end of the last call: 5 % of their mean, ending where the span of
+ * that length that catches most of them (from 1 % of the mean, at least
+ * 50 us, before one) ends, or that much after the longest of them. */
 bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */

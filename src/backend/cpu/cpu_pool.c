@@ -172,7 +172,7 @@ static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned 
 /* ---- wake-ahead ------------------------------------------------------------ */
 enum { PREDICT_MIN = 4 };
 #define PREDICT_MAX_NS 100000000 /* pauses over 100 ms: no window */
-#define PREDICT_MARGIN_NS 50000  /* awake at least this long before the earliest */
+#define PREDICT_MARGIN_NS 50000  /* the window covers at least this beyond the pauses */
 
 bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end)
 {
@@ -188,14 +188,18 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *en
         v[j] = iv[i];
     }
     /* regular: all but a quarter (at least PREDICT_MIN) within 1/8 of the
-     * shortest of them; the others (a hiccup of the application) ignored */
-    const int k = n - n / 4 > PREDICT_MIN ? n - n / 4 : PREDICT_MIN;
+     * shortest of them (then all that are); the others (a hiccup of the
+     * application) ignored */
+    int k = n - n / 4 > PREDICT_MIN ? n - n / 4 : PREDICT_MIN;
     int c = -1;
     for (int i = 0; i + k <= n; i++)
         if (v[i] > 0 && (v[i + k - 1] - v[i]) * 8 <= v[i] &&
             (c < 0 || v[i + k - 1] - v[i] < v[c + k - 1] - v[c]))
             c = i;
-    if (c < 0 || v[c + k - 1] > PREDICT_MAX_NS) return false;
+    if (c < 0) return false;
+    for (; c + k < n && (v[c + k] - v[c]) * 8 <= v[c]; k++) {
+    }
+    if (v[c + k - 1] > PREDICT_MAX_NS) return false;
     const int64_t *r = v + c; /* the regular ones, r[0] .. r[k-1] */
     int64_t sum = 0;
     for (int i = 0; i < k; i++) sum += r[i];
@@ -203,8 +207,9 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *en
     const int64_t margin = mean / 100 > PREDICT_MARGIN_NS ? mean / 100 : PREDICT_MARGIN_NS;
     const int64_t budget = mean / 20; /* spin per call: at most 5 % of the pause */
     if (budget < 2 * margin) return false; /* pauses under 2 ms: nothing to win */
-    /* the spin's span that catches most of them (the earliest of equals),
-     * from `margin` before one of them */
+    /* the span that catches most of them (the earliest of equals), from
+     * `margin` before one of them, ends the window; it starts a budget
+     * before its end (the lead covers late wake-ups) */
     int first = 0;
     for (int i = 0, most = 0; i < k; i++) {
         int caught = 0;
@@ -214,8 +219,9 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *en
             first = i;
         }
     }
-    *wake = r[first] - margin;
-    *end = r[k - 1] + margin < *wake + budget ? r[k - 1] + margin : *wake + budget;
+    const int64_t begin = r[first] - margin;
+    *end = r[k - 1] + margin < begin + budget ? r[k - 1] + margin : begin + budget;
+    *wake = *end - budget;
     return true;
 }
 
@@ -260,36 +266,49 @@ static int wait_until(sdpa__cpu_pool *pool, int64_t deadline)
     return pthread_cond_timedwait(&pool->wake, &pool->mu, &ts);
 }
 
-/* A worker with no run since `seen` after its spin (it finished its part of
- * the last run at `done`): sleeps until one is published (or quit); when the
- * next call is predicted, spins from its window's start to its end first,
- * having asked the timer for the start less the lateness the workers
- * measured (woken still early, it waits the rest: it never spins outside
- * the window). The window counts from the end of the last run, which the
- * caller may not have stored yet (it may still be waking from its wait for
- * the workers): then from `done`. */
-static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t done)
+/* The next call's window [*wake, *end) for a worker that finished its part
+ * of the last run at `done`, or false when there is none (or it is over).
+ * The window counts from the end of the last run, which the caller may not
+ * have stored yet (it may still be waking from its wait for the workers):
+ * from `done` until it has. (Values read as the caller publishes the next
+ * run may be mixed: bounded here, and the caller's generation check ends the
+ * wait.) */
+static bool next_window(sdpa__cpu_pool *pool, int64_t done, int64_t *wake, int64_t *end)
 {
-    atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+    const int64_t off = atomic_load_explicit(&pool->spin_off, memory_order_relaxed);
     const int64_t ended = atomic_load_explicit(&pool->end_at, memory_order_relaxed);
     const int64_t base =
         ended >= atomic_load_explicit(&pool->pub_at, memory_order_relaxed) ? ended : done;
+    *wake = base + atomic_load_explicit(&pool->wake_off, memory_order_relaxed);
+    *end = base + off;
+    return off > 0 && *end > now_ns() && *end - *wake <= PREDICT_MAX_NS / 20;
+}
+
+/* A worker with no run since `seen` after its spin (it finished its part of
+ * the last run at `done`): sleeps until one is published (or quit); when the
+ * next call is predicted, spins once from its window's start to its end
+ * first, having asked the timer for the start less the lateness the workers
+ * measured (woken still early, it waits the rest: it never spins outside the
+ * window). */
+static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t done)
+{
+    atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+    bool spun = false, asked = false;
     for (;;) {
-        const int64_t wake = base + atomic_load_explicit(&pool->wake_off, memory_order_relaxed);
-        const int64_t off = atomic_load_explicit(&pool->spin_off, memory_order_relaxed);
-        const int64_t end = base + off;
-        /* (values read as the caller publishes the next run may be mixed:
-         * bounded here, and the generation check below ends the wait) */
-        const bool ahead = off > 0 && end > now_ns() && end - wake <= PREDICT_MAX_NS / 20;
-        int64_t ask = wake - atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+        int64_t wake = 0, end = 0;
+        bool ahead = false;
         pthread_mutex_lock(&pool->mu);
         atomic_fetch_add(&pool->sleepers, 1);
         while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen) {
+            ahead = !spun && next_window(pool, done, &wake, &end);
             if (!ahead) {
                 pthread_cond_wait(&pool->wake, &pool->mu);
                 continue;
             }
             if (now_ns() >= wake) break;
+            const int64_t ask =
+                asked ? wake : wake - atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+            asked = true;
             if (wait_until(pool, ask) == ETIMEDOUT) {
                 /* how late the timer woke us: later asks come that much
                  * earlier (a peak fades by 1/8 a sample) */
@@ -298,14 +317,13 @@ static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t don
                 if (late < old - old / 8) late = old - old / 8;
                 atomic_store_explicit(&pool->late_ns, late, memory_order_relaxed);
             }
-            ask = wake;
         }
         atomic_fetch_sub(&pool->sleepers, 1);
         pthread_mutex_unlock(&pool->mu);
         if (!ahead || atomic_load(&pool->quit) || atomic_load(&pool->generation) != seen ||
             spin_until(pool, new_run, seen, end, false))
             return;
-        /* the call did not come in its window: the window is spent, sleep */
+        spun = true; /* the call did not come in its window: sleep */
     }
 }
 
