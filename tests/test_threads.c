@@ -610,12 +610,12 @@ START_TEST(threads_pool_predict)
 }
 END_TEST
 
-/* Runs of a 2-thread pool (default spin) each after a 10 ms pause, the
- * runs that found the worker asleep (the caller had to wake it). */
-static long long pool_wakeups_paced(bool predict, int runs)
+/* Runs of a 2-thread pool each after a 10 ms pause, the runs that found the
+ * worker asleep (the caller had to wake it). */
+static long long pool_wakeups_paced(const char *spin_us, bool predict, int runs)
 {
     sdpa_context *ctx;
-    sdpa__cpu_pool *pool = make_pool(&ctx, NULL, 2);
+    sdpa__cpu_pool *pool = make_pool(&ctx, spin_us, 2);
     sdpa__cpu_pool_set_predict(pool, predict);
     pool_probe p;
     memset(&p, 0, sizeof p);
@@ -633,18 +633,22 @@ static long long pool_wakeups_paced(bool predict, int runs)
 
 /* Calls after regular 10 ms pauses: with wake-ahead the worker is awake and
  * spinning when runs are published; without it, it sleeps through every
- * pause and each run has to wake it. At least 4 of 20 caught, up to 5 tries:
+ * pause and each run has to wake it, as with SDPA_CPU_SPIN_US=0 (no
+ * wake-ahead either). At least 4 of 20 caught, up to 5 tries:
  * on a loaded machine (2 vCPUs, load 6, at nice 19) 0 to 15 of 20 were
  * caught per try (the timer's and the caller's wake-ups came milliseconds
- * late), never any without wake-ahead. Cost: 0.5 s, at most 1.6 s. */
+ * late), never any without wake-ahead. Cost: 0.7 s, at most 1.8 s. */
 START_TEST(threads_pool_wakes_ahead)
 {
     const int runs = 20;
-    long long woke = pool_wakeups_paced(false, runs);
+    long long woke = pool_wakeups_paced(NULL, false, runs);
     ck_assert_msg(woke >= runs - 2, "without wake-ahead: %lld of %d runs woke the worker",
                   woke, runs);
+    woke = pool_wakeups_paced("0", true, runs / 2); /* spin 0: never spins */
+    ck_assert_msg(woke >= runs / 2 - 1, "spin 0: %lld of %d runs woke the worker", woke,
+                  runs / 2);
     for (int attempt = 0; attempt < 5; attempt++) {
-        woke = pool_wakeups_paced(true, runs);
+        woke = pool_wakeups_paced(NULL, true, runs);
         if (woke <= runs - 4) break;
     }
     ck_assert_msg(woke <= runs - 4, "with wake-ahead: %lld of %d runs woke the worker", woke,
