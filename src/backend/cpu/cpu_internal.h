@@ -37,6 +37,10 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
 /* Runs that found a worker asleep and had to wake it (a test counter). */
 long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool);
+/* Pauses a worker slept through with a timed wait for a predicted call
+ * (wake-ahead), and in *late_ns (when not NULL) the timer lateness the
+ * workers measured: test counters. */
+long long sdpa__cpu_pool_timed_waits(sdpa__cpu_pool *pool, int64_t *late_ns);
 /* Wake-ahead on (the default when the spin is not 0) or off; forgets the
  * history. Tests only. */
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);

@@ -49,7 +49,8 @@
  * before it sleeps plainly. Pauses, not call starts, because the call's own
  * length varies (with the worker's arrival, among others) where the
  * application's work between calls keeps its pace. Irregular calls get no
- * window; SDPA_CPU_SPIN_US=0 turns this off with the spin.
+ * window; SDPA_CPU_SPIN_US=0 turns this off with the spin; Windows does
+ * without (predict_allowed).
  *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
@@ -64,6 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
 #elif defined(__aarch64__) || defined(__arm__)
@@ -103,6 +107,7 @@ struct sdpa__cpu_pool {
                                         one's end (spin_off 0: none) */
     atomic_llong late_ns;
     atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
+    atomic_llong timed_waits; /* pauses a worker slept through with a window */
 };
 
 #define SEAT_CANCELLED (1ull << 63)
@@ -112,11 +117,22 @@ typedef struct worker_arg {
     int tid;
 } worker_arg;
 
+/* Monotonic ns. On Windows from the performance counter itself: a program
+ * may link its own clock_gettime (Check's MinGW build has a stub that
+ * returns 0, which would make every spin last until the next run). */
 static int64_t now_ns(void)
 {
+#ifdef _WIN32
+    LARGE_INTEGER c, f;
+    QueryPerformanceCounter(&c);
+    QueryPerformanceFrequency(&f);
+    return (int64_t)(c.QuadPart / f.QuadPart * 1000000000 +
+                     c.QuadPart % f.QuadPart * 1000000000 / f.QuadPart);
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#endif
 }
 
 /* Spin predicates: a new run (or quit) since generation `old`; the workers
@@ -245,6 +261,20 @@ static void note_publish(sdpa__cpu_pool *pool, int64_t t)
     atomic_store_explicit(&pool->spin_off, end, memory_order_relaxed);
 }
 
+/* Whether wake-ahead may run: not with spinning off (SDPA_CPU_SPIN_US=0) or
+ * no workers, nor on Windows, where a timed wait has the system timer's
+ * granularity (15.6 ms unless a process asked for finer; under Wine it came
+ * 1-4 ms late), far coarser than the window. */
+static bool predict_allowed(const sdpa__cpu_pool *pool)
+{
+#ifdef _WIN32
+    (void)pool;
+    return false;
+#else
+    return pool->spin_ns > 0 && pool->n > 1;
+#endif
+}
+
 /* After a run: when it ended, the base of the next call's window. */
 static void note_end(sdpa__cpu_pool *pool)
 {
@@ -306,6 +336,7 @@ static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t don
                 continue;
             }
             if (now_ns() >= wake) break;
+            if (!asked) atomic_fetch_add_explicit(&pool->timed_waits, 1, memory_order_relaxed);
             const int64_t ask =
                 asked ? wake : wake - atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
             asked = true;
@@ -401,6 +432,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->spin_off, 0);
     atomic_init(&pool->late_ns, 0);
     atomic_init(&pool->wakeups, 0);
+    atomic_init(&pool->timed_waits, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -430,7 +462,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
         }
         pool->n++;
     }
-    pool->predict = pool->spin_ns > 0 && pool->n > 1;
+    pool->predict = predict_allowed(pool);
     *out = pool;
     return SDPA_OK;
 }
@@ -466,10 +498,16 @@ long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool)
     return pool ? atomic_load_explicit(&pool->wakeups, memory_order_relaxed) : 0;
 }
 
+long long sdpa__cpu_pool_timed_waits(sdpa__cpu_pool *pool, int64_t *late_ns)
+{
+    if (late_ns) *late_ns = pool ? atomic_load_explicit(&pool->late_ns, memory_order_relaxed) : 0;
+    return pool ? atomic_load_explicit(&pool->timed_waits, memory_order_relaxed) : 0;
+}
+
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
 {
     if (!pool) return;
-    pool->predict = on && pool->spin_ns > 0 && pool->n > 1;
+    pool->predict = on && predict_allowed(pool);
     pool->niv = 0;
     pool->last_end = 0;
     atomic_store_explicit(&pool->spin_off, 0, memory_order_relaxed);
