@@ -35,12 +35,16 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 /* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
  * run) and went to the condition variable: a test and diagnostic counter. */
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
-/* Runs that found a worker asleep and had to wake it (a test counter). */
-long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool);
-/* Pauses a worker slept through with a timed wait for a predicted call
- * (wake-ahead), and in *late_ns (when not NULL) the timer lateness the
- * workers measured: test counters. */
-long long sdpa__cpu_pool_timed_waits(sdpa__cpu_pool *pool, int64_t *late_ns);
+/* Test and diagnostic counters since the pool's creation. */
+typedef struct sdpa__cpu_pool_counts {
+    long long wakeups;     /* runs that found a worker asleep and had to wake it */
+    long long timed_waits; /* pauses a worker slept through with a timed wait for
+                              a predicted call (wake-ahead) */
+    long long descheduled; /* spins that found their thread descheduled (and
+                              turned spinning off for a while) */
+    int64_t late_ns;       /* the timer lateness the workers measured */
+} sdpa__cpu_pool_counts;
+void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out);
 /* Wake-ahead on (the default when the spin is not 0) or off; forgets the
  * history. Tests only. */
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);

@@ -108,6 +108,7 @@ struct sdpa__cpu_pool {
     atomic_llong late_ns;
     atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
     atomic_llong timed_waits; /* pauses a worker slept through with a window */
+    atomic_llong descheduled; /* spins that found their thread descheduled */
 };
 
 #define SEAT_CANCELLED (1ull << 63)
@@ -150,17 +151,17 @@ static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
 }
 
 /* Spins until ready(pool, old) or the monotonic time `end`; returns whether
- * it came in time. With `guard`, a spinner that finds it was descheduled
- * between two looks at the clock (the machine has fewer free cores than
- * threads: spinning only takes the core from the thread it waits for) stops
- * and turns spinning off for the next NOSPIN_RUNS runs, after which the pool
- * tries again. (Wake-ahead's spin, before a call, waits for no thread.) */
+ * it came in time. A spinner that finds it was descheduled between two
+ * looks at the clock (the machine has fewer free cores than threads:
+ * spinning only takes the core from the thread it waits for, or, before a
+ * call, from the caller waking up) stops and turns spinning off for the next
+ * NOSPIN_RUNS runs, after which the pool tries again. */
 enum { NOSPIN_RUNS = 64 };
 #define DESCHEDULED_NS 50000
 
 static bool spin_until(sdpa__cpu_pool *pool,
                        bool (*ready)(sdpa__cpu_pool *, unsigned long long),
-                       unsigned long long old, int64_t end, bool guard)
+                       unsigned long long old, int64_t end)
 {
     int64_t t = now_ns();
     for (;;) {
@@ -168,11 +169,12 @@ static bool spin_until(sdpa__cpu_pool *pool,
         for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
         const int64_t prev = t;
         t = now_ns();
-        const bool descheduled = guard && t - prev > DESCHEDULED_NS;
-        if (descheduled)
+        if (t - prev > DESCHEDULED_NS) {
             atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
+            atomic_fetch_add_explicit(&pool->descheduled, 1, memory_order_relaxed);
+        }
         if (ok) return true;
-        if (t >= end || descheduled) return ready(pool, old);
+        if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
     }
 }
 
@@ -182,7 +184,7 @@ static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned 
 {
     if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
         return false;
-    return spin_until(pool, ready, old, now_ns() + pool->spin_ns, true);
+    return spin_until(pool, ready, old, now_ns() + pool->spin_ns);
 }
 
 /* ---- wake-ahead ------------------------------------------------------------ */
@@ -311,7 +313,8 @@ static bool next_window(sdpa__cpu_pool *pool, int64_t done, int64_t *wake, int64
         ended >= atomic_load_explicit(&pool->pub_at, memory_order_relaxed) ? ended : done;
     *wake = base + atomic_load_explicit(&pool->wake_off, memory_order_relaxed);
     *end = base + off;
-    return off > 0 && *end > now_ns() && *end - *wake <= PREDICT_MAX_NS / 20;
+    return off > 0 && *end > now_ns() && *end - *wake <= PREDICT_MAX_NS / 20 &&
+           atomic_load_explicit(&pool->nospin, memory_order_relaxed) == 0;
 }
 
 /* A worker with no run since `seen` after its spin (it finished its part of
@@ -352,7 +355,7 @@ static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t don
         atomic_fetch_sub(&pool->sleepers, 1);
         pthread_mutex_unlock(&pool->mu);
         if (!ahead || atomic_load(&pool->quit) || atomic_load(&pool->generation) != seen ||
-            spin_until(pool, new_run, seen, end, false))
+            spin_until(pool, new_run, seen, end))
             return;
         spun = true; /* the call did not come in its window: sleep */
     }
@@ -433,6 +436,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->late_ns, 0);
     atomic_init(&pool->wakeups, 0);
     atomic_init(&pool->timed_waits, 0);
+    atomic_init(&pool->descheduled, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -493,15 +497,14 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
     return pool ? atomic_load_explicit(&pool->sleeps, memory_order_relaxed) : 0;
 }
 
-long long sdpa__cpu_pool_wakeups(sdpa__cpu_pool *pool)
+void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out)
 {
-    return pool ? atomic_load_explicit(&pool->wakeups, memory_order_relaxed) : 0;
-}
-
-long long sdpa__cpu_pool_timed_waits(sdpa__cpu_pool *pool, int64_t *late_ns)
-{
-    if (late_ns) *late_ns = pool ? atomic_load_explicit(&pool->late_ns, memory_order_relaxed) : 0;
-    return pool ? atomic_load_explicit(&pool->timed_waits, memory_order_relaxed) : 0;
+    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0};
+    if (!pool) return;
+    out->wakeups = atomic_load_explicit(&pool->wakeups, memory_order_relaxed);
+    out->timed_waits = atomic_load_explicit(&pool->timed_waits, memory_order_relaxed);
+    out->descheduled = atomic_load_explicit(&pool->descheduled, memory_order_relaxed);
+    out->late_ns = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
 }
 
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
