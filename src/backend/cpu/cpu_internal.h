@@ -35,6 +35,29 @@ int sdpa__cpu_pool_size(const sdpa__cpu_pool *pool);
 /* Times a worker stopped spinning (SDPA_CPU_SPIN_US ran out with no new
  * run) and went to the condition variable: a test and diagnostic counter. */
 long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool);
+/* Test and diagnostic counters since the pool's creation. */
+typedef struct sdpa__cpu_pool_counts {
+    long long wakeups;     /* runs that found a worker asleep and had to wake it */
+    long long timed_waits; /* pauses a worker slept through with a timed wait for
+                              a predicted call (wake-ahead) */
+    long long descheduled; /* spins that found their thread descheduled (and
+                              turned spinning off for a while) */
+    int64_t late_ns;       /* the timer lateness the workers measured */
+} sdpa__cpu_pool_counts;
+void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out);
+/* Wake-ahead on (the default when the spin is not 0) or off; forgets the
+ * history. Tests only. */
+void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
+/* Wake-ahead's prediction (cpu_pool.c), pure: from the pauses iv[0..n-1]
+ * before the last n calls (ns from the end of a call to the start of the
+ * next, oldest first; the last 8 count), whether the next call is
+ * predictable (at least 4, and all but a quarter of them, within 1/8 of the
+ * shortest of those, at most 100 ms, their mean at least 2 ms) and then the
+ * window in which a sleeping worker spins for it, *wake to *end, ns after
+ * the end of the last call: 5 % of their mean, ending where the span of
+ * that length that catches most of them (from 1 % of the mean, at least
+ * 50 us, before one) ends, or that much after the longest of them. */
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 typedef struct sdpa__cpu_pf sdpa__cpu_pf; /* the decode kernels' prefetch places (below) */

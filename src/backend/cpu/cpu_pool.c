@@ -36,6 +36,22 @@
  * the call lasts, the call then costs what the caller alone takes, not that
  * plus the late worker's wake-up.
  *
+ * Calls spaced by regular pauses longer than the spin (a decode step per
+ * layer with other work in between) would find every worker asleep, and a
+ * woken thread (a halted vCPU) can start later than the call lasts. So the
+ * caller keeps the last PREDICT_HISTORY pauses before a call (the idle time
+ * from the end of a run to the next, when longer than the spin) and, when
+ * they are regular (sdpa__cpu_pool_predict), publishes with each call the
+ * window, counted from the end of that call, in which it expects the next
+ * one: a worker about to sleep then waits on the condition variable with a
+ * timeout (shortened by the timer lateness the workers measured) and spins
+ * from the window's start to its end, at most 5 % of the pause per call,
+ * before it sleeps plainly. Pauses, not call starts, because the call's own
+ * length varies (with the worker's arrival, among others) where the
+ * application's work between calls keeps its pace. Irregular calls get no
+ * window; SDPA_CPU_SPIN_US=0 turns this off with the spin; Windows does
+ * without (predict_allowed).
+ *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
@@ -47,7 +63,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
 #elif defined(__aarch64__) || defined(__arm__)
@@ -55,6 +75,8 @@
 #else
 #define cpu_relax() ((void)0)
 #endif
+
+enum { PREDICT_HISTORY = 8 };
 
 struct sdpa__cpu_pool {
     int n;                    /* threads including the caller */
@@ -74,6 +96,19 @@ struct sdpa__cpu_pool {
                                  generation | SEAT_CANCELLED (run_any) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
     void *arg;
+    /* Wake-ahead: the caller's history (touched by the caller only), what it
+     * publishes (monotonic ns) and the workers' timer lateness (ns). */
+    bool predict;             /* off with spin_ns 0 (and in tests) */
+    int64_t last_end;         /* when the caller's last run returned */
+    int64_t iv[PREDICT_HISTORY];  /* pauses before the last calls, oldest first */
+    int niv;
+    atomic_llong pub_at, end_at;  /* the last run's publication and return */
+    atomic_llong wake_off, spin_off; /* the next call's window after the last
+                                        one's end (spin_off 0: none) */
+    atomic_llong late_ns;
+    atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
+    atomic_llong timed_waits; /* pauses a worker slept through with a window */
+    atomic_llong descheduled; /* spins that found their thread descheduled */
 };
 
 #define SEAT_CANCELLED (1ull << 63)
@@ -83,11 +118,22 @@ typedef struct worker_arg {
     int tid;
 } worker_arg;
 
+/* Monotonic ns. On Windows from the performance counter itself: a program
+ * may link its own clock_gettime (Check's MinGW build has a stub that
+ * returns 0, which would make every spin last until the next run). */
 static int64_t now_ns(void)
 {
+#ifdef _WIN32
+    LARGE_INTEGER c, f;
+    QueryPerformanceCounter(&c);
+    QueryPerformanceFrequency(&f);
+    return (int64_t)(c.QuadPart / f.QuadPart * 1000000000 +
+                     c.QuadPart % f.QuadPart * 1000000000 / f.QuadPart);
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#endif
 }
 
 /* Spin predicates: a new run (or quit) since generation `old`; the workers
@@ -104,30 +150,214 @@ static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
     return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
-/* Spins up to spin_ns until ready(pool, old); returns whether it came in
- * time. A spinner that finds it was descheduled between two looks at the
- * clock (the machine has fewer free cores than threads: spinning only takes
- * the core from the thread it waits for) turns spinning off for the next
+/* Spins until ready(pool, old) or the monotonic time `end`; returns whether
+ * it came in time. A spinner that finds it was descheduled between two
+ * looks at the clock (the machine has fewer free cores than threads:
+ * spinning only takes the core from the thread it waits for, or, before a
+ * call, from the caller waking up) stops and turns spinning off for the next
  * NOSPIN_RUNS runs, after which the pool tries again. */
 enum { NOSPIN_RUNS = 64 };
 #define DESCHEDULED_NS 50000
 
-static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
-                 unsigned long long old)
+static bool spin_until(sdpa__cpu_pool *pool,
+                       bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                       unsigned long long old, int64_t end)
 {
-    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
-        return false;
     int64_t t = now_ns();
-    const int64_t end = t + pool->spin_ns;
     for (;;) {
         bool ok = false;
         for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
         const int64_t prev = t;
         t = now_ns();
-        if (t - prev > DESCHEDULED_NS)
+        if (t - prev > DESCHEDULED_NS) {
             atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
+            atomic_fetch_add_explicit(&pool->descheduled, 1, memory_order_relaxed);
+        }
         if (ok) return true;
         if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
+    }
+}
+
+/* Spins up to spin_ns (none when 0). */
+static bool spin(sdpa__cpu_pool *pool, bool (*ready)(sdpa__cpu_pool *, unsigned long long),
+                 unsigned long long old)
+{
+    if (pool->spin_ns <= 0 || atomic_load_explicit(&pool->nospin, memory_order_relaxed) > 0)
+        return false;
+    return spin_until(pool, ready, old, now_ns() + pool->spin_ns);
+}
+
+/* ---- wake-ahead ------------------------------------------------------------ */
+enum { PREDICT_MIN = 4 };
+#define PREDICT_MAX_NS 100000000 /* pauses over 100 ms: no window */
+#define PREDICT_MARGIN_NS 50000  /* the window covers at least this beyond the pauses */
+
+bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end)
+{
+    if (n < PREDICT_MIN) return false;
+    if (n > PREDICT_HISTORY) {
+        iv += n - PREDICT_HISTORY;
+        n = PREDICT_HISTORY;
+    }
+    int64_t v[PREDICT_HISTORY]; /* sorted */
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && v[j - 1] > iv[i]; j--) v[j] = v[j - 1];
+        v[j] = iv[i];
+    }
+    /* regular: all but a quarter (at least PREDICT_MIN) within 1/8 of the
+     * shortest of them (then all that are); the others (a hiccup of the
+     * application) ignored */
+    int k = n - n / 4 > PREDICT_MIN ? n - n / 4 : PREDICT_MIN;
+    int c = -1;
+    for (int i = 0; i + k <= n; i++)
+        if (v[i] > 0 && (v[i + k - 1] - v[i]) * 8 <= v[i] &&
+            (c < 0 || v[i + k - 1] - v[i] < v[c + k - 1] - v[c]))
+            c = i;
+    if (c < 0) return false;
+    for (; c + k < n && (v[c + k] - v[c]) * 8 <= v[c]; k++) {
+    }
+    if (v[c + k - 1] > PREDICT_MAX_NS) return false;
+    const int64_t *r = v + c; /* the regular ones, r[0] .. r[k-1] */
+    int64_t sum = 0;
+    for (int i = 0; i < k; i++) sum += r[i];
+    const int64_t mean = sum / k;
+    const int64_t margin = mean / 100 > PREDICT_MARGIN_NS ? mean / 100 : PREDICT_MARGIN_NS;
+    const int64_t budget = mean / 20; /* spin per call: at most 5 % of the pause */
+    if (budget < 2 * margin) return false; /* pauses under 2 ms: nothing to win */
+    /* the span that catches most of them (the earliest of equals), from
+     * `margin` before one of them, ends the window; it starts a budget
+     * before its end (the lead covers late wake-ups) */
+    int first = 0;
+    for (int i = 0, most = 0; i < k; i++) {
+        int caught = 0;
+        while (i + caught < k && r[i + caught] <= r[i] - margin + budget) caught++;
+        if (caught > most) {
+            most = caught;
+            first = i;
+        }
+    }
+    const int64_t begin = r[first] - margin;
+    *end = r[k - 1] + margin < begin + budget ? r[k - 1] + margin : begin + budget;
+    *wake = *end - budget;
+    return true;
+}
+
+/* At a run's publication (before `generation` is bumped): a run after an
+ * idle time longer than the spin starts a call; record that pause and
+ * publish the window of the next call (relative to the end of this one), or
+ * none. */
+static void note_publish(sdpa__cpu_pool *pool, int64_t t)
+{
+    if (!pool->predict) return;
+    atomic_store_explicit(&pool->pub_at, t, memory_order_relaxed);
+    if (!pool->last_end || t - pool->last_end <= pool->spin_ns) return;
+    if (pool->niv == PREDICT_HISTORY) {
+        memmove(pool->iv, pool->iv + 1, (PREDICT_HISTORY - 1) * sizeof pool->iv[0]);
+        pool->niv--;
+    }
+    pool->iv[pool->niv++] = t - pool->last_end;
+    int64_t wake = 0, end = 0;
+    if (!sdpa__cpu_pool_predict(pool->iv, pool->niv, &wake, &end)) wake = end = 0;
+    atomic_store_explicit(&pool->wake_off, wake, memory_order_relaxed);
+    atomic_store_explicit(&pool->spin_off, end, memory_order_relaxed);
+}
+
+/* Whether wake-ahead may run: not with spinning off (SDPA_CPU_SPIN_US=0) or
+ * no workers, nor on Windows, where a timed wait has the system timer's
+ * granularity (15.6 ms unless a process asked for finer; under Wine it came
+ * 1-4 ms late), far coarser than the window. */
+static bool predict_allowed(const sdpa__cpu_pool *pool)
+{
+#ifdef _WIN32
+    (void)pool;
+    return false;
+#else
+    return pool->spin_ns > 0 && pool->n > 1;
+#endif
+}
+
+/* After a run: when it ended, the base of the next call's window. */
+static void note_end(sdpa__cpu_pool *pool)
+{
+    if (!pool || !pool->predict) return;
+    pool->last_end = now_ns();
+    atomic_store_explicit(&pool->end_at, pool->last_end, memory_order_relaxed);
+}
+
+/* The condition variable's wait with a monotonic deadline (it times out on
+ * CLOCK_REALTIME, set by setclock nowhere portable: converted). */
+static int wait_until(sdpa__cpu_pool *pool, int64_t deadline)
+{
+    const int64_t d = deadline - now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t ns = ts.tv_nsec + (d > 0 ? d : 0);
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return pthread_cond_timedwait(&pool->wake, &pool->mu, &ts);
+}
+
+/* The next call's window [*wake, *end) for a worker that finished its part
+ * of the last run at `done`, or false when there is none (or it is over).
+ * The window counts from the end of the last run, which the caller may not
+ * have stored yet (it may still be waking from its wait for the workers):
+ * from `done` until it has. (Values read as the caller publishes the next
+ * run may be mixed: bounded here, and the caller's generation check ends the
+ * wait.) */
+static bool next_window(sdpa__cpu_pool *pool, int64_t done, int64_t *wake, int64_t *end)
+{
+    const int64_t off = atomic_load_explicit(&pool->spin_off, memory_order_relaxed);
+    const int64_t ended = atomic_load_explicit(&pool->end_at, memory_order_relaxed);
+    const int64_t base =
+        ended >= atomic_load_explicit(&pool->pub_at, memory_order_relaxed) ? ended : done;
+    *wake = base + atomic_load_explicit(&pool->wake_off, memory_order_relaxed);
+    *end = base + off;
+    return off > 0 && *end > now_ns() && *end - *wake <= PREDICT_MAX_NS / 20 &&
+           atomic_load_explicit(&pool->nospin, memory_order_relaxed) == 0;
+}
+
+/* A worker with no run since `seen` after its spin (it finished its part of
+ * the last run at `done`): sleeps until one is published (or quit); when the
+ * next call is predicted, spins once from its window's start to its end
+ * first, having asked the timer for the start less the lateness the workers
+ * measured (woken still early, it waits the rest: it never spins outside the
+ * window). */
+static void await_run(sdpa__cpu_pool *pool, unsigned long long seen, int64_t done)
+{
+    atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
+    bool spun = false, asked = false;
+    for (;;) {
+        int64_t wake = 0, end = 0;
+        bool ahead = false;
+        pthread_mutex_lock(&pool->mu);
+        atomic_fetch_add(&pool->sleepers, 1);
+        while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen) {
+            ahead = !spun && next_window(pool, done, &wake, &end);
+            if (!ahead) {
+                pthread_cond_wait(&pool->wake, &pool->mu);
+                continue;
+            }
+            if (now_ns() >= wake) break;
+            if (!asked) atomic_fetch_add_explicit(&pool->timed_waits, 1, memory_order_relaxed);
+            const int64_t ask =
+                asked ? wake : wake - atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+            asked = true;
+            if (wait_until(pool, ask) == ETIMEDOUT) {
+                /* how late the timer woke us: later asks come that much
+                 * earlier (a peak fades by 1/8 a sample) */
+                int64_t late = now_ns() - ask, old = atomic_load_explicit(
+                                                      &pool->late_ns, memory_order_relaxed);
+                if (late < old - old / 8) late = old - old / 8;
+                atomic_store_explicit(&pool->late_ns, late, memory_order_relaxed);
+            }
+        }
+        atomic_fetch_sub(&pool->sleepers, 1);
+        pthread_mutex_unlock(&pool->mu);
+        if (!ahead || atomic_load(&pool->quit) || atomic_load(&pool->generation) != seen ||
+            spin_until(pool, new_run, seen, end))
+            return;
+        spun = true; /* the call did not come in its window: sleep */
     }
 }
 
@@ -137,16 +367,9 @@ static void *worker_main(void *p)
     free(p);
     sdpa__cpu_pool *pool = wa.pool;
     unsigned long long seen = 0;
+    int64_t done = now_ns(); /* when this worker's part of run `seen` ended */
     for (;;) {
-        if (!spin(pool, new_run, seen)) {
-            pthread_mutex_lock(&pool->mu);
-            atomic_fetch_add(&pool->sleepers, 1);
-            atomic_fetch_add_explicit(&pool->sleeps, 1, memory_order_relaxed);
-            while (!atomic_load(&pool->quit) && atomic_load(&pool->generation) == seen)
-                pthread_cond_wait(&pool->wake, &pool->mu);
-            atomic_fetch_sub(&pool->sleepers, 1);
-            pthread_mutex_unlock(&pool->mu);
-        }
+        if (!spin(pool, new_run, seen)) await_run(pool, seen, done);
         if (atomic_load(&pool->quit)) break;
         seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
         /* Claim the seat of run `seen`; the caller may have cancelled it
@@ -155,10 +378,13 @@ static void *worker_main(void *p)
         unsigned long long s = atomic_load(seat);
         /* a seat at `seen` or later was cancelled (this worker never claims
          * ahead of the generation it read) */
-        if ((s & ~SEAT_CANCELLED) >= seen || !atomic_compare_exchange_strong(seat, &s, seen))
+        if ((s & ~SEAT_CANCELLED) >= seen || !atomic_compare_exchange_strong(seat, &s, seen)) {
+            done = now_ns();
             continue; /* cancelled: wait for the next run */
+        }
         atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
         pool->job(pool->arg, wa.tid, pool->n);
+        done = now_ns();
         if (atomic_fetch_sub(&pool->pending, 1) == 1 &&
             atomic_load(&pool->caller_waits)) {
             pthread_mutex_lock(&pool->mu);
@@ -203,6 +429,14 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->quit, false);
     atomic_init(&pool->sleeps, 0);
     atomic_init(&pool->nospin, 0);
+    atomic_init(&pool->pub_at, 0);
+    atomic_init(&pool->end_at, 0);
+    atomic_init(&pool->wake_off, 0);
+    atomic_init(&pool->spin_off, 0);
+    atomic_init(&pool->late_ns, 0);
+    atomic_init(&pool->wakeups, 0);
+    atomic_init(&pool->timed_waits, 0);
+    atomic_init(&pool->descheduled, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -232,6 +466,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
         }
         pool->n++;
     }
+    pool->predict = predict_allowed(pool);
     *out = pool;
     return SDPA_OK;
 }
@@ -262,6 +497,25 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
     return pool ? atomic_load_explicit(&pool->sleeps, memory_order_relaxed) : 0;
 }
 
+void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out)
+{
+    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0};
+    if (!pool) return;
+    out->wakeups = atomic_load_explicit(&pool->wakeups, memory_order_relaxed);
+    out->timed_waits = atomic_load_explicit(&pool->timed_waits, memory_order_relaxed);
+    out->descheduled = atomic_load_explicit(&pool->descheduled, memory_order_relaxed);
+    out->late_ns = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+}
+
+void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
+{
+    if (!pool) return;
+    pool->predict = on && predict_allowed(pool);
+    pool->niv = 0;
+    pool->last_end = 0;
+    atomic_store_explicit(&pool->spin_off, 0, memory_order_relaxed);
+}
+
 /* One run; with `any`, workers that have not claimed their seat when the
  * caller's share returns are cancelled instead of waited for. */
 static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool any)
@@ -276,10 +530,13 @@ static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool an
     pool->arg = arg;
     atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
     atomic_store_explicit(&pool->started, 0, memory_order_relaxed);
-    /* Publish (release: job, arg, pending), then wake sleepers before doing
-     * our own share, so a call after a pause still gets every thread. */
+    note_publish(pool, now_ns());
+    /* Publish (release: job, arg, pending, the window), then wake sleepers
+     * before doing our own share, so a call after a pause still gets every
+     * thread. */
     const unsigned long long gen = atomic_fetch_add(&pool->generation, 1) + 1;
     if (atomic_load(&pool->sleepers) > 0) {
+        atomic_fetch_add_explicit(&pool->wakeups, 1, memory_order_relaxed);
         pthread_mutex_lock(&pool->mu);
         pthread_cond_broadcast(&pool->wake);
         pthread_mutex_unlock(&pool->mu);
@@ -308,9 +565,11 @@ static void pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg, bool an
 void sdpa__cpu_pool_run(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, false);
+    note_end(pool);
 }
 
 void sdpa__cpu_pool_run_any(sdpa__cpu_pool *pool, sdpa__cpu_job job, void *arg)
 {
     pool_run(pool, job, arg, true);
+    note_end(pool);
 }
