@@ -129,22 +129,6 @@ static bool rows_fit(const sdpa__problem *p, int64_t rows)
     return rows <= 1 || (rows <= MAX_ROWS && rows * widest <= MAX_ROW_FLOATS);
 }
 
-/* Query rows per invocation when tile.q_tile is SDPA_AUTO: on CPU-style
- * devices (lavapipe), where every K/V load is a per-lane load and sharing it
- * between rows is what pays (docs/vulkan.md), fwd_rows.comp with the most
- * rows that fit, a power of two up to 8 and a KV slab's rows; 1 (fwd.comp)
- * on GPU-class devices and with staging. With more than one row the key
- * tile defaults to ROWS_K_TILE. */
-#define ROWS_K_TILE 16
-static int default_rows(const sdpa__vk_caps *caps, const sdpa__problem *p, int stage)
-{
-    if (SDPA__VK_GPU_STYLE(caps) || stage) return 1;
-    const int64_t slab = (p->Hq / p->Hkv) * p->Sq;
-    int r = 1;
-    while (r * 2 <= MAX_ROWS && r * 2 <= slab && rows_fit(p, r * 2)) r *= 2;
-    return r;
-}
-
 /* Loop iterations of an unstaged forward invocation outside its key tiles:
  * loading its rows' q, clearing and writing their outputs. */
 static int64_t fwd_row_iterations(const sdpa__problem *p, int64_t rows)
@@ -502,9 +486,9 @@ static sdpa_status rows_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
     if (st != SDPA_OK) return st;
     pl->stage_kv = stage;
 
-    /* query rows per invocation (q_tile): SDPA_AUTO = default_rows; > 1
-     * selects fwd_rows.comp */
-    int q_rows = pick(t, SDPA_TILE_Q_TILE, default_rows(caps, p, stage));
+    /* query rows per invocation (q_tile): SDPA_AUTO = 1, fwd.comp, on every
+     * device (docs/vulkan.md); > 1 selects fwd_rows.comp */
+    int q_rows = pick(t, SDPA_TILE_Q_TILE, 1);
     if (!rows_fit(p, q_rows))
         st = SDPA__FAIL(ctx, SDPA_ERR_UNSUPPORTED,
                         "vulkan: tile.q_tile %d (query rows per invocation) must be at most %d "
@@ -517,8 +501,6 @@ static sdpa_status rows_config(sdpa_context *ctx, const sdpa__vk_caps *caps,
                         "q_tile 1 or stage_kv 0", q_rows);
     if (st != SDPA_OK) return st;
     pl->rows = q_rows;
-    if (q_rows > 1 && sdpa_tile_config_get(t, SDPA_TILE_K_TILE) == SDPA_AUTO)
-        pl->k_tile = ROWS_K_TILE;
 
     int64_t rows = p->B * p->Hq * p->Sq;
     int nsplit = 1;
@@ -841,11 +823,9 @@ static bool staged_ok(const sdpa__vk_state *s, const sdpa__problem *p, int wg, i
     return !limited || staged_fwd_iterations(p, wg, k_tile) <= SDPA__VK_LOOP_BUDGET;
 }
 
-/* The forced values, and what plan creation would choose for the others
- * (written out, so the tuner knows which candidate is the default); without
- * a device, the work-group size (the device's limit may be below 64) and
- * the table's static defaults; split_kv stays SDPA_AUTO (chosen by
- * sdpa__vk_plan_config). */
+/* The forced values; the work-group size (the device's limit may be below
+ * 64) and the table's static defaults (q_tile 1, k_tile, stage_kv 0) when
+ * not forced; split_kv stays SDPA_AUTO (chosen by sdpa__vk_plan_config). */
 sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__problem *p,
                                   unsigned flags, const sdpa_tile_config *forced,
                                   sdpa_tile_config *tile)
@@ -866,13 +846,15 @@ sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__pr
         memset(&pl, 0, sizeof pl);
         if (sdpa__vk_plan_config(NULL, &s->caps, p, &o, &pl) == SDPA_OK) {
             sdpa_tile_config_set(tile, SDPA_TILE_LANES, pl.lanes);
-            const int chosen[][2] = {{SDPA_TILE_Q_TILE, pl.rows},
-                                     {SDPA_TILE_K_TILE, pl.k_tile},
-                                     {SDPA_TILE_WG_SIZE, pl.wg_size},
-                                     {SDPA_TILE_STAGE_KV, pl.lanes > 0 ? 0 : pl.stage_kv}};
-            for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++)
-                if (sdpa_tile_config_get(tile, (sdpa_tile_param)chosen[i][0]) == SDPA_AUTO)
-                    sdpa_tile_config_set(tile, (sdpa_tile_param)chosen[i][0], chosen[i][1]);
+            if (pl.lanes > 0) {
+                const int chosen[][2] = {{SDPA_TILE_Q_TILE, pl.rows},
+                                         {SDPA_TILE_K_TILE, pl.k_tile},
+                                         {SDPA_TILE_WG_SIZE, pl.wg_size},
+                                         {SDPA_TILE_STAGE_KV, 0}};
+                for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++)
+                    if (sdpa_tile_config_get(tile, (sdpa_tile_param)chosen[i][0]) == SDPA_AUTO)
+                        sdpa_tile_config_set(tile, (sdpa_tile_param)chosen[i][0], chosen[i][1]);
+            }
         }
     }
     if (sdpa_tile_config_get(tile, SDPA_TILE_WG_SIZE) == SDPA_AUTO)
@@ -930,43 +912,43 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
                     n++;
                 }
     }
-    /* the row-per-invocation shaders: (rows, k_tile, wg, stage_kv), every
-     * value written out, leaving out the one the default runs (on a
-     * CPU-style device the default is one of them; on a GPU-class one it is
-     * fwd_fa2.comp) */
     int first_old = n;
-    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
-    int old[sizeof wgs / sizeof wgs[0] * (sizeof kts / sizeof kts[0]) +
-            sizeof multi / sizeof multi[0] + sizeof staged / sizeof staged[0]][4];
-    int n_old = 0;
-    for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++)
-        for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++)
-            if (wgs[a] <= max_wg) {
-                const int c[4] = {1, kts[b], wgs[a], 0};
-                memcpy(old[n_old++], c, sizeof c);
+    for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
+        if (wgs[a] > max_wg) continue;
+        for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
+            if (wgs[a] == sdpa_tile_config_get(&def, SDPA_TILE_WG_SIZE) &&
+                kts[b] == sdpa_tile_config_get(&def, SDPA_TILE_K_TILE))
+                continue;
+            if (n < max) {
+                sdpa_tile_config_init(&out[n]);
+                sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, wgs[a]);
+                sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, kts[b]);
             }
+            n++;
+        }
+    }
     /* several query rows per invocation (fwd_rows.comp): only as many as
      * the q registers allow and a KV slab's rows (group x Sq) can fill */
-    for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++)
-        if (rows_fit(p, multi[a][0]) && multi[a][0] / 2 < slab_rows && multi[a][2] <= max_wg) {
-            const int c[4] = {multi[a][0], multi[a][1], multi[a][2], 0};
-            memcpy(old[n_old++], c, sizeof c);
-        }
-    for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++)
-        if (staged[a][0] <= max_wg && staged_ok(state, p, staged[a][0], staged[a][1])) {
-            const int c[4] = {1, staged[a][1], staged[a][0], 1};
-            memcpy(old[n_old++], c, sizeof c);
-        }
-    const sdpa_tile_param old_params[4] = {SDPA_TILE_Q_TILE, SDPA_TILE_K_TILE,
-                                           SDPA_TILE_WG_SIZE, SDPA_TILE_STAGE_KV};
-    for (int i = 0; i < n_old; i++) {
-        bool is_def = !gpu;
-        for (int j = 0; j < 4 && is_def; j++)
-            is_def = sdpa_tile_config_get(&def, old_params[j]) == old[i][j];
-        if (is_def) continue;
+    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
+    for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++) {
+        int rows = multi[a][0];
+        if (!rows_fit(p, rows) || rows / 2 >= slab_rows || multi[a][2] > max_wg)
+            continue;
         if (n < max) {
             sdpa_tile_config_init(&out[n]);
-            for (int j = 0; j < 4; j++) sdpa_tile_config_set(&out[n], old_params[j], old[i][j]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, rows);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, multi[a][1]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, multi[a][2]);
+        }
+        n++;
+    }
+    for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
+        if (staged[a][0] > max_wg || !staged_ok(state, p, staged[a][0], staged[a][1])) continue;
+        if (n < max) {
+            sdpa_tile_config_init(&out[n]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, staged[a][0]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, staged[a][1]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_STAGE_KV, 1);
         }
         n++;
     }
