@@ -4,8 +4,8 @@
  * block table), in their storage dtype (f32, f16, bf16, q8_0, q4_0). The
  * decode kernels (dots_kv / pv_kv of the ISA tables) take a table of these
  * row addresses per tile (sdpa__cpu_kv_rows) and convert or dequantize in
- * registers; the tiled prefill path
- * loads one row at a time into its per-thread tile (sdpa__cpu_kv_load).
+ * registers; the tiled prefill path loads one row at a time into its
+ * per-thread tile (sdpa__cpu_kv_load).
  * Nothing here copies or dequantizes the cache as a whole. Declarations in
  * cpu_internal.h.
  */
