@@ -769,7 +769,9 @@ END_TEST
  * (dots_kv / pv_kv) split unevenly: groups of 5 and 3 query heads (row
  * blocks of 4 and 1, or 3), D = 96 and 160 (block rows of 3 and 5 blocks,
  * a last pv_kv column chunk of 32 on AVX-512) and D = 40 / 24 (partial
- * vectors of f16 / bf16 / f32), contiguous and paged, at lengths 1, 7,
+ * vectors of f16 / bf16 / f32), contiguous and paged (pages of 3, 17 and 1
+ * key: page ends inside the kernels' blocks of 4 (or 2) keys and inside a
+ * 64-key tile, whose row table then spans several pages), at lengths 1, 7,
  * 65, 200 (partial key groups and tiles). */
 static const struct { xcase c; int64_t D; } k_xdcases[] = {
     {{"dec_q8_0_g5_d96", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, false, false, false, false, 0, 1, 5, 1},
@@ -789,6 +791,12 @@ static const struct { xcase c; int64_t D; } k_xdcases[] = {
     {{"dec_f32_g5_d40_paged3", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, true, false, 3, 1, 5,
       1},
      40},
+    {{"dec_f16_g4_d128_paged17", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, false, true, false, 17, 1,
+      4, 1},
+     128},
+    {{"dec_q4_0_g3_d64_paged1", SDPA_DTYPE_F32, SDPA_DTYPE_Q4_0, false, true, true, false, 1, 2, 3,
+      1},
+     64},
 };
 #define N_XDCASES ((int)(sizeof k_xdcases / sizeof k_xdcases[0]))
 static const int64_t k_xdlens[] = {1, 7, 65, 200};

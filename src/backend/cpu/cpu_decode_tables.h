@@ -2,12 +2,12 @@
  * cpu_decode_tables.h — the decode kernels' entry points, shared by the ISA
  * files (cpu_kernels_avx512.c, cpu_kernels_avx2.c, cpu_kernels_neon.c), each of which includes
  * it once after defining, always-inline:
- *   dots_kv_block(NI, M, K, A, dtype, lda, B, ldb, C, ldc, pf)  NI = 1..4 rows
- *   pv_kv_block(NR, n, c0, K, P, ldp, V, dtype, ldv, C, ldc, c_scale, pf)
- *       NR = 1..4 rows, n = 1..PV_KV_COLS columns from column c0 of V
- * (lda, ldv count storage units: blocks of 32 elements for q8_0 / q4_0, whose
- * rows the blocks dequantize in registers; element e of the rows from A or V
- * is at element index row * ld * sdpa__cpu_unit_elems + e)
+ *   dots_kv_block(NI, M, K, A, dtype, B, ldb, C, ldc)  NI = 1..4 rows
+ *   pv_kv_block(NR, n, c0, Dv, K, P, ldp, V, dtype, C, ldc, c_scale)
+ *       NR = 1..4 rows, n = 1..PV_KV_COLS columns from column c0 of V's
+ *       rows of Dv columns
+ * (A and V: sdpa__cpu_rows, the row addresses; the block types' rows are
+ * blocks of 32 elements, which the kernels dequantize in registers)
  * and PV_KV_COLS (the columns one pv_kv_block covers). It specialises the
  * blocks for every row count and dtype (f32, f16, bf16, q8_0, q4_0: the dtype is a
  * constant inside, so the conversion is chosen at compile time) and defines
@@ -20,11 +20,10 @@
 #endif
 
 #define DOTS_KV(NI, DT)                                                                      \
-    static void dots_kv_##NI##_##DT(int M, int K, const void *A, ptrdiff_t lda,               \
-                                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,   \
-                                    const sdpa__cpu_pf *pf)                                  \
+    static void dots_kv_##NI##_##DT(int M, int K, const sdpa__cpu_rows *A, const float *B,     \
+                                    ptrdiff_t ldb, float *C, ptrdiff_t ldc)                   \
     {                                                                                        \
-        dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, lda, B, ldb, C, ldc, pf);                \
+        dots_kv_block(NI, M, K, A, SDPA_DTYPE_##DT, B, ldb, C, ldc);                         \
     }
 #define DOTS_KV_DT(DT) DOTS_KV(1, DT) DOTS_KV(2, DT) DOTS_KV(3, DT) DOTS_KV(4, DT)
 DOTS_KV_DT(F32)
@@ -33,19 +32,19 @@ DOTS_KV_DT(BF16)
 DOTS_KV_DT(Q8_0)
 DOTS_KV_DT(Q4_0)
 
-typedef void (*dots_kv_fn)(int, int, const void *, ptrdiff_t, const float *, ptrdiff_t, float *,
-                           ptrdiff_t, const sdpa__cpu_pf *);
+typedef void (*dots_kv_fn)(int, int, const sdpa__cpu_rows *, const float *, ptrdiff_t, float *,
+                           ptrdiff_t);
 #define DOTS_KV_ROW(DT) {dots_kv_1_##DT, dots_kv_2_##DT, dots_kv_3_##DT, dots_kv_4_##DT}
 static const dots_kv_fn dots_kv_table[5][4] = {DOTS_KV_ROW(F32), DOTS_KV_ROW(F16),
                                                DOTS_KV_ROW(BF16), DOTS_KV_ROW(Q8_0),
                                                DOTS_KV_ROW(Q4_0)};
 
 #define PV_KV(NR, DT)                                                                         \
-    static void pv_kv_##NR##_##DT(int N, int c0, int K, const float *P, ptrdiff_t ldp,        \
-                                  const void *V, ptrdiff_t ldv, float *C, ptrdiff_t ldc,      \
-                                  const float *cs, const sdpa__cpu_pf *pf)                    \
+    static void pv_kv_##NR##_##DT(int N, int c0, int Dv, int K, const float *P, ptrdiff_t ldp, \
+                                  const sdpa__cpu_rows *V, float *C, ptrdiff_t ldc,           \
+                                  const float *cs)                                            \
     {                                                                                         \
-        pv_kv_block(NR, N, c0, K, P, ldp, V, SDPA_DTYPE_##DT, ldv, C, ldc, cs, pf);           \
+        pv_kv_block(NR, N, c0, Dv, K, P, ldp, V, SDPA_DTYPE_##DT, C, ldc, cs);                \
     }
 #define PV_KV_DT(DT) PV_KV(1, DT) PV_KV(2, DT) PV_KV(3, DT) PV_KV(4, DT)
 PV_KV_DT(F32)
@@ -54,8 +53,8 @@ PV_KV_DT(BF16)
 PV_KV_DT(Q8_0)
 PV_KV_DT(Q4_0)
 
-typedef void (*pv_kv_fn)(int, int, int, const float *, ptrdiff_t, const void *, ptrdiff_t,
-                         float *, ptrdiff_t, const float *, const sdpa__cpu_pf *);
+typedef void (*pv_kv_fn)(int, int, int, int, const float *, ptrdiff_t, const sdpa__cpu_rows *,
+                         float *, ptrdiff_t, const float *);
 #define PV_KV_ROW(DT) {pv_kv_1_##DT, pv_kv_2_##DT, pv_kv_3_##DT, pv_kv_4_##DT}
 static const pv_kv_fn pv_kv_table[5][4] = {PV_KV_ROW(F32), PV_KV_ROW(F16), PV_KV_ROW(BF16),
                                            PV_KV_ROW(Q8_0), PV_KV_ROW(Q4_0)};
@@ -71,27 +70,26 @@ static int dt_index(sdpa_dtype dt)
     }
 }
 
-static void decode_dots_kv(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
-                           const sdpa__cpu_pf *pf)
+static void decode_dots_kv(int M, int N, int K, const sdpa__cpu_rows *A, sdpa_dtype dtype,
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
     for (int i0 = 0; i0 < N; i0 += 4) {
         const int ni = N - i0 < 4 ? N - i0 : 4;
-        dots_kv_table[dt_index(dtype)][ni - 1](M, K, A, lda, B + i0 * ldb, ldb, C + i0, ldc, pf);
+        dots_kv_table[dt_index(dtype)][ni - 1](M, K, A, B + i0 * ldb, ldb, C + i0, ldc);
     }
 }
 
-static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
-                         sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, const sdpa__cpu_pf *pf)
+static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp,
+                         const sdpa__cpu_rows *V, sdpa_dtype dtype, float *C, ptrdiff_t ldc,
+                         const float *c_scale)
 {
     for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
         const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;
         for (int r0 = 0; r0 < M; r0 += 4) {
             const int nr = M - r0 < 4 ? M - r0 : 4;
             pv_kv_table[dt_index(dtype)][nr - 1](
-                nn, n0, K, P + r0, ldp, V, ldv,
-                C + r0 * ldc + n0, ldc, c_scale ? c_scale + r0 : NULL, pf);
+                nn, n0, N, K, P + r0, ldp, V, C + r0 * ldc + n0, ldc,
+                c_scale ? c_scale + r0 : NULL);
         }
     }
 }

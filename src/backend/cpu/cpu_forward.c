@@ -42,6 +42,7 @@ typedef struct fwd_ws {
     float *q, *o, *m, *l, *rs, *ts, *st, *sc, *kp, *vp;
     float *msub, *alpha, *rsum, *mnew, *row;
     int64_t *lo, *hi;
+    const unsigned char **krow, **vrow; /* decode: a tile's K/V row table */
 } fwd_ws;
 
 /* Per-row running statistics, relative to the running maximum m: A = sum
@@ -73,6 +74,9 @@ static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
     w->row = sdpa__cpu_take(&c, (D > Dv ? D : Dv) * f);
     w->lo = sdpa__cpu_take(&c, sb * sizeof(int64_t));
     w->hi = sdpa__cpu_take(&c, sb * sizeof(int64_t));
+    const size_t nrow = pl->k->dots_kv ? bk + SDPA__CPU_KV_AHEAD_MAX : 0;
+    w->krow = sdpa__cpu_take(&c, nrow * sizeof(*w->krow));
+    w->vrow = sdpa__cpu_take(&c, nrow * sizeof(*w->vrow));
     return c.used;
 }
 
@@ -155,15 +159,17 @@ static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
 
 /* K/V of the current tile: packed f32 in the workspace, or the caller's
  * memory when it already is contiguous f32 rows (no conversion, no norm).
- * Decode (ks/vs set): the caller's rows in their own dtype, contiguous or
+ * Decode (kr/vr set): the caller's rows in their own dtype, contiguous or
  * paged, read in place by the kernels' dots_kv/pv_kv, which convert or
- * dequantize in registers, one run of consecutive rows (a page) at a time. */
+ * dequantize in registers, the whole tile in one call through its table of
+ * row addresses (pages crossed inside the kernels), which goes on past the
+ * tile for their prefetch. */
 typedef struct kv_tile {
     const float *k, *v;
     ptrdiff_t kld, vld;
     bool v_nonfinite; /* some V value is Inf/NaN: PV must skip p = 0 */
-    const sdpa__cpu_kv *ks, *vs;
-    int64_t kend; /* end of the task's keys (paged prefetch stops there) */
+    const sdpa__cpu_rows *kr, *vr;
+    sdpa_dtype kvdt;
 } kv_tile;
 
 /* Decode tiles (K/V streamed, fewer than 16 rows) hold S^T with a leading
@@ -240,21 +246,16 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     const sdpa__problem *p = call->p;
     const sdpa__cpu_kernels *k = pl->k;
     const int nq = s->nq, D = (int)p->D, Dv = (int)p->Dv;
-    const int ld = kv->ks ? decode_ld(nq) : pl->bq;
+    const int ld = kv->kr ? decode_ld(nq) : pl->bq;
     const float *qs = w->q + (size_t)s->r0 * D;
     float *st = w->st, *o = w->o + (size_t)s->r0 * Dv;
     float *m = w->m + s->r0, *l = w->l + s->r0;
     /* a tile not inside every row's range: the band runs on it (below) */
     const bool full = kt >= s->lo_max && kt + n <= s->hi_min, edge = !full;
 
-    if (kv->ks) {
-        for (int j0 = 0, len; j0 < n; j0 += len) {
-            len = sdpa__cpu_kv_run(kv->ks, kt + j0, n - j0);
-            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->ks, b, hkv, kt + j0, len, kv->kend);
-            k->dots_kv(len, nq, D, sdpa__cpu_kv_row(kv->ks, b, hkv, kt + j0), kv->ks->dt,
-                       kv->kld, qs, D, st + (size_t)j0 * ld, ld, &pf);
-        }
-    } else if (nq >= 16 && !edge)
+    if (kv->kr)
+        k->dots_kv(n, nq, D, kv->kr, kv->kvdt, qs, D, st, ld);
+    else if (nq >= 16 && !edge)
         k->gemm(n, nq, D, kv->k, kv->kld, 1, qs, ld, st, ld, 0, NULL);
     else if (nq >= 16)
         for (int c0 = 0; c0 < nq; c0 += KEEP_COLS) {
@@ -270,7 +271,7 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         fwd_score_tile(call, w, s, b, hkv, r0, kt, n, ld);
 
     memcpy(w->mnew, m, (size_t)nq * sizeof(float));
-    if (kv->ks)
+    if (kv->kr)
         decode_colmax(k, w, st, ld, n, nq);
     else
         k->colmax(st, ld, n, nq, w->mnew);
@@ -284,7 +285,7 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
     k->expsub(w->alpha, 0, 1, nq, w->msub, NULL);
     if (p->has_stats)
         for (int j = 0; j < n; j++) memcpy(w->sc + j * ld, st + j * ld, (size_t)nq * sizeof(float));
-    if (kv->ks)
+    if (kv->kr)
         decode_expsub(k, w, st, ld, n, nq);
     else
         k->expsub(st, ld, n, nq, w->msub, w->rsum);
@@ -294,14 +295,8 @@ static void fwd_tile(const sdpa__cpu_call *call, const fwd_ws *w, const sub_info
         m[r] = w->mnew[r];
     }
     /* O = alpha * O + P V in one pass */
-    if (kv->vs)
-        for (int j0 = 0, len; j0 < n; j0 += len) { /* the rescale with the first run */
-            len = sdpa__cpu_kv_run(kv->vs, kt + j0, n - j0);
-            const sdpa__cpu_pf pf = sdpa__cpu_kv_prefetch(kv->vs, b, hkv, kt + j0, len, kv->kend);
-            k->pv_kv(nq, Dv, len, st + (size_t)j0 * ld, ld,
-                     sdpa__cpu_kv_row(kv->vs, b, hkv, kt + j0), kv->vs->dt, kv->vld, o, Dv,
-                     j0 == 0 ? w->alpha : NULL, &pf);
-        }
+    if (kv->vr)
+        k->pv_kv(nq, Dv, n, st, ld, kv->vr, kv->kvdt, o, Dv, w->alpha);
     else if (kv->v_nonfinite)
         sdpa__cpu_gemm_skip_zeros(nq, Dv, n, st, 1, ld, kv->v, kv->vld, o, Dv, 1, w->alpha);
     else if (!edge)
@@ -510,13 +505,20 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             for (int s = 0; s < nsub && !any; s++)
                 any = kt < subs[s].hi_max && kt + n > subs[s].lo_min;
             if (!any) continue;
-            kv_tile kv = {w->kp, w->vp, D, Dv, false, NULL, NULL, K1};
+            kv_tile kv = {w->kp, w->vp, D, Dv, false, NULL, NULL, p->kv_dtype};
+            sdpa__cpu_rows kr, vr;
             if (stream_kv && !safe) {
-                /* the fast pass only: the safe pass needs f32 V tiles */
-                kv.ks = &ks;
-                kv.vs = &vs;
-                kv.kld = (ptrdiff_t)ks.ref->stride[2];
-                kv.vld = (ptrdiff_t)vs.ref->stride[2];
+                /* the fast pass only: the safe pass needs f32 V tiles. The
+                 * row tables go on past the tile up to the task's end, for
+                 * the kernels' prefetch. */
+                const int64_t past = K1 - kt - n;
+                kr.n = vr.n = n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
+                sdpa__cpu_kv_rows(&ks, b, hkv, kt, kr.n, w->krow);
+                sdpa__cpu_kv_rows(&vs, b, hkv, kt, vr.n, w->vrow);
+                kr.at = w->krow;
+                vr.at = w->vrow;
+                kv.kr = &kr;
+                kv.vr = &vr;
             } else {
                 if (direct_k) {
                     kv.k = (const float *)a->k.mem + sdpa__at(&a->k, b, hkv, kt, 0);

@@ -60,7 +60,17 @@ void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
 bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
-typedef struct sdpa__cpu_pf sdpa__cpu_pf; /* the decode kernels' prefetch places (below) */
+/* The K or V rows of one decode kernel call: at[j] is the address of key
+ * j's row (counted from the call's first key), for j < n; n covers the
+ * call's keys and then up to SDPA__CPU_KV_AHEAD_MAX more (the next ones in
+ * key order, up to the task's last key), which the kernels prefetch. So a
+ * paged cache is read through the block table once per page
+ * (sdpa__cpu_kv_rows) and the kernels walk a whole tile across pages, and
+ * their prefetch stream across pages and tiles, as on a contiguous cache. */
+typedef struct sdpa__cpu_rows {
+    const unsigned char *const *at;
+    int n;
+} sdpa__cpu_rows;
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -110,19 +120,18 @@ typedef struct sdpa__cpu_kernels {
                       ptrdiff_t ldd, float mul);
     /* Decode (optional; NULL = K/V tiles are packed to f32 first): K and V
      * rows read in their storage dtype (f32, f16, bf16 with a unit element
-     * stride; q8_0, q4_0 whole blocks, lda / ldv counting blocks)
-     * and converted in registers while streaming, for sub-blocks under 16
-     * rows. dots_kv: C[j*ldc + i] = dot(row j of A (stride lda), B + i*ldb)
-     * over K, j < M, i < N. pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] +
-     * sum_k P[r + k*ldp] V[k*ldv + n], r < M, n < N, k < K. */
-    /* pf: where the rows to prefetch (beyond M / K: the next ones in key
-     * order) are (sdpa__cpu_pf). */
-    void (*dots_kv)(int M, int N, int K, const void *A, sdpa_dtype dtype, ptrdiff_t lda,
-                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
-                    const sdpa__cpu_pf *pf);
-    void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const void *V,
-                  sdpa_dtype dtype, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                  const float *c_scale, const sdpa__cpu_pf *pf);
+     * stride; q8_0, q4_0 whole blocks) and converted in registers while
+     * streaming, for sub-blocks under 16 rows. The rows are A->at[j] /
+     * V->at[k] (sdpa__cpu_rows: contiguous or through a block table, pages
+     * crossed anywhere, even inside a block of 4 keys); the rows of the table
+     * past M / K are the next ones in key order, to prefetch. dots_kv:
+     * C[j*ldc + i] = dot(row j of A, B + i*ldb) over K, j < M, i < N.
+     * pv_kv: C[r*ldc + n] = C[r*ldc + n] * c_scale[r] + sum_k P[r + k*ldp]
+     * V(k, n), r < M, n < N, k < K (c_scale NULL: times 1). */
+    void (*dots_kv)(int M, int N, int K, const sdpa__cpu_rows *A, sdpa_dtype dtype,
+                    const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc);
+    void (*pv_kv)(int M, int N, int K, const float *P, ptrdiff_t ldp, const sdpa__cpu_rows *V,
+                  sdpa_dtype dtype, float *C, ptrdiff_t ldc, const float *c_scale);
 } sdpa__cpu_kernels;
 
 /* gemm with K = 0, shared by the vector kernels: C = 0, C, or C * c_scale[r]. */
@@ -137,70 +146,14 @@ static inline void sdpa__cpu_gemm_k0(int M, int N, float *C, ptrdiff_t ldc, int 
     }
 }
 
-/* Prefetch distance of the decode kernels (dots_kv, pv_kv): rows of K or V
- * (row stride ld elements of esz bytes) about 4 KiB ahead, 8 to 64 rows, so
- * f16 rows are fetched as far ahead in time as f32 ones. */
-static inline ptrdiff_t sdpa__cpu_kv_ahead(ptrdiff_t ld, size_t esz)
+/* Prefetch distance of the decode kernels (dots_kv, pv_kv): rows of rowb
+ * bytes about 4 KiB ahead, 8 to SDPA__CPU_KV_AHEAD_MAX rows, so f16 rows are
+ * fetched as far ahead in time as f32 ones. */
+#define SDPA__CPU_KV_AHEAD_MAX 64
+static inline int sdpa__cpu_kv_ahead(size_t rowb)
 {
-    const ptrdiff_t rows = (ptrdiff_t)(4096 / ((size_t)ld * esz + 1)) + 1;
-    return rows < 8 ? 8 : rows > 64 ? 64 : rows;
-}
-
-/* Where the decode kernels find the rows they prefetch, counted from the
- * first row they read: `rows` rows follow at the row stride (PTRDIFF_MAX:
- * contiguous K/V); then (paged K/V: the pages that follow in key order, into
- * the next tiles) runs of len[i] rows from next[i], up to a NULL. So the
- * prefetch stream continues across pages at the kernels' own pace instead of
- * in bursts (sdpa__cpu_kv_prefetch fills it; the kernels walk it with
- * sdpa__cpu_pf_at / sdpa__cpu_pf_step). */
-#define SDPA__CPU_PF_RUNS 4
-struct sdpa__cpu_pf {
-    ptrdiff_t rows;
-    const void *next[SDPA__CPU_PF_RUNS];
-    int len[SDPA__CPU_PF_RUNS];
-};
-
-/* A cursor over the rows pf places, one row per step: row is the address
- * of the current one (from base, rows ldb bytes apart), NULL past what pf
- * knows; left counts the rows of its run from it on. */
-typedef struct sdpa__cpu_pf_cur {
-    const char *row;
-    ptrdiff_t left;
-    int run; /* index into pf->next, -1 for the first run */
-} sdpa__cpu_pf_cur;
-
-/* The cursor at row t. */
-static inline sdpa__cpu_pf_cur sdpa__cpu_pf_at(const sdpa__cpu_pf *pf, const void *base,
-                                               size_t ldb, ptrdiff_t t)
-{
-    sdpa__cpu_pf_cur c = {NULL, 0, -1};
-    if (t < pf->rows) {
-        c.row = (const char *)base + (size_t)t * ldb;
-        c.left = pf->rows - t;
-        return c;
-    }
-    t -= pf->rows;
-    for (int i = 0; i < SDPA__CPU_PF_RUNS && pf->next[i]; t -= pf->len[i], i++)
-        if (t < pf->len[i]) {
-            c.row = (const char *)pf->next[i] + (size_t)t * ldb;
-            c.left = pf->len[i] - t;
-            c.run = i;
-            break;
-        }
-    return c;
-}
-
-/* The cursor one row on. */
-static inline void sdpa__cpu_pf_step(const sdpa__cpu_pf *pf, sdpa__cpu_pf_cur *c, size_t ldb)
-{
-    if (--c->left > 0) {
-        c->row += ldb;
-        return;
-    }
-    const int i = c->run + 1;
-    c->row = i < SDPA__CPU_PF_RUNS ? (const char *)pf->next[i] : NULL;
-    c->left = c->row ? pf->len[i] : 0;
-    c->run = i;
+    const size_t rows = 4096 / (rowb + 1) + 1;
+    return rows < 8 ? 8 : rows > SDPA__CPU_KV_AHEAD_MAX ? SDPA__CPU_KV_AHEAD_MAX : (int)rows;
 }
 
 /* Storage units of the K/V dtypes (what strides count): bytes per unit and
@@ -278,10 +231,10 @@ static inline int sdpa__cpu_kv_run(const sdpa__cpu_kv *s, int64_t j, int n)
     const int64_t left = s->page - j % s->page;
     return left < n ? (int)left : n;
 }
-/* The prefetch places (sdpa__cpu_pf) of a kernel call on the run of len
- * keys from key j of (b, hkv), the task's keys ending at kend. */
-sdpa__cpu_pf sdpa__cpu_kv_prefetch(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j,
-                                   int len, int64_t kend);
+/* The rows of keys j .. j + n - 1 of (b, hkv) into at[0 .. n - 1], in key
+ * order: one block-table look-up per page (sdpa__cpu_rows). */
+void sdpa__cpu_kv_rows(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j, int n,
+                       const unsigned char **at);
 /* Key j's row of (b, hkv) as n f32 values in dst (block types dequantized). */
 void sdpa__cpu_kv_load(const sdpa__cpu_kernels *k, const sdpa__cpu_kv *s, int64_t b,
                        int64_t hkv, int64_t j, int n, float *dst);

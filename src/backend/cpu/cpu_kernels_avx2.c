@@ -464,26 +464,22 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
 
 /* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (8
- * independent FMA chains), the 8 sums reduced together by hsum8. Rows are
- * walked by byte pointers; the block types a whole block (32 elements, one
- * scale) per step. */
-SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
-                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
+ * independent FMA chains), the 8 sums reduced together by hsum8. Rows come
+ * from A's table (across pages); the block types a whole block (32
+ * elements, one scale) per step. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
-    const size_t ldab = (size_t)lda * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
+    const int ahead = sdpa__cpu_kv_ahead(rowb);
     const int nv = (K + 7) / 8;
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 2) {
-        for (int k = 0; k < 2 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead.row + o, _MM_HINT_T0);
-        /* a row past M repeats row j (in bounds; its sums are not stored) */
-        const unsigned char *row[2] = {(const unsigned char *)A + (size_t)j * ldab,
-                                       (const unsigned char *)A + (size_t)(j + 1 < M ? j + 1 : j) * ldab};
+        for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+        /* a row past M repeats row j (its sums are not stored) */
+        const unsigned char *row[2] = {A->at[j], A->at[j + 1 < M ? j + 1 : j]};
         __m256 s[8];
 #pragma GCC unroll 8
         for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
@@ -529,18 +525,19 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     }
 }
 
-/* C (NR rows x 16 columns from c0) = C * c_scale + P^T V over K keys: each V
- * row chunk is loaded and converted once for the NR rows (the block types:
- * half a block, c0 a multiple of 16). n = columns (1..16). */
-SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
-                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, const sdpa__cpu_pf *pf)
+/* C (NR rows x 16 columns from c0) = C * c_scale + P^T V over K keys (rows
+ * of V from its table, Dv columns): each V row chunk is loaded and converted
+ * once for the NR rows (the block types: half a block, c0 a multiple of
+ * 16). n = columns (1..16). */
+SDPA_AI void pv_kv_block(const int NR, int n, int c0, int Dv, int K, const float *P,
+                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
+                         ptrdiff_t ldc, const float *c_scale)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
-    const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
-    /* column c0 of row 0: the block holding it, or the element itself */
-    const unsigned char *vb = (const unsigned char *)V + (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const int ahead = sdpa__cpu_kv_ahead((size_t)Dv / sdpa__cpu_unit_elems(dt) * usz);
+    /* column c0's byte offset in a row: the block holding it, or the element */
+    const size_t coff = (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
     const int half = (c0 & 31) >> 4;
     const int n1 = n - 8; /* columns of the second vector (<= 0: none) */
     const __m256i m0 = tail_mask(n), m1 = tail_mask(n1 > 0 ? n1 : 1);
@@ -552,19 +549,10 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
         acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
                            : _mm256_setzero_ps();
     }
-    /* paged: the chunk at a multiple of 64 columns prefetches the lines of
-     * its 64 (the three after it none), so the cursor steps once per 64 */
-    const size_t coff = (size_t)(vb - (const unsigned char *)V);
-    const size_t pfb = (c0 & 63) ? 0 : (blocks ? 2 * usz : 64 * usz);
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, pfb ? ahead_rows : PTRDIFF_MAX);
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = vb + (size_t)k * ldvb;
-        if (pf->rows == PTRDIFF_MAX) { /* contiguous: no cursor to walk */
-            _mm_prefetch((const char *)vr + ahead_rows * ldvb, _MM_HINT_T0);
-        } else if (ahead.row) {
-            for (size_t o = 0; o < pfb; o += 64) _mm_prefetch(ahead.row + coff + o, _MM_HINT_T0);
-            sdpa__cpu_pf_step(pf, &ahead, ldvb);
-        }
+        const unsigned char *vr = V->at[k] + coff;
+        if (k + ahead < V->n) /* the line at this chunk's columns */
+            _mm_prefetch((const char *)V->at[k + ahead] + coff, _MM_HINT_T0);
         __m256 v[2];
         if (blocks) {
             load_block16(vr, dt, half, block_scale(vr), v);

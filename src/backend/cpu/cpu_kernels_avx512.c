@@ -425,26 +425,23 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
 /* NI (<= 4) query rows against M key rows, 4 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (16
  * independent FMA chains), the 16 sums reduced together by hsum16. Rows
- * are walked by byte pointers; the block types a whole block (32 elements,
- * one scale) per step. */
-SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
-                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
+ * come from A's table (any 4 keys, across pages); the block types a whole
+ * block (32 elements, one scale) per step. */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
-    const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
-    const size_t ldab = (size_t)lda * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
+    const size_t rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * sdpa__cpu_unit_bytes(dt);
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const int ahead = sdpa__cpu_kv_ahead(rowb);
     const int nv = (K + 15) / 16;
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 4) {
-        for (int k = 0; k < 4 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(ahead.row + o, _MM_HINT_T0);
-        /* rows past M repeat row j (in bounds; their sums are not stored) */
+        for (int t = j + ahead; t < j + ahead + 4 && t < A->n; t++)
+            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+        /* rows past M repeat row j (their sums are not stored) */
         const unsigned char *row[4];
-        for (int k = 0; k < 4; k++)
-            row[k] = (const unsigned char *)A + (size_t)(j + k < M ? j + k : j) * ldab;
+        for (int k = 0; k < 4; k++) row[k] = A->at[j + k < M ? j + k : j];
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
@@ -484,18 +481,19 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
     }
 }
 
-/* C (NR rows x N <= 64 columns from c0) = C * c_scale + P^T V over K keys:
- * each V row chunk is loaded and converted once for the NR rows (the block
- * types: one or two whole blocks, c0 a multiple of 64). */
-SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp,
-                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, const sdpa__cpu_pf *pf)
+/* C (NR rows x N <= 64 columns from c0) = C * c_scale + P^T V over K keys
+ * (rows of V from its table, Dv columns): each V row chunk is loaded and
+ * converted once for the NR rows (the block types: one or two whole
+ * blocks, c0 a multiple of 64). */
+SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float *P,
+                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
+                         ptrdiff_t ldc, const float *c_scale)
 {
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
-    const size_t usz = sdpa__cpu_unit_bytes(dt), ldvb = (size_t)ldv * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
-    /* column c0 of row 0 */
-    const unsigned char *vb = (const unsigned char *)V + (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const int ahead = sdpa__cpu_kv_ahead((size_t)Dv / sdpa__cpu_unit_elems(dt) * usz);
+    /* the byte offset of column c0 in a row, and the chunk's bytes */
+    const size_t coff = (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
     const size_t chunkb = (size_t)(N + sdpa__cpu_unit_elems(dt) - 1) / sdpa__cpu_unit_elems(dt) * usz;
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
@@ -507,14 +505,11 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptr
         for (int q = 0; q < 4; q++)
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
-    const size_t coff = (size_t)(vb - (const unsigned char *)V);
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, ahead_rows);
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = vb + (size_t)k * ldvb;
-        if (ahead.row) { /* the lines of this chunk of the row */
-            for (size_t o = 0; o < chunkb; o += 64) _mm_prefetch(ahead.row + coff + o, _MM_HINT_T0);
-            sdpa__cpu_pf_step(pf, &ahead, ldvb);
-        }
+        const unsigned char *vr = V->at[k] + coff;
+        if (k + ahead < V->n) /* the lines of this chunk of the row */
+            for (size_t o = 0; o < chunkb; o += 64)
+                _mm_prefetch(V->at[k + ahead] + coff + o, _MM_HINT_T0);
         __m512 v[4];
         if (blocks) { /* N is a multiple of 32 */
             load_block(vr, dt, &v[0], &v[1]);

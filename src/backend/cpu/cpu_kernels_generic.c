@@ -141,41 +141,39 @@ static void store_row_generic(const float *src, float mul, void *dst, sdpa_dtype
 
 /* ---- decode: K/V read in place in their storage dtype (cpu_decode_tables.h) */
 
-/* Element e of K/V rows of dtype dt from base (blocks dequantized). */
-static inline float kv_elem(const void *base, sdpa_dtype dt, ptrdiff_t e)
+/* Element e of a K/V row of dtype dt (blocks dequantized). */
+static inline float kv_elem(const void *row, sdpa_dtype dt, ptrdiff_t e)
 {
-    return sdpa__cpu_unit_elems(dt) > 1 ? sdpa__cpu_block_elem(base, dt, e)
-                                         : sdpa__load_float(base, dt, e);
+    return sdpa__cpu_unit_elems(dt) > 1 ? sdpa__cpu_block_elem(row, dt, e)
+                                         : sdpa__load_float(row, dt, e);
 }
 
 static inline __attribute__((always_inline)) void
-dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt, ptrdiff_t lda,
-              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc, const sdpa__cpu_pf *pf)
+dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
+              const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
-    (void)pf; /* no prefetch here */
-    const ptrdiff_t lde = lda * sdpa__cpu_unit_elems(dt);
+    /* no prefetch here */
     for (int j = 0; j < M; j++)
         for (int i = 0; i < NI; i++) {
             float acc = 0.0f;
-            for (int k = 0; k < K; k++) acc += kv_elem(A, dt, j * lde + k) * B[i * ldb + k];
+            for (int k = 0; k < K; k++) acc += kv_elem(A->at[j], dt, k) * B[i * ldb + k];
             C[j * ldc + i] = acc;
         }
 }
 
 static inline __attribute__((always_inline)) void
-pv_kv_block(const int NR, int N, int c0, int K, const float *P, ptrdiff_t ldp, const void *V,
-            sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc, const float *c_scale,
-            const sdpa__cpu_pf *pf)
+pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float *P, ptrdiff_t ldp,
+            const sdpa__cpu_rows *V, sdpa_dtype dt, float *C, ptrdiff_t ldc,
+            const float *c_scale)
 {
-    (void)pf;
-    const ptrdiff_t lve = ldv * sdpa__cpu_unit_elems(dt);
+    (void)Dv;
     for (int r = 0; r < NR; r++) {
         float *c = C + r * ldc;
         const float sc = c_scale ? c_scale[r] : 1.0f;
         for (int n = 0; n < N; n++) c[n] *= sc;
         for (int k = 0; k < K; k++) {
             const float pk = P[r + k * ldp];
-            for (int n = 0; n < N; n++) c[n] += pk * kv_elem(V, dt, k * lve + c0 + n);
+            for (int n = 0; n < N; n++) c[n] += pk * kv_elem(V->at[k], dt, c0 + n);
         }
     }
 }

@@ -580,23 +580,18 @@ SDPA_AI void dots_kv16(const int NI, const int FULL, const unsigned char *const 
 /* NI (<= 4) query rows against M key rows, 2 keys at a time: each 16
  * elements of a K row are loaded and converted once and multiplied into NI
  * accumulators per key (8 independent FMA chains), reduced by pairwise adds.
- * Rows are walked by byte pointers. */
-SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype dt,
-                           ptrdiff_t lda, const float *B, ptrdiff_t ldb, float *C,
-                           ptrdiff_t ldc, const sdpa__cpu_pf *pf)
+ * Rows come from A's table (across pages). */
+SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
+                           const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt), rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
-    const size_t ldab = (size_t)lda * usz;
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(lda, usz);
+    const int ahead = sdpa__cpu_kv_ahead(rowb);
     const int kfull = K / 16 * 16;
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, A, ldab, ahead_rows);
     for (int j = 0; j < M; j += 2) {
-        for (int k = 0; k < 2 && ahead.row; k++, sdpa__cpu_pf_step(pf, &ahead, ldab))
-            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(ahead.row + o);
-        /* a row past M repeats row j (in bounds; its sums are not stored) */
-        const unsigned char *const row[2] = {
-            (const unsigned char *)A + (size_t)j * ldab,
-            (const unsigned char *)A + (size_t)(j + 1 < M ? j + 1 : j) * ldab};
+        for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
+            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(A->at[t] + o);
+        /* a row past M repeats row j (its sums are not stored) */
+        const unsigned char *const row[2] = {A->at[j], A->at[j + 1 < M ? j + 1 : j]};
         float32x4_t s[2][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) s[0][i] = s[1][i] = vdupq_n_f32(0.0f);
@@ -622,21 +617,17 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const void *A, sdpa_dtype
 }
 
 /* acc += P^T V over K keys for NR rows and 16 columns from c0 (the first n;
- * FULL: n = 16 known), rows of V at byte stride ldvb from V. */
+ * FULL: n = 16 known), rows of V from its table. */
 SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, const float *P,
-                        ptrdiff_t ldp, const unsigned char *V, sdpa_dtype dt, size_t ldvb,
-                        ptrdiff_t ahead_rows, const sdpa__cpu_pf *pf, float32x4_t acc[4][4])
+                        ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, int ahead,
+                        float32x4_t acc[4][4])
 {
     /* the element, or for the block types the block, holding column c0 */
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t cb = (size_t)c0 / sdpa__cpu_unit_elems(dt) * sdpa__cpu_unit_bytes(dt);
-    sdpa__cpu_pf_cur ahead = sdpa__cpu_pf_at(pf, V, ldvb, ahead_rows);
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V + (size_t)k * ldvb;
-        if (ahead.row) {
-            __builtin_prefetch(ahead.row + cb);
-            sdpa__cpu_pf_step(pf, &ahead, ldvb);
-        }
+        const unsigned char *vr = V->at[k];
+        if (k + ahead < V->n) __builtin_prefetch(V->at[k + ahead] + cb);
         float32x4_t v[4];
         if (blocks)
             load_q16(vr + cb, dt, (c0 >> 4) & 1, v);
@@ -657,12 +648,12 @@ SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, cons
 /* C (NR rows x n <= 16 columns from c0) = C * c_scale + P^T V over K keys:
  * each 16 columns of a V row are loaded and converted once for the NR rows,
  * whose P values of a key are the lanes of one vector (by-element FMAs). */
-SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptrdiff_t ldp,
-                         const void *V, sdpa_dtype dt, ptrdiff_t ldv, float *C, ptrdiff_t ldc,
-                         const float *c_scale, const sdpa__cpu_pf *pf)
+SDPA_AI void pv_kv_block(const int NR, int n, int c0, int Dv, int K, const float *P,
+                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
+                         ptrdiff_t ldc, const float *c_scale)
 {
-    const size_t usz = sdpa__cpu_unit_bytes(dt);
-    const ptrdiff_t ahead_rows = sdpa__cpu_kv_ahead(ldv, usz);
+    const int ahead = sdpa__cpu_kv_ahead((size_t)Dv / sdpa__cpu_unit_elems(dt) *
+                                         sdpa__cpu_unit_bytes(dt));
     float32x4_t acc[4][4];
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++) {
@@ -673,9 +664,9 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int K, const float *P, ptr
                                   : vdupq_n_f32(0.0f);
     }
     if (n >= 16)
-        pv_kv_loop(NR, 1, 16, c0, K, P, ldp, V, dt, (size_t)ldv * usz, ahead_rows, pf, acc);
+        pv_kv_loop(NR, 1, 16, c0, K, P, ldp, V, dt, ahead, acc);
     else
-        pv_kv_loop(NR, 0, n, c0, K, P, ldp, V, dt, (size_t)ldv * usz, ahead_rows, pf, acc);
+        pv_kv_loop(NR, 0, n, c0, K, P, ldp, V, dt, ahead, acc);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++)
 #pragma GCC unroll 4

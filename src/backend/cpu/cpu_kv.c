@@ -2,9 +2,10 @@
  * cpu_kv.c — how the fast CPU backend's drivers reach K and V rows: in
  * place in the caller's memory, contiguous or paged (a pool of pages and a
  * block table), in their storage dtype (f32, f16, bf16, q8_0, q4_0). The
- * decode kernels (dots_kv / pv_kv of the ISA tables) take these row
- * addresses and convert or dequantize in registers; the tiled prefill path
- * loads one row at a time into its per-thread tile (sdpa__cpu_kv_load).
+ * decode kernels (dots_kv / pv_kv of the ISA tables) take a table of these
+ * row addresses per tile (sdpa__cpu_kv_rows) and convert or dequantize in
+ * registers; the tiled prefill path loads one row at a time into its
+ * per-thread tile (sdpa__cpu_kv_load).
  * Nothing here copies or dequantizes the cache as a whole. Declarations in
  * cpu_internal.h.
  */
@@ -33,17 +34,15 @@ sdpa__cpu_kv sdpa__cpu_kv_plain(const sdpa__ref *r, sdpa_dtype dt)
     return s;
 }
 
-sdpa__cpu_pf sdpa__cpu_kv_prefetch(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j,
-                                   int len, int64_t kend)
+void sdpa__cpu_kv_rows(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j, int n,
+                       const unsigned char **at)
 {
-    sdpa__cpu_pf pf = {.rows = s->page ? len : PTRDIFF_MAX};
-    int64_t at = j + len;
-    for (int i = 0; s->page && i < SDPA__CPU_PF_RUNS && at < kend; i++) {
-        pf.next[i] = sdpa__cpu_kv_row(s, b, hkv, at);
-        pf.len[i] = sdpa__cpu_kv_run(s, at, (int)(kend - at < s->page ? kend - at : s->page));
-        at += pf.len[i];
+    const size_t ldb = (size_t)s->ref->stride[2] * s->ubytes;
+    for (int i = 0, len; i < n; i += len) {
+        const unsigned char *row = sdpa__cpu_kv_row(s, b, hkv, j + i);
+        len = sdpa__cpu_kv_run(s, j + i, n - i);
+        for (int t = 0; t < len; t++) at[i + t] = row + (size_t)t * ldb;
     }
-    return pf;
 }
 
 float sdpa__cpu_block_elem(const void *row, sdpa_dtype dt, int64_t e)
