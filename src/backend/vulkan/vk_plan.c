@@ -863,16 +863,36 @@ sdpa_status sdpa__vk_default_tile(sdpa_context *ctx, void *state, const sdpa__pr
     return SDPA_OK;
 }
 
+/* fwd_rows.comp's tuning candidates (rows, k_tile, wg; llvmpipe's compile
+ * time grows with rows x head size), appended to out[n..]: only as many rows
+ * as the q registers allow and a KV slab's rows (group x Sq) can fill.
+ * Returns the new count (which may exceed max, as the slot's contract says). */
+static int rows_candidates(const sdpa__problem *p, int max_wg, sdpa_tile_config *out, int n,
+                           int max)
+{
+    static const int multi[][3] = {{2, 8, 64}, {4, 8, 64}, {4, 16, 32}, {8, 8, 32},
+                                   {8, 8, 64}, {8, 16, 64}};
+    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
+    for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++) {
+        int rows = multi[a][0];
+        if (!rows_fit(p, rows) || rows / 2 >= slab_rows || multi[a][2] > max_wg) continue;
+        if (n < max) {
+            sdpa_tile_config_init(&out[n]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, rows);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, multi[a][1]);
+            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, multi[a][2]);
+        }
+        n++;
+    }
+    return n;
+}
+
 int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem *p, unsigned flags,
                              sdpa_tile_config *out, int max)
 {
     /* fwd.comp's work-group x key tile grid (on lavapipe every pair is
      * within ~15 % of the others; on GPUs the group size matters more) */
     static const int wgs[] = {32, 64, 128}, kts[] = {4, 8, 16};
-    /* fwd_rows.comp: (rows, k_tile, work-group); llvmpipe's compile time grows
-     * with rows x head size */
-    static const int multi[][3] = {{2, 8, 64}, {4, 8, 64}, {4, 16, 32}, {8, 8, 32},
-                                   {8, 8, 64}, {8, 16, 64}};
     /* staged variants: a few work-group / tile pairs (each candidate is a
      * pipeline compile, ~1 s on lavapipe) */
     static const int staged[][2] = {{64, 8}, {128, 16}, {256, 8}};
@@ -913,6 +933,11 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
                 }
     }
     int first_old = n;
+    /* a CPU-style device lists fwd_rows.comp's first: on lavapipe they are
+     * 3-8x faster than fwd.comp's, and a budget that runs out before the
+     * end of the list (the tuner measures a small space in its order)
+     * should run out on the slow ones */
+    if (!gpu) n = rows_candidates(p, max_wg, out, n, max);
     for (size_t a = 0; a < sizeof wgs / sizeof wgs[0]; a++) {
         if (wgs[a] > max_wg) continue;
         for (size_t b = 0; b < sizeof kts / sizeof kts[0]; b++) {
@@ -927,21 +952,7 @@ int sdpa__vk_tile_candidates(sdpa_context *ctx, void *state, const sdpa__problem
             n++;
         }
     }
-    /* several query rows per invocation (fwd_rows.comp): only as many as
-     * the q registers allow and a KV slab's rows (group x Sq) can fill */
-    int64_t slab_rows = (p->Hq / p->Hkv) * p->Sq;
-    for (size_t a = 0; a < sizeof multi / sizeof multi[0]; a++) {
-        int rows = multi[a][0];
-        if (!rows_fit(p, rows) || rows / 2 >= slab_rows || multi[a][2] > max_wg)
-            continue;
-        if (n < max) {
-            sdpa_tile_config_init(&out[n]);
-            sdpa_tile_config_set(&out[n], SDPA_TILE_Q_TILE, rows);
-            sdpa_tile_config_set(&out[n], SDPA_TILE_K_TILE, multi[a][1]);
-            sdpa_tile_config_set(&out[n], SDPA_TILE_WG_SIZE, multi[a][2]);
-        }
-        n++;
-    }
+    if (gpu) n = rows_candidates(p, max_wg, out, n, max);
     for (size_t a = 0; a < sizeof staged / sizeof staged[0]; a++) {
         if (staged[a][0] > max_wg || !staged_ok(state, p, staged[a][0], staged[a][1])) continue;
         if (n < max) {
