@@ -124,11 +124,15 @@ typedef struct worker_arg {
 static int64_t now_ns(void)
 {
 #ifdef _WIN32
-    LARGE_INTEGER c, f;
+    static LONGLONG freq; /* fixed at boot: read once (a benign race, same value) */
+    LARGE_INTEGER c;
+    if (!freq) {
+        LARGE_INTEGER f;
+        QueryPerformanceFrequency(&f);
+        freq = f.QuadPart;
+    }
     QueryPerformanceCounter(&c);
-    QueryPerformanceFrequency(&f);
-    return (int64_t)(c.QuadPart / f.QuadPart * 1000000000 +
-                     c.QuadPart % f.QuadPart * 1000000000 / f.QuadPart);
+    return (int64_t)(c.QuadPart / freq * 1000000000 + c.QuadPart % freq * 1000000000 / freq);
 #else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
