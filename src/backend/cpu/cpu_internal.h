@@ -40,9 +40,10 @@ typedef struct sdpa__cpu_pool_counts {
     long long wakeups;     /* runs that found a worker asleep and had to wake it */
     long long timed_waits; /* pauses a worker slept through with a timed wait for
                               a predicted call (wake-ahead) */
-    long long descheduled; /* spins that found their thread descheduled (and
-                              turned spinning off for a while) */
+    long long descheduled; /* spins that found their thread descheduled (the
+                              second within 32 runs turns spinning off) */
     int64_t late_ns;       /* the timer lateness the workers measured */
+    int nospin;            /* runs left with spinning off */
 } sdpa__cpu_pool_counts;
 void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out);
 /* Wake-ahead on (the default when the spin is not 0) or off; forgets the
@@ -58,6 +59,11 @@ void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on);
  * that length that catches most of them (from 1 % of the mean, at least
  * 50 us, before one) ends, or that much after the longest of them. */
 bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *end);
+/* The back-off rule for a spinner found descheduled during run `gen`
+ * (cpu_pool.c), pure: *last holds the previous such run + 1 (0: none) and
+ * becomes gen + 1; true (spinning goes off for 64 runs) when the previous
+ * one was at most 32 runs before. */
+bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 /* The K or V rows of one decode kernel call: at[j] is the address of key

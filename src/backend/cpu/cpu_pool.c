@@ -20,8 +20,13 @@
  * sleeps, when every worker has started the run (one that has not may be
  * waiting for the caller's core). The spin never yields (sched_yield would
  * hand the core to any background process and the worker would start a time
- * slice late); a spinner that finds it was descheduled mid-spin (fewer free
- * cores than threads) turns spinning off for the next 64 runs instead.
+ * slice late); a spinner that finds it was descheduled mid-spin twice within
+ * 32 runs (fewer free cores than threads) turns spinning off for the next 64
+ * runs instead. Once is not enough: a lone stall (a page fault, an interrupt,
+ * the hypervisor taking the vCPU for a moment) is common in a VM, and turning
+ * spinning off after it cost the 64 calls that followed every worker's
+ * wake-up (short calls ran at one thread's speed: at a context's first calls,
+ * where first-touch faults make such stalls likely, ViT-B took 2x).
  *
  * sdpa__cpu_pool_run_any is the same for jobs that take their work from a
  * shared counter (the forward): a worker that has not picked up the run by
@@ -92,6 +97,8 @@ struct sdpa__cpu_pool {
     atomic_bool quit;
     atomic_llong sleeps;      /* times a worker stopped spinning to sleep */
     atomic_int nospin;        /* runs left with spinning off (oversubscribed) */
+    atomic_ullong strike;     /* generation of the last descheduled spin + 1
+                                 (0: none yet) */
     atomic_ullong *seat;      /* per worker: the generation it claimed, or
                                  generation | SEAT_CANCELLED (run_any) */
     sdpa__cpu_job job;        /* written before `generation`, read after */
@@ -158,10 +165,31 @@ static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
  * it came in time. A spinner that finds it was descheduled between two
  * looks at the clock (the machine has fewer free cores than threads:
  * spinning only takes the core from the thread it waits for, or, before a
- * call, from the caller waking up) stops and turns spinning off for the next
- * NOSPIN_RUNS runs, after which the pool tries again. */
-enum { NOSPIN_RUNS = 64 };
+ * call, from the caller waking up) stops; the second such spin within
+ * STRIKE_RUNS runs turns spinning off for the next NOSPIN_RUNS runs, after
+ * which the pool tries again (sdpa__cpu_pool_strike). */
+enum { NOSPIN_RUNS = 64, STRIKE_RUNS = 32 };
 #define DESCHEDULED_NS 50000
+
+bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen)
+{
+    const bool again = *last && gen + 1 - *last <= STRIKE_RUNS;
+    *last = gen + 1;
+    return again;
+}
+
+/* A spinner found itself descheduled during run `gen`'s spin. */
+static void note_descheduled(sdpa__cpu_pool *pool)
+{
+    atomic_fetch_add_explicit(&pool->descheduled, 1, memory_order_relaxed);
+    const unsigned long long gen = atomic_load_explicit(&pool->generation, memory_order_relaxed);
+    unsigned long long last = atomic_load_explicit(&pool->strike, memory_order_relaxed);
+    /* the caller and a worker may both strike at once: whichever stores last
+     * wins; at worst one strike is counted once, not twice */
+    const bool off = sdpa__cpu_pool_strike(&last, gen);
+    atomic_store_explicit(&pool->strike, last, memory_order_relaxed);
+    if (off) atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
+}
 
 static bool spin_until(sdpa__cpu_pool *pool,
                        bool (*ready)(sdpa__cpu_pool *, unsigned long long),
@@ -173,10 +201,7 @@ static bool spin_until(sdpa__cpu_pool *pool,
         for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
         const int64_t prev = t;
         t = now_ns();
-        if (t - prev > DESCHEDULED_NS) {
-            atomic_store_explicit(&pool->nospin, NOSPIN_RUNS, memory_order_relaxed);
-            atomic_fetch_add_explicit(&pool->descheduled, 1, memory_order_relaxed);
-        }
+        if (t - prev > DESCHEDULED_NS) note_descheduled(pool);
         if (ok) return true;
         if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
     }
@@ -433,6 +458,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->quit, false);
     atomic_init(&pool->sleeps, 0);
     atomic_init(&pool->nospin, 0);
+    atomic_init(&pool->strike, 0);
     atomic_init(&pool->pub_at, 0);
     atomic_init(&pool->end_at, 0);
     atomic_init(&pool->wake_off, 0);
@@ -503,12 +529,13 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
 
 void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out)
 {
-    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0};
+    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0, 0};
     if (!pool) return;
     out->wakeups = atomic_load_explicit(&pool->wakeups, memory_order_relaxed);
     out->timed_waits = atomic_load_explicit(&pool->timed_waits, memory_order_relaxed);
     out->descheduled = atomic_load_explicit(&pool->descheduled, memory_order_relaxed);
     out->late_ns = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
+    out->nospin = atomic_load_explicit(&pool->nospin, memory_order_relaxed);
 }
 
 void sdpa__cpu_pool_set_predict(sdpa__cpu_pool *pool, bool on)
