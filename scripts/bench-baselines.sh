@@ -15,8 +15,13 @@
 #
 #   scripts/bench-baselines.sh [--build DIR] [--preset NAME]... [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]...
 #                              [--causal] [--kv-dtype f32|f16|q8_0|q4_0] [--threads N]
-#                              [--repeat N] [--warmup N] [--no-ort] [--no-ggml] [--check]
+#                              [--repeat N] [--warmup N] [--rounds N] [--no-ort] [--no-ggml] [--check]
 #
+# --rounds N measures every program N times per shape, the cpu row first in
+# odd rounds and last in even ones, and prints the median time of each and
+# the median of the rounds' ratios with their range: on a machine whose
+# speed drifts from minute to minute (a VM), one round's ratio can be off by
+# 2x, so a claim needs several rounds and their spread.
 # --kv-dtype stores K/V in that type for the cpu row (sdpa-bench --kv-dtype)
 # and ggml (queries stay f32); OpenBLAS and ONNX Runtime are f32 only, so
 # their columns are left out ("-") for another type. --check runs no
@@ -38,7 +43,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build"
-presets=() shapes=() causal=0 threads=2 repeat=10 warmup=2 ort=1 ggml=1 kvdt=f32 check=0
+presets=() shapes=() causal=0 threads=2 repeat=10 warmup=2 rounds=1 ort=1 ggml=1 kvdt=f32 check=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --no-ort) ort=0; shift ;;
     --kv-dtype) kvdt="$2"; shift 2 ;;
     --no-ggml) ggml=0; shift ;;
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
     *) echo "bench-baselines: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case "$rounds" in ''|*[!0-9]*|0) echo "bench-baselines: --rounds $rounds is not a positive integer" >&2; exit 2 ;; esac
 case "$kvdt" in f32|f16|q8_0|q4_0) ;; *) echo "bench-baselines: --kv-dtype $kvdt is not f32, f16, q8_0 or q4_0" >&2; exit 2 ;; esac
 [ ${#presets[@]} -gt 0 ] || [ ${#shapes[@]} -gt 0 ] || presets=(llm-prefill llm-decode vit)
 bench="$build/tools/sdpa-bench"
@@ -153,35 +160,65 @@ for s in "${shapes[@]}"; do
   echo "$B $Hq $Hkv $Sq $Skv $D ${Dv:-$D} $causal" >> "$list"
 done
 
-printf "threads %s, repeat %s, warmup %s, K/V %s; ratio = baseline median / cpu median (above 1: cpu faster)\n" \
-  "$threads" "$repeat" "$warmup" "$kvdt"
+printf "threads %s, repeat %s, warmup %s, K/V %s, rounds %s; ratio = baseline median / cpu median (above 1: cpu faster)\n" \
+  "$threads" "$repeat" "$warmup" "$kvdt" "$rounds"
+[ "$rounds" -gt 1 ] && echo "times: median over rounds; ratio: median of the rounds' ratios [lowest-highest]"
 printf "%-28s %-6s %10s %12s %7s %10s %7s %10s %7s\n" "shape B,Hq,Hkv,Sq,Skv,D,Dv" "mask" "cpu ms" \
   "openblas ms" "ratio" "ort ms" "ratio" "ggml ms" "ratio"
+# One measurement per program, in ms ("-" for a column left out).
+m_cpu() {
+  "$bench" --backend cpu --shape "$shape" $flag --dtype f32 --kv-dtype "$kvdt" --threads "$threads" \
+    --repeat "$repeat" --warmup "$warmup" --no-peak --csv 2>/dev/null |
+    python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["median_ms"])'
+}
+m_ob() {
+  [ "$kvdt" = f32 ] || { echo -; return; }
+  env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$threads" \
+    "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" | cut -d' ' -f1
+}
+m_ort() {
+  [ "$ort" = 1 ] && [ "$kvdt" = f32 ] || { echo -; return; }
+  "$python" "$root/scripts/baselines/ort_attention.py" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
+    "$D" "$Dv" "$c" "$repeat" "$warmup" --threads "$threads" | cut -d' ' -f1
+}
+m_ggml() {
+  [ "$ggml" = 1 ] || { echo -; return; }
+  OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
+    "$D" "$Dv" "$c" "$repeat" "$warmup" --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1
+}
 while read -r B Hq Hkv Sq Skv D Dv c; do
   shape="$B,$Hq,$Hkv,$Sq,$Skv,$D,$Dv"
   flag=""; [ "$c" = 1 ] && flag="--causal"
-  cpu=$("$bench" --backend cpu --shape "$shape" $flag --dtype f32 --kv-dtype "$kvdt" --threads "$threads" \
-          --repeat "$repeat" --warmup "$warmup" --no-peak --csv 2>/dev/null |
-        python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["median_ms"])')
-  ob="-" obr="-"
-  if [ "$kvdt" = f32 ]; then
-    ob=$(env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$threads" \
-           "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" | cut -d' ' -f1)
-    ob=$(printf "%.3f" "$ob")
-    obr=$(python3 -c "print('%.2fx' % ($ob / $cpu))")
-  fi
-  ox="-" oxr="-"
-  if [ "$ort" = 1 ] && [ "$kvdt" = f32 ]; then
-    ox=$("$python" "$root/scripts/baselines/ort_attention.py" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
-           "$D" "$Dv" "$c" "$repeat" "$warmup" --threads "$threads" | cut -d' ' -f1)
-    oxr=$(python3 -c "print('%.2fx' % ($ox / $cpu))")
-  fi
-  gx="-" gxr="-"
-  if [ "$ggml" = 1 ]; then
-    gx=$(OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
-           "$D" "$Dv" "$c" "$repeat" "$warmup" --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1)
-    gxr=$(python3 -c "print('%.2fx' % ($gx / $cpu))")
-  fi
-  printf "%-28s %-6s %10.3f %12s %7s %10s %7s %10s %7s\n" "$shape" "$([ "$c" = 1 ] && echo causal || echo none)" \
-    "$cpu" "$ob" "$obr" "$ox" "$oxr" "$gx" "$gxr"
+  : > "$work/rounds"
+  for ((r = 1; r <= rounds; r++)); do
+    # the cpu row first in odd rounds, last in even ones: a machine whose
+    # speed drifts favours neither side
+    if [ $((r % 2)) = 1 ]; then
+      cpu=$(m_cpu); ob=$(m_ob); ox=$(m_ort); gx=$(m_ggml)
+    else
+      ob=$(m_ob); ox=$(m_ort); gx=$(m_ggml); cpu=$(m_cpu)
+    fi
+    echo "$cpu $ob $ox $gx" >> "$work/rounds"
+  done
+  python3 - "$shape" "$([ "$c" = 1 ] && echo causal || echo none)" "$work/rounds" <<'PY'
+import statistics, sys
+shape, mask, path = sys.argv[1:]
+rows = [line.split() for line in open(path)]
+def med(v): return statistics.median(v)
+cpu = [float(r[0]) for r in rows]
+cols = []
+for k in (1, 2, 3):
+    if rows[0][k] == "-":
+        cols += ["-", "-"]
+        continue
+    base = [float(r[k]) for r in rows]
+    ratios = sorted(b / a for a, b in zip(cpu, base))
+    text = "%.2fx" % med(ratios)
+    if len(ratios) > 1:
+        text += " [%.2f-%.2f]" % (ratios[0], ratios[-1])
+    cols += ["%.3f" % med(base), text]
+w = 7 if len(rows) == 1 else 19
+print("%-28s %-6s %10.3f %12s %*s %10s %*s %10s %*s" % (shape, mask, med(cpu), cols[0], w, cols[1],
+      cols[2], w, cols[3], cols[4], w, cols[5]))
+PY
 done < "$list"
