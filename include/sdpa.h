@@ -880,9 +880,11 @@ SDPA_API sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh,
  * hierarchy's cold start after the pause (caches and TLBs another task or
  * the idle CPU left cold; a buffer within the last-level cache is read from
  * it back to back) but no thread wake-up latency, which a library call
- * after a pause does pay. Nothing is cached; the call blocks for about
- * repeat * (pause_ms + the read) plus first-touching the buffer. OpenCL and
- * Vulkan: SDPA_ERR_UNSUPPORTED. */
+ * after a pause does pay. The pause is nanosleep's, so it has the system
+ * timer's granularity (on Windows 15.6 ms unless a process asked for less).
+ * Nothing is cached; the call blocks for about repeat * (pause_ms + the
+ * read) plus first-touching the buffer. OpenCL and Vulkan:
+ * SDPA_ERR_UNSUPPORTED. */
 typedef struct sdpa_read_time_info {
     size_t struct_size;  /* set to sizeof before the call */
     double median_ms;    /* median of the `repeat` reads, ms */
