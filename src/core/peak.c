@@ -20,7 +20,6 @@
  */
 #include "dispatch.h"
 
-#include "../tune/measure.h"
 #include "../tune/profile_query.h"
 #include "platform.h"
 
