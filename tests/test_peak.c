@@ -12,7 +12,8 @@
  * are kept; a record from another driver version is not used and is
  * replaced; an unwritable profile dir still gives a measurement (one WARN,
  * the context's last error untouched). NULL arguments -> SDPA_ERR_NULL.
- * In fault-injection builds, a walk over every fault site of a measurement.
+ * In fault-injection builds, a walk over every fault site of a measurement
+ * and of a read reference.
  * The read reference after pauses (sdpa_context_read_time): every bad
  * argument gets its status and message and leaves *info untouched; a real
  * measurement on both host backends (a 64 MiB read takes longer than a
@@ -610,6 +611,27 @@ START_TEST(fault_walk)
         ck_assert_int_eq(sdpa_context_last_error(ctx, &err), SDPA_OK);
         ck_assert_int_eq(err.status, st);
         ck_assert_int_eq(peak_ok(ctx, 0).cached, 1); /* the earlier record still serves */
+    }
+    /* the same for the read reference (its samples, buffer, threads' slots
+     * and the "measure_read_time" wrapper) */
+    sdpa__fault_arm(0);
+    read_time_ok(ctx, 4096, 0, 1, 1);
+    sites = sdpa__fault_count();
+    if (sites)
+        fprintf(stderr, "test_peak: fault_walk: %lld read-time fault sites\n", (long long)sites);
+    for (int64_t n = 1; n <= sites; n++) {
+        sdpa_read_time_info info = {.struct_size = sizeof info};
+        sdpa__fault_arm(n);
+        sdpa_status st = sdpa_context_read_time(ctx, 4096, 0, 1, &info);
+        const char *site = sdpa__fault_last_site();
+        sdpa__fault_arm(0);
+        ck_assert_msg(site[0] != '\0' && st != SDPA_OK, "read time: fault %lld at '%s' absorbed",
+                      (long long)n, site);
+        sdpa_error_info err;
+        ck_assert_int_eq(sdpa_context_last_error(ctx, &err), SDPA_OK);
+        ck_assert_int_eq(err.status, st);
+        ck_assert_msg(err.message[0], "read time: fault at %s: no message", site);
+        read_time_ok(ctx, 4096, 0, 1, 1);
     }
     sdpa_context_destroy(ctx);
     remove_tree(dir);
