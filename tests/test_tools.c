@@ -836,7 +836,7 @@ START_TEST(bench_usage_errors)
 {
     ck_assert_int_eq(run("sdpa-bench", "--help"), 0);
     ck_assert_ptr_nonnull(strstr(g_out, "usage: sdpa-bench"));
-    ck_assert_ptr_nonnull(strstr(g_out, "  --read-ref       also time, per forward row, a plain read"));
+    ck_assert_ptr_nonnull(strstr(g_out, "  --read-ref       also time, per forward row, a plain"));
     ck_assert_ptr_nonnull(strstr(g_out, "`vs read` near 1 means"));
     ck_assert_ptr_nonnull(strstr(g_out, "no such reference\n  --json | --csv "));
     const char *bad[][2] = {
