@@ -1442,10 +1442,13 @@ int main(int argc, char **argv)
         }
     }
     for (int b = 0; o.read_ref && !o.json && !o.csv && b < o.nbackends; b++) {
-        if (b == 0)
+        if (b == 0 && o.gap_ms > 0)
             printf("vs read: forward rows, median over the median of a plain read of the row's "
                    "K/V bytes after the same %g ms pause (each thread sleeps, then all start "
                    "together: cold caches, no wake-up)\n", o.gap_ms);
+        else if (b == 0)
+            printf("vs read: forward rows, median over the median of a plain read of the row's "
+                   "K/V bytes, back to back like the calls (the threads start together)\n");
         if (read_method[b][0])
             printf("  %-9s %s\n", backend_label(&o, ctx, b), read_method[b]);
         else
