@@ -865,6 +865,48 @@ typedef struct sdpa_bandwidth_info {
 SDPA_API sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh,
                                             sdpa_bandwidth_info *info);
 
+/* ---- read time after a pause (experimental) ----
+ * A reference for calls made after a pause (sdpa-bench --read-ref): how long
+ * the context's threads take to read `bytes` of host memory once when each
+ * read follows a pause of pause_ms, as an application that calls attention
+ * between other work sees it. CPU and reference backends: one buffer of
+ * `bytes` (rounded up to 512 bytes per thread), split into one slice per
+ * thread of the context; the threads are started once per call and each
+ * first-touches (writes) its own slice, untimed. Then, `repeat` times: each
+ * thread sleeps pause_ms itself (nothing when 0), the threads meet at a spin
+ * barrier, and the time runs from the last thread's arrival there to the
+ * last thread's end of its slice (the read loop of sdpa_context_bandwidth:
+ * vector loads summed, nothing written). So a sample contains the memory
+ * hierarchy's cold start after the pause (caches and TLBs another task or
+ * the idle CPU left cold; a buffer within the last-level cache is read from
+ * it back to back) but no thread wake-up latency, which a library call
+ * after a pause does pay. The pause is nanosleep's, so it has the system
+ * timer's granularity (on Windows 15.6 ms unless a process asked for less).
+ * Nothing is cached; the call blocks for about repeat * (pause_ms + the
+ * read) plus first-touching the buffer. OpenCL and Vulkan:
+ * SDPA_ERR_UNSUPPORTED. */
+typedef struct sdpa_read_time_info {
+    size_t struct_size;  /* set to sizeof before the call */
+    double median_ms;    /* median of the `repeat` reads, ms */
+    double min_ms, max_ms;
+    size_t bytes;        /* bytes each read covers (bytes rounded up) */
+    int threads;         /* threads that read */
+    int repeat;          /* reads timed */
+    char method[64];     /* e.g. "cpu read avx512 2 threads" */
+} sdpa_read_time_info;
+#define SDPA_READ_TIME_INFO_SIZE_V1 SDPA_SIZE_THROUGH(sdpa_read_time_info, method)
+
+/* Measures as above and fills *info. bytes: 1 up to half the machine's
+ * memory; pause_ms: 0 to 60000 (ms, finite); repeat: 1 to 1000000. Uses
+ * the context like any other call (one thread at a time). Returns
+ * SDPA_ERR_NULL (ctx or info NULL), SDPA_ERR_INVALID_ARG (bytes 0 or beyond
+ * what a buffer can hold, pause_ms negative, NaN or above 60000, repeat out
+ * of range, struct_size below v1), SDPA_ERR_UNSUPPORTED (no reference for
+ * the backend), SDPA_ERR_OUT_OF_MEMORY (bytes above half the machine's
+ * memory, the buffer or the threads). */
+SDPA_API sdpa_status sdpa_context_read_time(sdpa_context *ctx, size_t bytes, double pause_ms,
+                                            int repeat, sdpa_read_time_info *info);
+
 #endif /* SDPA_EXPERIMENTAL */
 
 #ifdef __cplusplus

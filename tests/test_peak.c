@@ -12,7 +12,12 @@
  * are kept; a record from another driver version is not used and is
  * replaced; an unwritable profile dir still gives a measurement (one WARN,
  * the context's last error untouched). NULL arguments -> SDPA_ERR_NULL.
- * In fault-injection builds, a walk over every fault site of a measurement.
+ * In fault-injection builds, a walk over every fault site of a measurement
+ * and of a read reference.
+ * The read reference after pauses (sdpa_context_read_time): every bad
+ * argument gets its status and message and leaves *info untouched; a real
+ * measurement on both host backends (a 64 MiB read takes longer than a
+ * 64 KiB one; the pauses are slept); the device backends say unsupported.
  * The Vulkan context runs with the validation layer and must stay clean.
  *
  * Every test points the context's profile_dir at a fresh temp dir. Run time:
@@ -22,10 +27,13 @@
 #include "testutil.h"
 #include "internal.h" /* fault-injection hooks */
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef SDPA_HAVE_VULKAN
@@ -467,6 +475,113 @@ START_TEST(bandwidth_measured_then_cached)
 }
 END_TEST
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* sdpa_context_read_time with ctx's threads: OK and a consistent info. */
+static sdpa_read_time_info read_time_ok(sdpa_context *ctx, size_t bytes, double pause_ms,
+                                        int repeat, int threads)
+{
+    sdpa_read_time_info info;
+    memset(&info, 0xAB, sizeof info);
+    info.struct_size = sizeof info;
+    sdpa_status st = sdpa_context_read_time(ctx, bytes, pause_ms, repeat, &info);
+    ck_assert_msg(st == SDPA_OK, "sdpa_context_read_time: %s", sdpa_status_name(st));
+    ck_assert_uint_eq(info.struct_size, sizeof info);
+    ck_assert_msg(info.min_ms > 0 && info.min_ms <= info.median_ms &&
+                      info.median_ms <= info.max_ms && info.max_ms < 1e4,
+                  "read times %g %g %g ms", info.min_ms, info.median_ms, info.max_ms);
+    /* rounded up to whole 512-byte steps per thread, never down */
+    const size_t step = 512 * (size_t)threads;
+    ck_assert_uint_ge(info.bytes, bytes);
+    ck_assert_uint_lt(info.bytes, bytes + step);
+    ck_assert_uint_eq(info.bytes % step, 0);
+    ck_assert_int_eq(info.threads, threads);
+    ck_assert_int_eq(info.repeat, repeat);
+    ck_assert(memchr(info.method, '\0', sizeof info.method) != NULL);
+    ck_assert_ptr_nonnull(strstr(info.method, "cpu read "));
+    ck_assert_ptr_nonnull(strstr(info.method, threads == 1 ? " 1 thread" : " threads"));
+    return info;
+}
+
+/* Bad arguments: a status, the call's own message, *info untouched. Then
+ * real reads: more bytes take longer, the pauses are slept, and the
+ * reference backend reads on its one thread. About 0.3 s. */
+START_TEST(read_time_reference)
+{
+    char *dir = tmkdtemp("sdpa-test-peak");
+    tlogcap cap = {0};
+    sdpa_context *ctx = ctx_on(SDPA_BACKEND_CPU, dir, 2, &cap);
+    sdpa_read_time_info info;
+    ck_assert_int_eq(sdpa_context_read_time(NULL, 1024, 0, 1, &info), SDPA_ERR_NULL);
+    const struct {
+        size_t bytes;
+        double pause;
+        int repeat;
+        int null_info;
+        size_t struct_size;
+        sdpa_status want;
+        const char *msg;
+    } bad[] = {
+        {1024, 0, 1, 1, sizeof info, SDPA_ERR_NULL, "sdpa_context_read_time: info is NULL"},
+        {1024, 0, 1, 0, SDPA_READ_TIME_INFO_SIZE_V1 - 4, SDPA_ERR_INVALID_ARG,
+         "read time info.struct_size"},
+        {0, 0, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "sdpa_context_read_time: bytes is 0"},
+        {SIZE_MAX, 0, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "bytes is"},
+        {SIZE_MAX / 4 + 1, 0, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "bytes is"},
+        {SIZE_MAX / 4, 0, 1, 0, sizeof info, SDPA_ERR_OUT_OF_MEMORY, "more than half"},
+        {1024, -1, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "pause_ms is -1"},
+        {1024, NAN, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "pause_ms is nan"},
+        {1024, INFINITY, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "pause_ms is inf"},
+        {1024, 60001, 1, 0, sizeof info, SDPA_ERR_INVALID_ARG, "pause_ms is 60001"},
+        {1024, 0, 0, 0, sizeof info, SDPA_ERR_INVALID_ARG, "repeat is 0"},
+        {1024, 0, -3, 0, sizeof info, SDPA_ERR_INVALID_ARG, "repeat is -3"},
+        {1024, 0, 1000001, 0, sizeof info, SDPA_ERR_INVALID_ARG, "repeat is 1000001"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&info, 0x5A, sizeof info);
+        info.struct_size = bad[i].struct_size;
+        sdpa_status st = sdpa_context_read_time(ctx, bad[i].bytes, bad[i].pause, bad[i].repeat,
+                                                bad[i].null_info ? NULL : &info);
+        ck_assert_msg(st == bad[i].want, "case %zu: %s, expected %s", i, sdpa_status_name(st),
+                      sdpa_status_name(bad[i].want));
+        sdpa_error_info e;
+        ck_assert_int_eq(sdpa_context_last_error(ctx, &e), SDPA_OK);
+        ck_assert_int_eq(e.status, st);
+        ck_assert_msg(strstr(e.message, bad[i].msg), "case %zu: \"%s\" lacks \"%s\"", i,
+                      e.message, bad[i].msg);
+        ck_assert_uint_eq(info.struct_size, bad[i].struct_size);
+        ck_assert_uint_eq(((const unsigned char *)&info)[sizeof info - 1], 0x5A);
+        ck_assert_uint_eq(((const unsigned char *)&info.median_ms)[0], 0x5A);
+    }
+    read_time_ok(ctx, 64 << 10, 0, 3, 2);
+    /* the pause is slept before every read, outside the timed interval */
+    double t0 = now_s();
+    sdpa_read_time_info paused = read_time_ok(ctx, 1000001, 20, 3, 2);
+    const double wall_ms = 1e3 * (now_s() - t0);
+    ck_assert_msg(wall_ms >= 3 * 20, "3 reads after 20 ms pauses took %g ms", wall_ms);
+    ck_assert_msg(paused.max_ms < 20, "a pause counted in a read: %g ms", paused.max_ms);
+    sdpa_context_destroy(ctx);
+    ctx = ctx_on(SDPA_BACKEND_REFERENCE, dir, 1, &cap);
+    read_time_ok(ctx, 4097, 1, 2, 1);
+    /* 1024x the bytes, back to back, on one thread (no barrier for a busy
+     * machine to stretch): the loop reads them all */
+    sdpa_read_time_info small = read_time_ok(ctx, 64 << 10, 0, 3, 1);
+    sdpa_read_time_info big = read_time_ok(ctx, (size_t)64 << 20, 0, 3, 1);
+    ck_assert_msg(big.min_ms > 4 * small.min_ms, "64 MiB %g ms, 64 KiB %g ms", big.min_ms,
+                  small.min_ms);
+    sdpa_context_destroy(ctx);
+    ck_assert_int_eq(cap.warns, 0);
+    ck_assert_int_eq(cap.errors, 0);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 /* With -Dfault_injection=true: every fault site the measurement reaches
  * (the "measure_peak" wrapper, the CPU benchmark's allocations) fails the
  * call with a status, and the context measures again once disarmed. In
@@ -496,6 +611,27 @@ START_TEST(fault_walk)
         ck_assert_int_eq(sdpa_context_last_error(ctx, &err), SDPA_OK);
         ck_assert_int_eq(err.status, st);
         ck_assert_int_eq(peak_ok(ctx, 0).cached, 1); /* the earlier record still serves */
+    }
+    /* the same for the read reference (its samples, buffer, threads' slots
+     * and the "measure_read_time" wrapper) */
+    sdpa__fault_arm(0);
+    read_time_ok(ctx, 4096, 0, 1, 1);
+    sites = sdpa__fault_count();
+    if (sites)
+        fprintf(stderr, "test_peak: fault_walk: %lld read-time fault sites\n", (long long)sites);
+    for (int64_t n = 1; n <= sites; n++) {
+        sdpa_read_time_info info = {.struct_size = sizeof info};
+        sdpa__fault_arm(n);
+        sdpa_status st = sdpa_context_read_time(ctx, 4096, 0, 1, &info);
+        const char *site = sdpa__fault_last_site();
+        sdpa__fault_arm(0);
+        ck_assert_msg(site[0] != '\0' && st != SDPA_OK, "read time: fault %lld at '%s' absorbed",
+                      (long long)n, site);
+        sdpa_error_info err;
+        ck_assert_int_eq(sdpa_context_last_error(ctx, &err), SDPA_OK);
+        ck_assert_int_eq(err.status, st);
+        ck_assert_msg(err.message[0], "read time: fault at %s: no message", site);
+        read_time_ok(ctx, 4096, 0, 1, 1);
     }
     sdpa_context_destroy(ctx);
     remove_tree(dir);
@@ -532,6 +668,12 @@ static void device_peak(sdpa_backend_kind kind, const char *method_prefix)
     ck_assert_double_eq(b.gflops, a.gflops);
     ck_assert_str_eq(b.method, a.method);
     fprintf(stderr, "test_peak: %s peak %.1f GFLOP/s (%s)\n", name, a.gflops, a.method);
+    /* no read-time reference on device backends: unsupported, with a message */
+    sdpa_read_time_info rt = {.struct_size = sizeof rt};
+    ck_assert_int_eq(sdpa_context_read_time(ctx, 4096, 0, 1, &rt), SDPA_ERR_UNSUPPORTED);
+    sdpa_error_info e;
+    ck_assert_int_eq(sdpa_context_last_error(ctx, &e), SDPA_OK);
+    ck_assert_ptr_nonnull(strstr(e.message, "no read-time reference"));
 #ifdef SDPA_HAVE_VULKAN
     if (kind == SDPA_BACKEND_VULKAN) {
         const char *val = getenv("SDPA_VK_VALIDATION");
@@ -566,6 +708,7 @@ static Suite *peak_suite(void)
     tcase_add_test(cache, peak_per_kernel_set);
     tcase_add_test(cache, record_without_kernels_replaced);
     tcase_add_test(cache, bandwidth_measured_then_cached);
+    tcase_add_test(cache, read_time_reference);
     tcase_set_timeout(cache, 60);
     suite_add_tcase(s, cache);
     TCase *dev = tcase_create("devices");

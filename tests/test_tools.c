@@ -656,11 +656,65 @@ START_TEST(bench_decode_bandwidth)
              prof);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, ",gflops,kv_gbps,bw_frac,peak_frac,"));
+    ck_assert_ptr_null(strstr(g_out, "read_ms")); /* only with --read-ref */
     snprintf(args, sizeof args,
              "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 --warmup 0 --profile-dir '%s'", prof);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, " % bw "));
     ck_assert_ptr_nonnull(strstr(g_out, "\n% bw: decode rows"));
+}
+END_TEST
+
+/* --read-ref: every forward row gets the median of a plain read of its K/V
+ * bytes after the same pause, and the ratio to it, in JSON, CSV and the
+ * table; backward rows get none. About 0.5 s. */
+START_TEST(bench_read_reference)
+{
+    const char *args = "--backend cpu --shape 1,4,2,1,512,64 --shape 1,2,2,16,16,16 --backward "
+                       "--repeat 3 --warmup 0 --gap-ms 2 --read-ref --no-peak";
+    char more[512];
+    snprintf(more, sizeof more, "%s --json", args);
+    ck_assert_msg(run("sdpa-bench", more) == 0, "sdpa-bench %s:\n%s%s", more, g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "read_ref")));
+    int fwd = 0, bwd = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
+    {
+        ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "ok");
+        cJSON *rd = cJSON_GetObjectItem(r, "read_ms"), *vs = cJSON_GetObjectItem(r, "vs_read");
+        if (strcmp(cJSON_GetObjectItem(r, "op")->valuestring, "bwd") == 0) {
+            ck_assert(cJSON_IsNull(rd) && cJSON_IsNull(vs));
+            bwd++;
+            continue;
+        }
+        const double med = cJSON_GetObjectItem(r, "median_ms")->valuedouble;
+        ck_assert_msg(cJSON_IsNumber(rd) && rd->valuedouble > 0 && rd->valuedouble < 1e3,
+                      "read_ms %s", cJSON_Print(rd));
+        ck_assert_double_eq_tol(vs->valuedouble, med / rd->valuedouble,
+                                1e-9 * med / rd->valuedouble);
+        fwd++;
+    }
+    ck_assert_int_eq(fwd, 2);
+    ck_assert_int_eq(bwd, 2);
+    cJSON_Delete(j);
+    snprintf(more, sizeof more, "%s --csv", args);
+    ck_assert_int_eq(run("sdpa-bench", more), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, ",vs_first,read_ms,vs_read,mem_mib,"));
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, " read ms  vs read "));
+    ck_assert_ptr_nonnull(strstr(g_out, "\nvs read: forward rows"));
+    ck_assert_ptr_nonnull(strstr(g_out, "\n  cpu       cpu read "));
+    /* without the flag: no such columns, no note, and JSON says so */
+    ck_assert_int_eq(run("sdpa-bench", "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 "
+                                        "--warmup 0 --no-peak --json"), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "read_ref")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0),
+                                           "read_ms"));
+    cJSON_Delete(j);
 }
 END_TEST
 
@@ -782,6 +836,9 @@ START_TEST(bench_usage_errors)
 {
     ck_assert_int_eq(run("sdpa-bench", "--help"), 0);
     ck_assert_ptr_nonnull(strstr(g_out, "usage: sdpa-bench"));
+    ck_assert_ptr_nonnull(strstr(g_out, "  --read-ref       also time, per forward row, a plain"));
+    ck_assert_ptr_nonnull(strstr(g_out, "`vs read` near 1 means"));
+    ck_assert_ptr_nonnull(strstr(g_out, "no such reference\n  --json | --csv "));
     const char *bad[][2] = {
         {"--shape 1,2,3", "--shape: expected B,Hq,Hkv,Sq,Skv,D[,Dv]"},
         {"--shape 1,2,2,8,8,0", "--shape: expected"},
@@ -801,6 +858,7 @@ START_TEST(bench_usage_errors)
         {"--plot=", "--plot: empty file name"},
         {"--no-peak=1", "--no-peak takes no value"},
         {"--refresh-peak=1", "--refresh-peak takes no value"},
+        {"--read-ref=1", "--read-ref takes no value"},
         {"--max-seconds 0", "--max-seconds: expected a number > 0"},
         {"--gemm-params 65", "--gemm-params: expected an integer in [0, 64]"},
         {"--backend opencl-fused", "unknown backend \"opencl-fused\""},
@@ -1137,6 +1195,7 @@ static Suite *suite(void)
     tcase_add_test(t, bench_gap_ms);
     tcase_add_test(t, bench_peak_and_plot);
     tcase_add_test(t, bench_decode_bandwidth);
+    tcase_add_test(t, bench_read_reference);
     tcase_add_test(t, bench_usage_errors);
     tcase_add_test(t, bench_opencl_unfused_rows);
     tcase_add_test(t, bench_peak_above_100_remeasured);

@@ -5,7 +5,8 @@
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
  *              [--dtype f32|f16|bf16] [--kv-dtype T] [--page-size N] [--alibi]
  *              [--sinks] [--backward] [--stats] [--threads N]
- *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--json | --csv]
+ *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--read-ref]
+ *              [--json | --csv]
  *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
  *              [--refresh-peak] [--profile-dir DIR]
  *              [--help]
@@ -22,7 +23,12 @@
  * still above is flagged `>100?`), memory of buffers + workspace, the
  * speedup relative to the first backend listed, and the plan's kernel
  * configuration with where it came from (default, profile, shipped profile,
- * forced). Presets are tools/common/presets.c's, shared with sdpa-tune, so
+ * forced). --read-ref adds to each forward row a read reference (after the
+ * repetitions, as many reads as the row's timed runs): a plain read of the
+ * row's K/V bytes on the context's threads after the same --gap-ms pause
+ * (sdpa_context_read_time), its median and the row's ratio to it, so a call
+ * after a pause is judged against what the memory gives after that pause.
+ * Presets are tools/common/presets.c's, shared with sdpa-tune, so
  * a tuned preset is what its benchmark runs. Before allocating, the memory
  * each shape needs is checked against the machine (exit 2 when it cannot
  * fit). Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
@@ -86,6 +92,7 @@ typedef struct options {
     const char *plot;       /* --plot FILE.svg, NULL = none */
     double max_seconds;     /* per backend and shape; 0 = no limit */
     double gap_ms;          /* pause before every call (ms); 0 = back to back */
+    int read_ref;           /* --read-ref: a read reference per forward row */
 } options;
 
 /* One backend on one shape. */
@@ -106,6 +113,7 @@ typedef struct job {
     double *t_fwd, *t_bwd;      /* repeat samples, ms */
     int nrun;                   /* timed runs done */
     double spent;               /* seconds spent running (warm-up + timed) */
+    double read_ms;             /* --read-ref: median read of the K/V bytes, NAN = none */
 } job;
 
 /* ---- usage -------------------------------------------------------------------- */
@@ -148,6 +156,11 @@ static void usage(FILE *f)
             "  --gap-ms N       sleep N ms before every call (forward and backward), the\n"
             "                   way applications call: measures calls that follow a pause\n"
             "                   (threads asleep, caches cold); default 0 = back to back\n"
+            "  --read-ref       also time, per forward row, a plain read of its K/V bytes\n"
+            "                   (the bytes GB/s counts) on the same threads after the same\n"
+            "                   pause, as many reads as timed runs: columns `read ms`\n"
+            "                   (median) and `vs read` (the row's median over it); `-` on\n"
+            "                   OpenCL and Vulkan, which have no such reference\n"
             "  --json | --csv   machine-readable output instead of the table\n"
             "  --plot FILE.svg  also draw GFLOP/s against sequence length (Skv) per\n"
             "                   backend and op (SVG only: FILE must end in .svg)\n"
@@ -177,7 +190,11 @@ static void usage(FILE *f)
             "and V read per second in their storage type (every kept key once per KV\n"
             "head; q8_0 34 and q4_0 18 bytes per 32 elements), and `%% bw`, that\n"
             "over the read bandwidth of the device (a STREAM-like read loop on the CPU\n"
-            "backends, cached beside the peak; none for OpenCL and Vulkan). The CPU peak\n"
+            "backends, cached beside the peak; none for OpenCL and Vulkan). With\n"
+            "--read-ref, `vs read` near 1 means the call takes about as long as merely\n"
+            "reading its K/V after the same pause (each thread sleeps the pause itself and\n"
+            "the threads start together, so the read pays the cold caches but no thread\n"
+            "wake-up); judge a --gap-ms row by it, not by the back-to-back row. The CPU peak\n"
             "is measured at the vector width of the kernels in use (SDPA_CPU_KERNELS).\n"
             "`config` is the plan's kernel configuration and `source` where it\n"
             "came from: default, profile, shipped profile or forced.\n"
@@ -437,6 +454,8 @@ static int parse_args(options *o, int argc, char **argv, int *help)
             if (val && (!ta_parse_double(val, &o->gap_ms) || !(o->gap_ms >= 0) ||
                         o->gap_ms > 60000))
                 ta_fail(&a, "--gap-ms: expected a number in [0, 60000], got \"%s\"", val);
+        } else if (ta_flag(&a, "--read-ref")) {
+            o->read_ref = 1;
         } else if (ta_value(&a, "--gemm-params", &val)) {
             if (val && !ta_parse_int(val, 0, 64, &o->gemm_params))
                 ta_fail(&a, "--gemm-params: expected an integer in [0, 64], got \"%s\"", val);
@@ -796,6 +815,7 @@ typedef struct row {
     double plan_ms, med, min, max, gflops, speedup, mem_mib, peak, peak_frac;
     double kv_gbps, bw, bw_frac; /* decode rows: K/V bytes read per second, of bandwidth */
     double gap_ms;           /* --gap-ms: pause before each call */
+    double read_ms, vs_read; /* --read-ref: the read reference's median, med / read_ms */
     int64_t skv;
     int has_speedup;
     int peak_suspect;        /* above 100 % even against a re-measured peak */
@@ -825,25 +845,38 @@ static void fmt(char *b, size_t cap, const char *f, double v)
         snprintf(b, cap, f, v);
 }
 
-static void print_table(const row *rows, int n, int csv)
+/* The table or CSV. Columns shown only sometimes: peak_suspect (CSV only;
+ * the table shows it as >100?) and read_ms, vs_read (with --read-ref). */
+static void print_table(const row *rows, int n, int csv, int read_ref)
 {
-    const char *head[] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask", "dtype",
-                          "plan ms", "gap ms", "runs", "median ms", "min ms", "max ms", "GFLOP/s",
-                          "GB/s", "% bw", "% peak", "vs first", "mem MiB", "kernel", "config", "source",
-                          "status"};
-    /* CSV has peak_suspect after peak_frac; the table shows it as >100? */
-    const char *head_csv[] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
-                              "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops", "kv_gbps",
-                              "bw_frac", "peak_frac",
-                              "peak_suspect", "vs_first", "mem_mib", "kernel", "config",
-                              "source", "status"};
-    enum { SUSPECT = 16, NCOL = 23 };
-    const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    enum { SUSPECT = 16, READ = 18, NCOL = 25 };
+    const char *head[NCOL] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask",
+                              "dtype", "plan ms", "gap ms", "runs", "median ms", "min ms",
+                              "max ms", "GFLOP/s", "GB/s", "% bw", "% peak", "", "vs first",
+                              "read ms", "vs read", "mem MiB", "kernel", "config", "source",
+                              "status"};
+    const char *head_csv[NCOL] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
+                                  "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops",
+                                  "kv_gbps", "bw_frac", "peak_frac", "peak_suspect", "vs_first",
+                                  "read_ms", "vs_read", "mem_mib", "kernel", "config", "source",
+                                  "status"};
+    const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1,
+                             1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    int keep[NCOL], nkeep = 0;
+    const char *kh[NCOL];
+    int kr[NCOL];
+    for (int c = 0; c < NCOL; c++) {
+        keep[c] = (c != SUSPECT || csv) && ((c != READ && c != READ + 1) || read_ref);
+        if (keep[c]) {
+            kh[nkeep] = csv ? head_csv[c] : head[c];
+            kr[nkeep++] = right[c];
+        }
+    }
     tu_table t;
-    tu_table_init(&t, csv ? NCOL : NCOL - 1, csv ? head_csv : head, right);
+    tu_table_init(&t, nkeep, kh, kr);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char c[9][48], bw[2][48], dev[48], st[300], pk[48], runs[16], gap[32];
+        char c[9][48], bw[2][48], rd[2][48], dev[48], st[300], pk[48], runs[16], gap[32];
         if (!csv && strlen(r->device) > 28)
             snprintf(dev, sizeof dev, "%.25s...", r->device);
         else
@@ -857,6 +890,8 @@ static void print_table(const row *rows, int n, int csv)
         fmt(c[6], 48, "%.1f", r->mem_mib);
         fmt(bw[0], 48, "%.1f", r->kv_gbps);
         fmt(bw[1], 48, csv ? "%.4f" : "%.1f", csv ? r->bw_frac : 100.0 * r->bw_frac);
+        fmt(rd[0], 48, "%.3f", r->read_ms);
+        fmt(rd[1], 48, csv ? "%.3f" : "%.2fx", r->vs_read);
         snprintf(runs, sizeof runs, "%d", r->runs);
         snprintf(gap, sizeof gap, "%g", r->gap_ms);
         fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
@@ -866,13 +901,17 @@ static void print_table(const row *rows, int n, int csv)
             snprintf(st, sizeof st, "%s: %s", r->status, r->error);
         else
             snprintf(st, sizeof st, "%s", r->status);
-        const char *cells[] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0], gap, runs, c[1],
-                               c[2], c[3], c[4], bw[0], bw[1], pk, r->peak_suspect ? "1" : "0", c[5], c[6],
-                               r->kernel[0] ? r->kernel : "-", r->config[0] ? r->config : "-",
-                               r->source[0] ? r->source : "-", st};
-        if (!csv)
-            memmove(&cells[SUSPECT], &cells[SUSPECT + 1], (NCOL - SUSPECT - 1) * sizeof cells[0]);
-        tu_table_add(&t, cells);
+        const char *cells[NCOL] = {r->backend, dev, r->op, r->shape, r->band, r->dtype, c[0],
+                                   gap, runs, c[1], c[2], c[3], c[4], bw[0], bw[1], pk,
+                                   r->peak_suspect ? "1" : "0", c[5], rd[0], rd[1], c[6],
+                                   r->kernel[0] ? r->kernel : "-",
+                                   r->config[0] ? r->config : "-",
+                                   r->source[0] ? r->source : "-", st};
+        const char *kc[NCOL];
+        for (int k = 0, col = 0; col < NCOL; col++)
+            if (keep[col])
+                kc[k++] = cells[col];
+        tu_table_add(&t, kc);
     }
     if (csv)
         tu_table_print_csv(&t, stdout);
@@ -907,6 +946,7 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     cJSON_AddNumberToObject(root, "repeat", o->repeat);
     cJSON_AddNumberToObject(root, "warmup", o->warmup);
     cJSON_AddNumberToObject(root, "gap_ms", o->gap_ms);
+    cJSON_AddBoolToObject(root, "read_ref", o->read_ref);
     if (o->threads == SDPA_AUTO)
         cJSON_AddNullToObject(root, "threads");
     else
@@ -976,6 +1016,10 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
         add_num(x, "peak_frac", r->peak_frac, 1);
         cJSON_AddBoolToObject(x, "peak_suspect", r->peak_suspect);
         add_num(x, "vs_first", r->speedup, r->has_speedup);
+        if (o->read_ref) {
+            add_num(x, "read_ms", r->read_ms, 1);
+            add_num(x, "vs_read", r->vs_read, 1);
+        }
         add_num(x, "mem_mib", r->mem_mib, 1);
         cJSON_AddItemToArray(arr, x);
     }
@@ -1092,6 +1136,44 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
     }
 }
 
+/* The name rows give backend b: the context's backend (AUTO resolved), or
+ * opencl-unfused. */
+static const char *backend_label(const options *o, sdpa_context *const *ctx, int b)
+{
+    return o->unfused[b] ? "opencl-unfused"
+                         : sdpa_backend_name(ctx[b] ? sdpa_context_backend(ctx[b])
+                                                    : o->backends[b]);
+}
+
+/* --read-ref: the read reference of backend b's forward on shape s (after
+ * its timed runs, as many reads): j->read_ms, or NAN with *st the reason
+ * (SDPA_ERR_UNSUPPORTED on OpenCL and Vulkan). The first method seen is
+ * kept in method[64] for the note under the table. */
+static void read_reference(job *j, const shape *s, const options *o, sdpa_status *st,
+                           char *method)
+{
+    j->read_ms = NAN;
+    const double bytes = kv_bytes(s);
+    if (!o->read_ref || j->status != SDPA_OK || j->nrun < 1 || !(bytes >= 1))
+        return;
+    sdpa_read_time_info info = {.struct_size = sizeof info};
+    sdpa_status rs = bytes < 0x1p62 ? sdpa_context_read_time(j->ctx, (size_t)bytes, o->gap_ms,
+                                                             j->nrun, &info)
+                                    : SDPA_ERR_INVALID_ARG;
+    if (rs == SDPA_OK) {
+        j->read_ms = info.median_ms;
+        if (!method[0])
+            snprintf(method, 64, "%.63s", info.method);
+    } else if (rs != SDPA_ERR_UNSUPPORTED && *st == SDPA_OK) {
+        sdpa_error_info e;
+        sdpa_context_last_error(j->ctx, &e);
+        fprintf(stderr, "sdpa-bench: %s: no read reference (%s: %s)\n",
+                sdpa_backend_name(j->kind), sdpa_status_name(rs), e.message);
+    }
+    if (*st == SDPA_OK || *st == SDPA_ERR_UNSUPPORTED)
+        *st = rs;
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -1152,8 +1234,7 @@ int main(int argc, char **argv)
         peak_entry *e = &pk[npk++];
         memset(e, 0, sizeof *e);
         e->index = b;
-        e->backend = o.unfused[b] ? "opencl-unfused"
-                                  : sdpa_backend_name(sdpa_context_backend(ctx[b]));
+        e->backend = backend_label(&o, ctx, b);
         e->device = devname[b];
         e->info.struct_size = sizeof e->info;
         e->status = sdpa_context_peak(ctx[b], o.refresh_peak, &e->info);
@@ -1187,6 +1268,13 @@ int main(int argc, char **argv)
     }
     int nrows = 0, any_error = 0;
     int progress = !o.json && !o.csv && isatty(STDERR_FILENO);
+    /* --read-ref: per backend, how the references went and how they read */
+    sdpa_status read_st[MAX_BACKENDS];
+    char read_method[MAX_BACKENDS][64];
+    for (int b = 0; b < MAX_BACKENDS; b++) {
+        read_st[b] = SDPA_OK;
+        read_method[b][0] = '\0';
+    }
 
     for (int si = 0; si < o.nshapes; si++) {
         const shape *s = &o.shapes[si];
@@ -1234,6 +1322,12 @@ int main(int argc, char **argv)
                 }
             }
         }
+        for (int b = 0; b < o.nbackends && o.read_ref; b++) {
+            if (progress)
+                fprintf(stderr, "\rshape %d/%d %s: read reference %d/%d   ", si + 1, o.nshapes,
+                        sstr, b + 1, o.nbackends);
+            read_reference(&jobs[b], s, &o, &read_st[b], read_method[b]);
+        }
         if (progress)
             fprintf(stderr, "\r%*s\r", 70, "");
         double flops = forward_flops(s);
@@ -1242,9 +1336,7 @@ int main(int argc, char **argv)
             for (int b = 0; b < o.nbackends; b++) {
                 job *j = &jobs[b];
                 row *r = &rows[nrows++];
-                r->backend = o.unfused[b] ? "opencl-unfused"
-                                          : sdpa_backend_name(ctx[b] ? sdpa_context_backend(ctx[b])
-                                                                     : o.backends[b]);
+                r->backend = backend_label(&o, ctx, b);
                 r->device = devname[b] ? devname[b] : "-";
                 r->op = op ? "bwd" : "fwd";
                 r->bindex = b;
@@ -1259,6 +1351,7 @@ int main(int argc, char **argv)
                 r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
                 r->peak = r->kv_gbps = r->bw = r->bw_frac = NAN;
+                r->read_ms = r->vs_read = NAN;
                 for (int e = 0; e < npk; e++) {
                     if (pk[e].index == b && pk[e].status == SDPA_OK)
                         r->peak = pk[e].info.gflops;
@@ -1298,6 +1391,10 @@ int main(int argc, char **argv)
                     r->kv_gbps = kv_bytes(s) / (r->med * 1e-3) / 1e9;
                     r->bw_frac = r->kv_gbps / r->bw;
                 }
+                if (op == 0 && !isnan(j->read_ms)) {
+                    r->read_ms = j->read_ms;
+                    r->vs_read = r->med / r->read_ms;
+                }
                 if (b == 0)
                     base = r->med;
                 if (!isnan(base)) {
@@ -1315,7 +1412,7 @@ int main(int argc, char **argv)
     if (o.json) {
         print_json(rows, nrows, &o, pk, npk);
     } else {
-        print_table(rows, nrows, o.csv);
+        print_table(rows, nrows, o.csv, o.read_ref);
         for (int e = 0; !o.csv && e < npk; e++) {
             if (e == 0)
                 printf("%% peak: of each device's fp32 FMA peak (measured once, cached in the "
@@ -1343,6 +1440,20 @@ int main(int argc, char **argv)
                 printf("  %-9s        - GB/s     %s\n", pk[e].backend,
                        sdpa_status_name(pk[e].bw_status));
         }
+    }
+    for (int b = 0; o.read_ref && !o.json && !o.csv && b < o.nbackends; b++) {
+        if (b == 0 && o.gap_ms > 0)
+            printf("vs read: forward rows, median over the median of a plain read of the row's "
+                   "K/V bytes after the same %g ms pause (each thread sleeps, then all start "
+                   "together: cold caches, no wake-up)\n", o.gap_ms);
+        else if (b == 0)
+            printf("vs read: forward rows, median over the median of a plain read of the row's "
+                   "K/V bytes, back to back like the calls (the threads start together)\n");
+        if (read_method[b][0])
+            printf("  %-9s %s\n", backend_label(&o, ctx, b), read_method[b]);
+        else
+            printf("  %-9s -  %s\n", backend_label(&o, ctx, b),
+                   read_st[b] == SDPA_OK ? "no forward row ran" : sdpa_status_name(read_st[b]));
     }
     if (o.plot && !write_plot(o.plot, rows, nrows, &o))
         any_error = 1;

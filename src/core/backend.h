@@ -198,6 +198,14 @@ typedef struct sdpa__backend {
      * SDPA_ERR_UNSUPPORTED. Called by src/core/peak.c. */
     sdpa_status (*measure_bandwidth)(sdpa_context *ctx, void *state, double seconds,
                                      double *gbps, char *method, size_t method_len);
+    /* Times `repeat` reads of `bytes` (at least 1, far below SIZE_MAX) of
+     * that memory, each after a pause of pause_ms, as sdpa_context_read_time
+     * describes: ms[0..repeat) in milliseconds, and info's bytes (as read),
+     * threads and method. NULL = SDPA_ERR_UNSUPPORTED. Called by
+     * src/core/peak.c, which checks the arguments and fills the rest. */
+    sdpa_status (*measure_read_time)(sdpa_context *ctx, void *state, size_t bytes,
+                                     double pause_ms, int repeat, double *ms,
+                                     sdpa_read_time_info *info);
 } sdpa__backend;
 
 /* The peak micro-benchmarks' one loop (peak_rounds.c). A backend's run does

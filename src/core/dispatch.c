@@ -129,6 +129,17 @@ sdpa_status sdpa__call_measure(sdpa_context *ctx, sdpa__slot *slot, sdpa__measur
     return SDPA_OK;
 }
 
+sdpa_status sdpa__call_read_time(sdpa_context *ctx, sdpa__slot *slot, size_t bytes,
+                                 double pause_ms, int repeat, double *ms,
+                                 sdpa_read_time_info *info)
+{
+    const sdpa__backend *be = slot->backend;
+    SDPA__CHECK(ctx, be->measure_read_time != NULL, SDPA_ERR_UNSUPPORTED,
+                "%s: no read-time reference for this backend", be->name);
+    INJECT(ctx, "measure_read_time", SDPA_ERR_DEVICE);
+    return be->measure_read_time(ctx, slot->state, bytes, pause_ms, repeat, ms, info);
+}
+
 const char *sdpa__call_peak_kernels(sdpa_context *ctx, sdpa__slot *slot)
 {
     const sdpa__backend *be = slot->backend;

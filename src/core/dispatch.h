@@ -46,6 +46,11 @@ bool sdpa__call_can_measure(const sdpa__slot *slot, sdpa__measure_what what);
  * *value in GFLOP/s or GB/s, a short description of the method. */
 sdpa_status sdpa__call_measure(sdpa_context *ctx, sdpa__slot *slot, sdpa__measure_what what,
                                double seconds, double *value, char *method, size_t method_len);
+/* Times `repeat` reads of `bytes` after pauses (the measure_read_time slot;
+ * fault site "measure_read_time"); SDPA_ERR_UNSUPPORTED without the slot. */
+sdpa_status sdpa__call_read_time(sdpa_context *ctx, sdpa__slot *slot, size_t bytes,
+                                 double pause_ms, int repeat, double *ms,
+                                 sdpa_read_time_info *info);
 /* The kernel set the FMA peak is measured for ("" when the backend has one). */
 const char *sdpa__call_peak_kernels(sdpa_context *ctx, sdpa__slot *slot);
 /* Finishes outstanding work and frees the backend's context state. */

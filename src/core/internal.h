@@ -145,6 +145,9 @@ void sdpa__aligned_free(void *p);
 /* Monotonic clock in seconds. */
 double sdpa__now(void);
 
+/* Median of v[0..n) (sorts v ascending in place); INFINITY when n <= 0. */
+double sdpa__median(double *v, int n);
+
 /* Parses a whole decimal integer (optional sign, digits, nothing else) in
  * [lo, hi]: strtoll with errno, range and trailing-garbage checks. On failure
  * returns false and *why says what is wrong ("not a number", "out of range").

@@ -12,14 +12,21 @@
  * context's last error. The backend is called through dispatch.c (fault
  * sites "measure_peak", "measure_bandwidth"). Called by applications and
  * sdpa-bench through the experimental API.
+ *
+ * Also sdpa_context_read_time, the read reference for calls after a pause
+ * (sdpa-bench --read-ref): arguments checked here, the reads timed by the
+ * backend's measure_read_time slot (fault site "measure_read_time"), the
+ * median taken here; never cached (it depends on the pause and the size).
  */
 #include "dispatch.h"
 
 #include "../tune/profile_query.h"
+#include "platform.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Seconds a measurement aims for (best of a few runs inside it). */
@@ -147,4 +154,53 @@ sdpa_status sdpa_context_bandwidth(sdpa_context *ctx, int refresh, sdpa_bandwidt
     return measure_entry(ctx, &k, refresh, info, SDPA_BANDWIDTH_INFO_SIZE_V1,
                          "sdpa_context_bandwidth", "bandwidth info",
                          "set it to sizeof(sdpa_bandwidth_info) before the call");
+}
+
+/* Largest pause (ms) and repeat count sdpa_context_read_time takes. */
+#define READ_TIME_MAX_PAUSE_MS 60000.0
+#define READ_TIME_MAX_REPEAT 1000000
+
+sdpa_status sdpa_context_read_time(sdpa_context *ctx, size_t bytes, double pause_ms, int repeat,
+                                   sdpa_read_time_info *info)
+{
+    static const char fn[] = "sdpa_context_read_time";
+    if (!ctx) return SDPA_ERR_NULL;
+    SDPA__CHECK_ARG(ctx, info, fn, "info");
+    SDPA__CHECK_STRUCT(ctx, info, SDPA_READ_TIME_INFO_SIZE_V1, "read time info",
+                       "set it to sizeof(sdpa_read_time_info) before the call");
+    /* a quarter of the address space: rounding up to whole slices cannot wrap */
+    SDPA__CHECK(ctx, bytes >= 1 && bytes <= SIZE_MAX / 4, SDPA_ERR_INVALID_ARG,
+                "%s: bytes is %zu, expected 1 to %zu", fn, bytes, SIZE_MAX / 4);
+    SDPA__CHECK(ctx, pause_ms >= 0 && pause_ms <= READ_TIME_MAX_PAUSE_MS, SDPA_ERR_INVALID_ARG,
+                "%s: pause_ms is %g, expected 0 to %g ms", fn, pause_ms, READ_TIME_MAX_PAUSE_MS);
+    SDPA__CHECK(ctx, repeat >= 1 && repeat <= READ_TIME_MAX_REPEAT, SDPA_ERR_INVALID_ARG,
+                "%s: repeat is %d, expected 1 to %d", fn, repeat, READ_TIME_MAX_REPEAT);
+    sdpa__slot *slot = &ctx->primary;
+    /* above half the memory the buffer would push out the caller's (or
+     * overcommit would kill the process when it is touched) */
+    const int64_t mem = sdpa__os_phys_mem();
+    SDPA__CHECK(ctx, mem <= 0 || (uint64_t)bytes <= (uint64_t)mem / 2, SDPA_ERR_OUT_OF_MEMORY,
+                "%s: bytes is %zu, more than half the machine's %lld MiB", fn, bytes,
+                (long long)(mem >> 20));
+
+    sdpa_read_time_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    double *ms = sdpa__calloc((size_t)repeat, sizeof *ms);
+    SDPA__CHECK(ctx, ms, SDPA_ERR_OUT_OF_MEMORY, "%s: %d samples", fn, repeat);
+    sdpa_status st = sdpa__call_read_time(ctx, slot, bytes, pause_ms, repeat, ms, &full);
+    if (st == SDPA_OK) {
+        full.repeat = repeat;
+        full.median_ms = sdpa__median(ms, repeat); /* sorts ms */
+        full.min_ms = ms[0];
+        full.max_ms = ms[repeat - 1];
+        full.method[sizeof full.method - 1] = '\0';
+        sdpa__log(ctx, SDPA_LOG_DEBUG, "%s: read %zu bytes after %g ms pauses: median %.3f ms "
+                  "of %d (%s)", slot->backend->name, full.bytes, pause_ms, full.median_ms,
+                  repeat, full.method);
+    }
+    free(ms);
+    if (st != SDPA_OK) return st;
+    sdpa__struct_out(info, &full, sizeof full);
+    return SDPA_OK;
 }

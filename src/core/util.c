@@ -1,5 +1,6 @@
 /*
- * util.c — small portable helpers: monotonic time, bounded string copy and
+ * util.c — small portable helpers: monotonic time, the median of samples
+ * (the tuner's and sdpa_context_read_time's), bounded string copy and
  * IEEE half / bfloat16 conversion (round to nearest even, NaN preserved), used
  * by the CPU backends, staging and the reference.
  */
@@ -7,8 +8,22 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sdpa__median(double *v, int n)
+{
+    if (n <= 0) return INFINITY;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 bool sdpa__looks_integer(const char *s)
 {

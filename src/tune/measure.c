@@ -305,16 +305,3 @@ sdpa_status sdpa__tune_time(sdpa_context *ctx, sdpa_plan *plan, sdpa__tune_insta
     *ms = (sdpa__now() - t0) * 1e3;
     return SDPA_OK;
 }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double sdpa__median(double *v, int n)
-{
-    if (n <= 0) return INFINITY;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}

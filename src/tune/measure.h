@@ -67,6 +67,5 @@ sdpa_status sdpa__tune_plan(sdpa_context *ctx, const sdpa__backend *be,
                             const sdpa_tile_config *tile, sdpa_plan **plan);
 sdpa_status sdpa__tune_time(sdpa_context *ctx, sdpa_plan *plan, sdpa__tune_instance *ti,
                             double *ms);
-double sdpa__median(double *v, int n);
 
 #endif /* SDPA_TUNE_MEASURE_H */

@@ -44,7 +44,7 @@ int tu_is_dir(const char *path);
 int tu_is_file(const char *path);
 
 /* ---- tables: rows of strings, printed aligned or as CSV ------------------- */
-#define TU_TABLE_MAX_COLS 24
+#define TU_TABLE_MAX_COLS 32
 
 typedef struct tu_table {
     int ncols;

@@ -330,4 +330,5 @@ const sdpa__backend sdpa__backend_cpu = {
     .measure_peak = cpu_measure_peak,
     .peak_kernels = cpu_peak_kernels,
     .measure_bandwidth = sdpa__cpu_measure_bandwidth,
+    .measure_read_time = sdpa__cpu_measure_read_time,
 };

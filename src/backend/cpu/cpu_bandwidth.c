@@ -15,14 +15,25 @@
  * best of ROUNDS rounds is kept (short rounds raise the odds of one
  * undisturbed by other load). Threads are joined before returning; the
  * buffer is freed.
+ *
+ * Also the measure_read_time slot of both tables (sdpa_context_read_time,
+ * through src/core/peak.c, which checks the arguments and takes the median):
+ * the same read loop over a buffer of the caller's size, each read after a
+ * pause that every thread sleeps itself, the threads then released together
+ * by a spin barrier (sdpa.h says what the time contains). Threads are
+ * started once per call and gated: none touches the buffer before all have
+ * started, so a failed start joins the others without a hang.
  */
 #include "host_buffers.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ROUNDS 6
 #define MIN_BYTES ((size_t)64 << 20)
@@ -159,4 +170,118 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
         snprintf(method, method_len, "cpu read %s %d thread%s %zu MiB", isa, threads,
                  threads == 1 ? "" : "s", bytes >> 20);
     return SDPA_OK;
+}
+
+/* ---- reads after a pause (measure_read_time) ---- */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define spin_pause() __builtin_ia32_pause()
+#elif defined(__aarch64__) || defined(__arm__)
+#define spin_pause() __asm__ __volatile__("yield")
+#else
+#define spin_pause() ((void)0)
+#endif
+
+/* What the threads of one measure_read_time call share. The counters only
+ * grow: read r's barrier opens when `arrived` reaches (r + 1) * threads, and
+ * the thread that brings `finished` to (r + 1) * threads ends read r. */
+typedef struct rt_shared {
+    read_fn fn;
+    int threads, repeat;
+    double pause_ms;
+    atomic_int go;       /* 0 = wait, 1 = all threads started, -1 = give up */
+    atomic_int arrived;  /* barrier arrivals, over all reads */
+    atomic_int finished; /* slices read, over all reads */
+    double t0;           /* the current read's start: the last arrival */
+    double *ms;          /* [repeat] */
+} rt_shared;
+
+typedef struct rt_worker {
+    rt_shared *sh;
+    vec16 *p;
+    size_t n; /* vectors */
+    volatile float sink;
+} rt_worker;
+
+static void pause_ms(double ms)
+{
+    if (ms <= 0) return;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000.0);
+    ts.tv_nsec = (long)((ms - 1000.0 * (double)ts.tv_sec) * 1e6);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void *rt_main(void *arg)
+{
+    rt_worker *w = arg;
+    rt_shared *sh = w->sh;
+    int go;
+    while ((go = atomic_load(&sh->go)) == 0) spin_pause();
+    if (go < 0) return NULL;
+    memset(w->p, 0, w->n * sizeof(vec16)); /* first touch: the slice's pages are this thread's */
+    for (int r = 0; r < sh->repeat; r++) {
+        const int target = (r + 1) * sh->threads;
+        pause_ms(sh->pause_ms);
+        double t = sdpa__now();
+        if (atomic_fetch_add(&sh->arrived, 1) == target - 1) sh->t0 = t;
+        while (atomic_load(&sh->arrived) < target) spin_pause();
+        w->sink += sh->fn(w->p, w->n);
+        t = sdpa__now();
+        if (atomic_fetch_add(&sh->finished, 1) == target - 1) sh->ms[r] = 1e3 * (t - sh->t0);
+    }
+    return NULL;
+}
+
+sdpa_status sdpa__cpu_measure_read_time(sdpa_context *ctx, void *state, size_t bytes,
+                                        double pause, int repeat, double *ms,
+                                        sdpa_read_time_info *info)
+{
+    (void)state;
+    int threads = sdpa__context_threads(ctx);
+    if (threads < 1) threads = 1;
+    if (threads > 1024) threads = 1024;
+    /* whole 8-vector steps of the read loop per thread; peak.c keeps bytes
+     * far below SIZE_MAX, so this cannot wrap */
+    const size_t step = 8 * sizeof(vec16) * (size_t)threads;
+    const size_t per = (bytes + step - 1) / step * 8; /* vectors per thread */
+    const size_t total = per * (size_t)threads * sizeof(vec16);
+    sdpa_status st = SDPA_OK;
+    int started = 0;
+    vec16 *buf = sdpa__aligned_alloc(64, total);
+    rt_worker *w = sdpa__calloc((size_t)threads, sizeof *w);
+    pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
+    rt_shared sh = {.threads = threads, .repeat = repeat, .pause_ms = pause, .ms = ms};
+    const char *isa = "";
+    sh.fn = pick_reader(&isa);
+    atomic_init(&sh.go, 0);
+    atomic_init(&sh.arrived, 0);
+    atomic_init(&sh.finished, 0);
+    if (!buf || !w || !tid) {
+        st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY, "cpu read time: a buffer of %zu bytes",
+                        total);
+        goto cleanup;
+    }
+    for (; started < threads; started++) {
+        w[started] = (rt_worker){&sh, buf + (size_t)started * per, per, 0};
+        if (pthread_create(&tid[started], NULL, rt_main, &w[started]) != 0) break;
+    }
+    atomic_store(&sh.go, started == threads ? 1 : -1);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    if (started < threads) {
+        st = SDPA__FAIL(ctx, SDPA_ERR_OUT_OF_MEMORY,
+                        "cpu read time: could not start %d threads (started %d)", threads,
+                        started);
+        goto cleanup;
+    }
+    info->bytes = total;
+    info->threads = threads;
+    snprintf(info->method, sizeof info->method, "cpu read %s %d thread%s", isa, threads,
+             threads == 1 ? "" : "s");
+cleanup:
+    sdpa__aligned_free(buf);
+    free(w);
+    free(tid);
+    return st;
 }

@@ -30,5 +30,9 @@ sdpa_status sdpa__cpu_measure_peak_for(sdpa_context *ctx, const char *kernels, d
 /* The host's read bandwidth (cpu_bandwidth.c): measure_bandwidth of both tables. */
 sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double seconds,
                                         double *gbps, char *method, size_t method_len);
+/* Reads after a pause (cpu_bandwidth.c): measure_read_time of both tables. */
+sdpa_status sdpa__cpu_measure_read_time(sdpa_context *ctx, void *state, size_t bytes,
+                                        double pause_ms, int repeat, double *ms,
+                                        sdpa_read_time_info *info);
 
 #endif

@@ -98,4 +98,5 @@ const sdpa__backend sdpa__backend_reference = {
     .measure_peak = sdpa__cpu_measure_peak,
     .peak_kernels = sdpa__cpu_peak_widest,
     .measure_bandwidth = sdpa__cpu_measure_bandwidth,
+    .measure_read_time = sdpa__cpu_measure_read_time,
 };
