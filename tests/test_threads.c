@@ -638,9 +638,12 @@ static void stall_handler(int sig)
     nanosleep(&ts, NULL);
 }
 
-typedef struct stall_probe {
-    pthread_t caller;
-} stall_probe;
+/* Records the worker's thread, to stall it later. */
+static void worker_id_job(void *arg, int tid, int n)
+{
+    (void)n;
+    if (tid == 1) *(pthread_t *)arg = pthread_self();
+}
 
 static void busy_us(double us)
 {
@@ -649,30 +652,29 @@ static void busy_us(double us)
     }
 }
 
-/* The caller works 0.1 ms, by when the worker (spinning after the last run)
- * has started, and then spins for the worker; 0.5 ms after the start the
- * worker stalls the caller, then works 0.5 ms more. */
-static void stall_job(void *arg, int tid, int n)
+/* A run, then a stall of the worker 0.2 ms into the spin it starts after
+ * the run (1 ms long here: short, so that other load seldom strikes in it);
+ * its counters 1 ms later. */
+static sdpa__cpu_pool_counts stall_worker(sdpa__cpu_pool *pool)
 {
-    (void)n;
-    stall_probe *p = arg;
-    if (tid != 1) {
-        busy_us(100); /* the worker has claimed its seat when the caller waits */
-        return;
-    }
-    busy_us(500);
-    pthread_kill(p->caller, SIGUSR1);
-    busy_us(500);
+    pthread_t worker;
+    sdpa__cpu_pool_run(pool, worker_id_job, &worker);
+    busy_us(200);
+    pthread_kill(worker, SIGUSR1);
+    busy_us(1000);
+    sdpa__cpu_pool_counts c;
+    sdpa__cpu_pool_counts_get(pool, &c);
+    return c;
 }
 #endif
 
 /* One stall in a spin leaves spinning on (before, it turned spinning off for
  * 64 runs: every short call after it woke a sleeping worker, and a context's
  * first calls, where such stalls are likely, ran at one thread's speed); a
- * second within 32 runs turns it off. The stall is the caller's own (a
- * signal handler that sleeps); tried until both were seen cleanly (up to 20
- * times: other load may strike too, or a stall miss the spin). Cost: a few
- * ms a try. */
+ * second within 32 runs turns it off. The stall is the worker's, in the spin
+ * after a run (a signal handler that sleeps); tried until both were seen
+ * cleanly (up to 50 times: other load may strike too, or a stall miss the
+ * spin). Cost: about 3 ms a try. */
 START_TEST(threads_pool_one_stall_keeps_spinning)
 {
 #ifdef _WIN32
@@ -684,31 +686,24 @@ START_TEST(threads_pool_one_stall_keeps_spinning)
     sigemptyset(&sa.sa_mask);
     ck_assert_int_eq(sigaction(SIGUSR1, &sa, &old), 0);
     int once = 0, twice = 0, attempt = 0;
-    for (; attempt < 20 && (!once || !twice); attempt++) {
+    for (; attempt < 50 && (!once || !twice); attempt++) {
         sdpa_context *ctx;
-        /* a 5 ms spin outlasts the worker's 1 ms job */
-        sdpa__cpu_pool *pool = make_pool(&ctx, "5000", 2);
-        stall_probe p = {pthread_self()};
-        pool_probe warm;
-        memset(&warm, 0, sizeof warm);
-        sdpa__cpu_pool_run(pool, probe_job, &warm); /* the worker spins after it */
-        sdpa__cpu_pool_counts c1, c2;
-        sdpa__cpu_pool_run(pool, stall_job, &p);
-        sdpa__cpu_pool_counts_get(pool, &c1);
-        sdpa__cpu_pool_run(pool, stall_job, &p);
-        sdpa__cpu_pool_counts_get(pool, &c2);
+        sdpa__cpu_pool *pool = make_pool(&ctx, "1000", 2); /* 1 ms spins */
+        const sdpa__cpu_pool_counts c1 = stall_worker(pool);
+        sdpa__cpu_pool_counts c2 = c1;
+        for (int run = 0; run < 3 && c2.descheduled < 2; run++) c2 = stall_worker(pool);
         sdpa__cpu_pool_destroy(pool);
         sdpa_context_destroy(ctx);
-        /* counted from the pool's creation: other load may strike too, and
-         * a stall may miss the spin; only clean observations count */
+        /* counted from the pool's creation: exactly one strike, and then
+         * any second one (a few runs later) */
         if (c1.descheduled == 1) {
             ck_assert_msg(c1.nospin == 0, "one stall turned spinning off for %d runs",
                           c1.nospin);
             once++;
-        }
-        if (c1.descheduled >= 1 && c2.descheduled > c1.descheduled) {
-            ck_assert_msg(c2.nospin > 0, "a second stall within 32 runs left spinning on");
-            twice++;
+            if (c2.descheduled >= 2) {
+                ck_assert_msg(c2.nospin > 0, "a second stall a few runs later left spinning on");
+                twice++;
+            }
         }
     }
     sigaction(SIGUSR1, &old, NULL);
