@@ -42,6 +42,8 @@ typedef struct sdpa__cpu_pool_counts {
                               a predicted call (wake-ahead) */
     long long descheduled; /* spins that found their thread descheduled (the
                               second within 32 runs turns spinning off) */
+    long long stalls;      /* spins stalled without a switch to another thread
+                              (Linux: waited out, no strike) */
     int64_t late_ns;       /* the timer lateness the workers measured */
     int nospin;            /* runs left with spinning off */
 } sdpa__cpu_pool_counts;

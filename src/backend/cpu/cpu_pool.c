@@ -22,11 +22,15 @@
  * hand the core to any background process and the worker would start a time
  * slice late); a spinner that finds it was descheduled mid-spin twice within
  * 32 runs (fewer free cores than threads) turns spinning off for the next 64
- * runs instead. Once is not enough: a lone stall (a page fault, an interrupt,
- * the hypervisor taking the vCPU for a moment) is common in a VM, and turning
- * spinning off after it cost the 64 calls that followed every worker's
- * wake-up (short calls ran at one thread's speed: at a context's first calls,
- * where first-touch faults make such stalls likely, ViT-B took 2x).
+ * runs instead. A stall is a gap of over 50 us between two looks at the
+ * clock; where the system counts a thread's involuntary context switches
+ * (Linux), only a stall during which the scheduler switched the spinner out
+ * for another thread counts, and the others (the hypervisor taking the vCPU
+ * for a moment, an interrupt: common in a VM, and nothing to do with the
+ * threads) are waited out. Turning spinning off after one such stall cost the
+ * 64 calls that followed every worker's wake-up: short calls ran at one
+ * thread's speed (ViT-B at 2x a context's first calls), and calls after
+ * pauses lost wake-ahead, whose windows need spinning.
  *
  * sdpa__cpu_pool_run_any is the same for jobs that take their work from a
  * shared counter (the forward): a worker that has not picked up the run by
@@ -63,6 +67,7 @@
  * at least one of them sees the other; `pending` and `caller_waits` pair the
  * same way for the caller's sleep.
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include "cpu_internal.h"
 
 #include <errno.h>
@@ -72,6 +77,8 @@
 #include <time.h>
 #ifdef _WIN32
 #include <windows.h>
+#else
+#include <sys/resource.h>
 #endif
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
@@ -116,6 +123,8 @@ struct sdpa__cpu_pool {
     atomic_llong wakeups;     /* runs that found a worker asleep and woke it */
     atomic_llong timed_waits; /* pauses a worker slept through with a window */
     atomic_llong descheduled; /* spins that found their thread descheduled */
+    atomic_llong stalls;      /* stalls of a spin without a switch to another
+                                 thread (waited out) */
 };
 
 #define SEAT_CANCELLED (1ull << 63)
@@ -161,13 +170,27 @@ static bool workers_done(sdpa__cpu_pool *pool, unsigned long long old)
     return atomic_load_explicit(&pool->pending, memory_order_acquire) == 0;
 }
 
+/* The calling thread's involuntary context switches so far (the scheduler
+ * took its core for another thread), or -1 where the system does not count
+ * them per thread. */
+static long preemptions(void)
+{
+#if defined(__linux__) && defined(RUSAGE_THREAD)
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return ru.ru_nivcsw;
+#endif
+    return -1;
+}
+
 /* Spins until ready(pool, old) or the monotonic time `end`; returns whether
  * it came in time. A spinner that finds it was descheduled between two
  * looks at the clock (the machine has fewer free cores than threads:
  * spinning only takes the core from the thread it waits for, or, before a
  * call, from the caller waking up) stops; the second such spin within
  * STRIKE_RUNS runs turns spinning off for the next NOSPIN_RUNS runs, after
- * which the pool tries again (sdpa__cpu_pool_strike). */
+ * which the pool tries again (sdpa__cpu_pool_strike). Where preemptions()
+ * counts, a gap without a switch to another thread is a stall of the
+ * machine, not of the threads: counted, and the spin goes on. */
 enum { NOSPIN_RUNS = 64, STRIKE_RUNS = 32 };
 #define DESCHEDULED_NS 50000
 
@@ -196,14 +219,22 @@ static bool spin_until(sdpa__cpu_pool *pool,
                        unsigned long long old, int64_t end)
 {
     int64_t t = now_ns();
+    const long switched = preemptions();
     for (;;) {
         bool ok = false;
         for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
         const int64_t prev = t;
         t = now_ns();
-        if (t - prev > DESCHEDULED_NS) note_descheduled(pool);
+        bool descheduled = false;
+        if (t - prev > DESCHEDULED_NS) {
+            descheduled = switched < 0 || preemptions() != switched;
+            if (descheduled)
+                note_descheduled(pool);
+            else
+                atomic_fetch_add_explicit(&pool->stalls, 1, memory_order_relaxed);
+        }
         if (ok) return true;
-        if (t >= end || t - prev > DESCHEDULED_NS) return ready(pool, old);
+        if (t >= end || descheduled) return ready(pool, old);
     }
 }
 
@@ -467,6 +498,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
     atomic_init(&pool->wakeups, 0);
     atomic_init(&pool->timed_waits, 0);
     atomic_init(&pool->descheduled, 0);
+    atomic_init(&pool->stalls, 0);
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
@@ -529,11 +561,12 @@ long long sdpa__cpu_pool_sleeps(sdpa__cpu_pool *pool)
 
 void sdpa__cpu_pool_counts_get(sdpa__cpu_pool *pool, sdpa__cpu_pool_counts *out)
 {
-    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0, 0};
+    *out = (sdpa__cpu_pool_counts){0, 0, 0, 0, 0, 0};
     if (!pool) return;
     out->wakeups = atomic_load_explicit(&pool->wakeups, memory_order_relaxed);
     out->timed_waits = atomic_load_explicit(&pool->timed_waits, memory_order_relaxed);
     out->descheduled = atomic_load_explicit(&pool->descheduled, memory_order_relaxed);
+    out->stalls = atomic_load_explicit(&pool->stalls, memory_order_relaxed);
     out->late_ns = atomic_load_explicit(&pool->late_ns, memory_order_relaxed);
     out->nospin = atomic_load_explicit(&pool->nospin, memory_order_relaxed);
 }
