@@ -785,6 +785,33 @@ static void pin_worker_job(void *arg, int tid, int n)
     if (tid == 1) pin_self(*(int *)arg);
 }
 
+/* sdpa__cpu_leave (a worker leaves its creator's CPU at start): the calling
+ * thread is on another CPU when it returns true, with its affinity mask as
+ * before; for a CPU it does not run on it does nothing. Up to 5 tries (the
+ * thread may move between reading its CPU and the call). */
+START_TEST(threads_leave_cpu)
+{
+    cpu_set_t before, after;
+    ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+    if (CPU_COUNT(&before) < 2) {
+        ck_assert(!sdpa__cpu_leave(sched_getcpu()));
+        fprintf(stderr, "threads_leave_cpu: one CPU allowed here; leaving it not checked\n");
+        return;
+    }
+    int moved = 0, tries = 0;
+    for (; tries < 5 && moved < 3; tries++) {
+        const int cpu = sched_getcpu();
+        int other = 0;
+        while (other == cpu || !CPU_ISSET(other, &before)) other++;
+        ck_assert(!sdpa__cpu_leave(other) || sched_getcpu() != other);
+        if (sdpa__cpu_leave(cpu) && sched_getcpu() != cpu) moved++;
+        ck_assert_int_eq(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+        ck_assert_msg(CPU_EQUAL(&before, &after), "the affinity mask was not restored");
+    }
+    ck_assert_msg(moved >= 3, "moved off its CPU %d times in %d tries", moved, tries);
+}
+END_TEST
+
 /* A spinner that the scheduler switches out for another thread (fewer free
  * cores than threads: the worker pinned to one CPU beside a busy thread,
  * and 20 ms spins, longer than a time slice) strikes; the second strike
@@ -937,6 +964,7 @@ int main(void)
     tcase_add_test(t, threads_pool_one_stall_keeps_spinning);
 #ifdef __linux__
     tcase_add_test(t, threads_pool_preempted_spinner_strikes);
+    tcase_add_test(t, threads_leave_cpu);
 #endif
     tcase_add_test(t, threads_pool_wakes_ahead);
     suite_add_tcase(s, t);

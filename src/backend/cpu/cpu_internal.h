@@ -66,6 +66,11 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *en
  * becomes gen + 1; true (spinning goes off for 64 runs) when the previous
  * one was at most 32 runs before. */
 bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen);
+/* Moves the calling thread off `cpu` when it runs there and its affinity
+ * mask has another CPU: the mask without `cpu`, then the mask as it was
+ * (cpu_pool.c; a worker leaves its creator's CPU at start). Returns whether
+ * it moved; false where the system cannot say (not Linux). */
+bool sdpa__cpu_leave(int cpu);
 
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 /* The K or V rows of one decode kernel call: at[j] is the address of key

@@ -61,6 +61,15 @@
  * window; SDPA_CPU_SPIN_US=0 turns this off with the spin; Windows does
  * without (predict_allowed).
  *
+ * A new thread often starts on its creator's CPU, and while another CPU is
+ * busy (with work of lower priority, even) the scheduler may take 50 ms to
+ * move one of the two: the first calls then ran both on one core, at half
+ * speed (19 of a context's first 20 calls of B1 H12 S192 D64, in 2 of 5
+ * runs beside a background job). So a worker that starts there leaves it once: its
+ * affinity mask without that CPU, then the mask as it was
+ * (sdpa__cpu_leave; Linux; nothing where the mask has no other CPU). It is
+ * a placement at start, not a pinning: the scheduler moves it as it likes.
+ *
  * Lost wake-ups are ruled out by a Dekker pair: a worker registers in
  * `sleepers` then rereads `generation` (both under the mutex), the caller
  * stores `generation` then reads `sleepers` (all sequentially consistent), so
@@ -78,6 +87,7 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <sched.h>
 #include <sys/resource.h>
 #endif
 #if defined(__x86_64__) || defined(__i386__)
@@ -132,7 +142,39 @@ struct sdpa__cpu_pool {
 typedef struct worker_arg {
     sdpa__cpu_pool *pool;
     int tid;
+    int creator_cpu; /* the CPU the creating thread ran on (-1: unknown) */
 } worker_arg;
+
+/* The CPU the calling thread runs on, or -1 where the system does not say. */
+static int current_cpu(void)
+{
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+bool sdpa__cpu_leave(int cpu)
+{
+#if defined(__linux__)
+    cpu_set_t all, others;
+    /* pid 0: the calling thread (Linux keeps affinity per thread; these are
+     * in glibc, musl and bionic alike, unlike pthread_setaffinity_np) */
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu ||
+        sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(cpu, &all))
+        return false;
+    others = all;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof others, &others) != 0)
+        return false;
+    sched_setaffinity(0, sizeof all, &all); /* the mask as it was */
+    return true;
+#else
+    (void)cpu;
+    return false;
+#endif
+}
 
 /* Monotonic ns. On Windows from the performance counter itself: a program
  * may link its own clock_gettime (Check's MinGW build has a stub that
@@ -425,6 +467,7 @@ static void *worker_main(void *p)
 {
     worker_arg wa = *(worker_arg *)p;
     free(p);
+    sdpa__cpu_leave(wa.creator_cpu);
     sdpa__cpu_pool *pool = wa.pool;
     unsigned long long seen = 0;
     int64_t done = now_ns(); /* when this worker's part of run `seen` ended */
@@ -518,6 +561,7 @@ sdpa_status sdpa__cpu_pool_create(sdpa_context *ctx, int nthreads,
         }
         wa->pool = pool;
         wa->tid = t;
+        wa->creator_cpu = current_cpu();
         int rc = pthread_create(&pool->threads[t - 1], NULL, worker_main, wa);
         if (rc != 0) {
             free(wa);
