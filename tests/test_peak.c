@@ -70,6 +70,17 @@ static sdpa_context *ctx_on(sdpa_backend_kind kind, const char *dir, int threads
     return st == SDPA_OK ? ctx : NULL;
 }
 
+/* The end of a case that logged no warning and no error: the context
+ * destroyed, the captured log checked, the scratch folder removed. */
+static void end_quiet(sdpa_context *ctx, const tlogcap *cap, char *dir)
+{
+    sdpa_context_destroy(ctx);
+    ck_assert_int_eq(cap->warns, 0);
+    ck_assert_int_eq(cap->errors, 0);
+    remove_tree(dir);
+    free(dir);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -164,11 +175,7 @@ START_TEST(cpu_peak_measured_then_cached)
     sdpa_peak_info r = peak_ok(ctx, 0);
     ck_assert_int_eq(r.cached, 0);
     ck_assert_ptr_nonnull(strstr(r.method, "cpu "));
-    sdpa_context_destroy(ctx);
-    ck_assert_int_eq(cap.warns, 0);
-    ck_assert_int_eq(cap.errors, 0);
-    remove_tree(dir);
-    free(dir);
+    end_quiet(ctx, &cap, dir);
 }
 END_TEST
 
@@ -467,11 +474,7 @@ START_TEST(bandwidth_measured_then_cached)
     sdpa_bandwidth_info r = bandwidth_ok(ctx, 0);
     ck_assert_int_eq(r.cached, 0);
     ck_assert_ptr_nonnull(strstr(r.method, " 1 thread "));
-    sdpa_context_destroy(ctx);
-    ck_assert_int_eq(cap.warns, 0);
-    ck_assert_int_eq(cap.errors, 0);
-    remove_tree(dir);
-    free(dir);
+    end_quiet(ctx, &cap, dir);
 }
 END_TEST
 
@@ -574,11 +577,7 @@ START_TEST(read_time_reference)
     sdpa_read_time_info big = read_time_ok(ctx, (size_t)64 << 20, 0, 3, 1);
     ck_assert_msg(big.min_ms > 4 * small.min_ms, "64 MiB %g ms, 64 KiB %g ms", big.min_ms,
                   small.min_ms);
-    sdpa_context_destroy(ctx);
-    ck_assert_int_eq(cap.warns, 0);
-    ck_assert_int_eq(cap.errors, 0);
-    remove_tree(dir);
-    free(dir);
+    end_quiet(ctx, &cap, dir);
 }
 END_TEST
 
