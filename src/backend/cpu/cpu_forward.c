@@ -163,7 +163,9 @@ static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
  * paged, read in place by the kernels' dots_kv/pv_kv, which convert or
  * dequantize in registers, the whole tile in one call through its table of
  * row addresses (pages crossed inside the kernels), which goes on past the
- * tile for their prefetch. */
+ * tile for their prefetch (the next tile's table starts with those rows:
+ * only the new ones are looked up; V shares K's table, shifted, when the
+ * two have one layout). */
 typedef struct kv_tile {
     const float *k, *v;
     ptrdiff_t kld, vld;
@@ -499,6 +501,11 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             memset(w->o + (size_t)si->r0 * Dv, 0, (size_t)si->nq * Dv * sizeof(float));
         }
 
+        /* decode: the row tables, kept from tile to tile; V read through
+         * K's table where the two share a layout */
+        sdpa__cpu_rowtab ktab = {w->krow, 0, 0}, vtab = {w->vrow, 0, 0};
+        ptrdiff_t vshift = 0;
+        const bool vshared = stream_kv && sdpa__cpu_kv_shift(&ks, &vs, &vshift);
         for (int64_t kt = K0; kt < K1; kt += bk) {
             const int n = (int)(K1 - kt < bk ? K1 - kt : bk);
             bool any = false;
@@ -512,11 +519,12 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                  * row tables go on past the tile up to the task's end, for
                  * the kernels' prefetch. */
                 const int64_t past = K1 - kt - n;
-                kr.n = vr.n = n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
-                sdpa__cpu_kv_rows(&ks, b, hkv, kt, kr.n, w->krow);
-                sdpa__cpu_kv_rows(&vs, b, hkv, kt, vr.n, w->vrow);
-                kr.at = w->krow;
-                vr.at = w->vrow;
+                const int nr =
+                    n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
+                sdpa__cpu_kv_rows(&ks, b, hkv, kt, nr, &ktab);
+                if (!vshared) sdpa__cpu_kv_rows(&vs, b, hkv, kt, nr, &vtab);
+                kr = (sdpa__cpu_rows){w->krow, nr, 0};
+                vr = (sdpa__cpu_rows){vshared ? w->krow : w->vrow, nr, vshared ? vshift : 0};
                 kv.kr = &kr;
                 kv.vr = &vr;
             } else {

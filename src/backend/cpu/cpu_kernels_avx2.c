@@ -477,9 +477,11 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
         for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+            for (size_t o = 0; o < rowb; o += 64)
+                _mm_prefetch(sdpa__cpu_rows_at(A, t) + o, _MM_HINT_T0);
         /* a row past M repeats row j (its sums are not stored) */
-        const unsigned char *row[2] = {A->at[j], A->at[j + 1 < M ? j + 1 : j]};
+        const unsigned char *row[2] = {sdpa__cpu_rows_at(A, j),
+                                       sdpa__cpu_rows_at(A, j + 1 < M ? j + 1 : j)};
         __m256 s[8];
 #pragma GCC unroll 8
         for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
@@ -550,9 +552,9 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int Dv, int K, const float
                            : _mm256_setzero_ps();
     }
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V->at[k] + coff;
+        const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
         if (k + ahead < V->n) /* the line at this chunk's columns */
-            _mm_prefetch((const char *)V->at[k + ahead] + coff, _MM_HINT_T0);
+            _mm_prefetch((const char *)sdpa__cpu_rows_at(V, k + ahead) + coff, _MM_HINT_T0);
         __m256 v[2];
         if (blocks) {
             load_block16(vr, dt, half, block_scale(vr), v);

@@ -438,10 +438,11 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
         for (int t = j + ahead; t < j + ahead + 4 && t < A->n; t++)
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+            for (size_t o = 0; o < rowb; o += 64)
+                _mm_prefetch(sdpa__cpu_rows_at(A, t) + o, _MM_HINT_T0);
         /* rows past M repeat row j (their sums are not stored) */
         const unsigned char *row[4];
-        for (int k = 0; k < 4; k++) row[k] = A->at[j + k < M ? j + k : j];
+        for (int k = 0; k < 4; k++) row[k] = sdpa__cpu_rows_at(A, j + k < M ? j + k : j);
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
@@ -506,10 +507,10 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V->at[k] + coff;
+        const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
         if (k + ahead < V->n) /* the lines of this chunk of the row */
             for (size_t o = 0; o < chunkb; o += 64)
-                _mm_prefetch(V->at[k + ahead] + coff + o, _MM_HINT_T0);
+                _mm_prefetch(sdpa__cpu_rows_at(V, k + ahead) + coff + o, _MM_HINT_T0);
         __m512 v[4];
         if (blocks) { /* N is a multiple of 32 */
             load_block(vr, dt, &v[0], &v[1]);
