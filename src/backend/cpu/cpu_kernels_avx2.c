@@ -551,10 +551,14 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int Dv, int K, const float
         acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
                            : _mm256_setzero_ps();
     }
+    /* the first chunk's pass prefetches whole rows (decode_pv_kv's later
+     * chunks find them in L1) */
+    const size_t rowb = c0 ? 0 : (size_t)Dv / sdpa__cpu_unit_elems(dt) * usz;
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
-        if (k + ahead < V->n) /* the line at this chunk's columns */
-            _mm_prefetch((const char *)sdpa__cpu_rows_at(V, k + ahead) + coff, _MM_HINT_T0);
+        if (k + ahead < V->n)
+            for (size_t o = 0; o < rowb; o += 64)
+                _mm_prefetch((const char *)sdpa__cpu_rows_at(V, k + ahead) + o, _MM_HINT_T0);
         __m256 v[2];
         if (blocks) {
             load_block16(vr, dt, half, block_scale(vr), v);
