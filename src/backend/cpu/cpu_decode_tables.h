@@ -79,17 +79,26 @@ static void decode_dots_kv(int M, int N, int K, const sdpa__cpu_rows *A, sdpa_dt
     }
 }
 
+/* Keys per pass of decode_pv_kv over V's column chunks: the rows the first
+ * chunk brought into L1 are still there when the next chunks read them. */
+enum { PV_KV_KEYS = 64 };
+
 static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp,
                          const sdpa__cpu_rows *V, sdpa_dtype dtype, float *C, ptrdiff_t ldc,
                          const float *c_scale)
 {
-    for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
-        const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;
-        for (int r0 = 0; r0 < M; r0 += 4) {
-            const int nr = M - r0 < 4 ? M - r0 : 4;
-            pv_kv_table[dt_index(dtype)][nr - 1](
-                nn, n0, N, K, P + r0, ldp, V, C + r0 * ldc + n0, ldc,
-                c_scale ? c_scale + r0 : NULL);
+    for (int k0 = 0; k0 < K || k0 == 0; k0 += PV_KV_KEYS) {
+        const int kn = K - k0 < PV_KV_KEYS ? K - k0 : PV_KV_KEYS;
+        const sdpa__cpu_rows vk = {V->at + k0, V->n - k0, V->shift};
+        const float *cs = k0 == 0 ? c_scale : NULL; /* the rescale once */
+        for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
+            const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;
+            for (int r0 = 0; r0 < M; r0 += 4) {
+                const int nr = M - r0 < 4 ? M - r0 : 4;
+                pv_kv_table[dt_index(dtype)][nr - 1](nn, n0, N, kn, P + r0 + k0 * ldp, ldp, &vk,
+                                                     C + r0 * ldc + n0, ldc,
+                                                     cs ? cs + r0 : NULL);
+            }
         }
     }
 }

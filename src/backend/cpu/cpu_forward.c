@@ -52,6 +52,17 @@ typedef struct fwd_ws {
  * the score of key 0. */
 enum { RS_A, RS_L1, RS_L2, RS_L3, RS_CNT, RS_SUM, RS_SUMSQ, RS_MIN, RS_MAX, RS_S0, RS_N };
 
+/* Keys per tile of a decode task (K/V streamed, fewer than 16 rows): up to
+ * 4 key tiles at once, as many as the score tile holds at the decode
+ * layout's leading dimension of at most 16 (decode_ld), so the per-tile
+ * work (softmax bookkeeping, kernel calls, row table) is spread over more
+ * keys. */
+static int decode_tile_keys(const sdpa__cpu_plan *pl)
+{
+    const int m = pl->bq / 16;
+    return pl->bk * (m < 1 ? 1 : m > 4 ? 4 : m);
+}
+
 static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
 {
     sdpa__cpu_carve c = {base, 0};
@@ -74,7 +85,8 @@ static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
     w->row = sdpa__cpu_take(&c, (D > Dv ? D : Dv) * f);
     w->lo = sdpa__cpu_take(&c, sb * sizeof(int64_t));
     w->hi = sdpa__cpu_take(&c, sb * sizeof(int64_t));
-    const size_t nrow = pl->k->dots_kv ? bk + SDPA__CPU_KV_AHEAD_MAX : 0;
+    const size_t nrow =
+        pl->k->dots_kv ? (size_t)decode_tile_keys(pl) + SDPA__CPU_KV_AHEAD_MAX : 0;
     w->krow = sdpa__cpu_take(&c, nrow * sizeof(*w->krow));
     w->vrow = sdpa__cpu_take(&c, nrow * sizeof(*w->vrow));
     return c.used;
@@ -163,7 +175,9 @@ static void fwd_stats_tile(const sdpa__cpu_kernels *k, const fwd_ws *w,
  * paged, read in place by the kernels' dots_kv/pv_kv, which convert or
  * dequantize in registers, the whole tile in one call through its table of
  * row addresses (pages crossed inside the kernels), which goes on past the
- * tile for their prefetch. */
+ * tile for their prefetch (the next tile's table starts with those rows:
+ * only the new ones are looked up; V shares K's table, shifted, when the
+ * two have one layout). */
 typedef struct kv_tile {
     const float *k, *v;
     ptrdiff_t kld, vld;
@@ -499,8 +513,14 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             memset(w->o + (size_t)si->r0 * Dv, 0, (size_t)si->nq * Dv * sizeof(float));
         }
 
-        for (int64_t kt = K0; kt < K1; kt += bk) {
-            const int n = (int)(K1 - kt < bk ? K1 - kt : bk);
+        /* decode: the row tables, kept from tile to tile; V read through
+         * K's table where the two share a layout */
+        sdpa__cpu_rowtab ktab = {w->krow, 0, 0}, vtab = {w->vrow, 0, 0};
+        ptrdiff_t vshift = 0;
+        const bool vshared = stream_kv && sdpa__cpu_kv_shift(&ks, &vs, &vshift);
+        const int tk = stream_kv && !safe ? decode_tile_keys(pl) : bk;
+        for (int64_t kt = K0; kt < K1; kt += tk) {
+            const int n = (int)(K1 - kt < tk ? K1 - kt : tk);
             bool any = false;
             for (int s = 0; s < nsub && !any; s++)
                 any = kt < subs[s].hi_max && kt + n > subs[s].lo_min;
@@ -512,11 +532,12 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                  * row tables go on past the tile up to the task's end, for
                  * the kernels' prefetch. */
                 const int64_t past = K1 - kt - n;
-                kr.n = vr.n = n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
-                sdpa__cpu_kv_rows(&ks, b, hkv, kt, kr.n, w->krow);
-                sdpa__cpu_kv_rows(&vs, b, hkv, kt, vr.n, w->vrow);
-                kr.at = w->krow;
-                vr.at = w->vrow;
+                const int nr =
+                    n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
+                sdpa__cpu_kv_rows(&ks, b, hkv, kt, nr, &ktab);
+                if (!vshared) sdpa__cpu_kv_rows(&vs, b, hkv, kt, nr, &vtab);
+                kr = (sdpa__cpu_rows){w->krow, nr, 0};
+                vr = (sdpa__cpu_rows){vshared ? w->krow : w->vrow, nr, vshared ? vshift : 0};
                 kv.kr = &kr;
                 kv.vr = &vr;
             } else {

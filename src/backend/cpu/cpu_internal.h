@@ -83,7 +83,15 @@ bool sdpa__cpu_leave(int cpu);
 typedef struct sdpa__cpu_rows {
     const unsigned char *const *at;
     int n;
+    /* bytes added to every address of at: V read through K's table where
+     * the two share a layout (sdpa__cpu_kv_same_layout), else 0 */
+    ptrdiff_t shift;
 } sdpa__cpu_rows;
+/* Key j's row of a decode kernel call (at[j] + shift). */
+static inline const unsigned char *sdpa__cpu_rows_at(const sdpa__cpu_rows *r, int j)
+{
+    return (const unsigned char *)((uintptr_t)r->at[j] + (uintptr_t)r->shift);
+}
 typedef struct sdpa__cpu_kernels {
     const char *name;
     /* C[r][n] = c0 + sum_k A(r,k) B[k][n] for r < M, n < N, k < K, where
@@ -244,10 +252,23 @@ static inline int sdpa__cpu_kv_run(const sdpa__cpu_kv *s, int64_t j, int n)
     const int64_t left = s->page - j % s->page;
     return left < n ? (int)left : n;
 }
-/* The rows of keys j .. j + n - 1 of (b, hkv) into at[0 .. n - 1], in key
- * order: one block-table look-up per page (sdpa__cpu_rows). */
+/* A decode task's table of row addresses, kept from one key tile to the
+ * next: at[i] is key j0 + i's row for i < n. */
+typedef struct sdpa__cpu_rowtab {
+    const unsigned char **at;
+    int64_t j0;
+    int n; /* 0: holds nothing */
+} sdpa__cpu_rowtab;
+/* Makes t hold the rows of keys j .. j + n - 1 of (b, hkv), in key order:
+ * the rows it already holds (the previous tile's look-ahead) are moved to
+ * the front, only the others are looked up, one block-table look-up per
+ * page (sdpa__cpu_rows). */
 void sdpa__cpu_kv_rows(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j, int n,
-                       const unsigned char **at);
+                       sdpa__cpu_rowtab *t);
+/* Whether v's rows lie at one fixed distance from k's for every (b, hkv,
+ * key) (same strides, same pages), and then that distance in bytes in
+ * *shift: V is then read through K's row table (sdpa__cpu_rows.shift). */
+bool sdpa__cpu_kv_shift(const sdpa__cpu_kv *k, const sdpa__cpu_kv *v, ptrdiff_t *shift);
 /* Key j's row of (b, hkv) as n f32 values in dst (block types dequantized). */
 void sdpa__cpu_kv_load(const sdpa__cpu_kernels *k, const sdpa__cpu_kv *s, int64_t b,
                        int64_t hkv, int64_t j, int n, float *dst);

@@ -462,6 +462,25 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
+/* Elements 8c .. 8c + n - 1 (n <= 8) of 2 K rows times NI query rows of B
+ * into the accumulators s[4k + i] (key k, row i). */
+SDPA_AI void dots_kv8(const int NI, const unsigned char *const row[2], sdpa_dtype dt,
+                      const float *B, ptrdiff_t ldb, int c, int n, __m256 s[8])
+{
+    __m256 q[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < NI; i++) {
+        const float *b = B + i * ldb + 8 * c;
+        q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
+    }
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        const __m256 kv = load_kv8(row[k], dt, 8 * c, n);
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
+    }
+}
+
 /* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (8
  * independent FMA chains), the 8 sums reduced together by hsum8. Rows come
@@ -477,9 +496,11 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const __m128i out_mask = _mm_cmpgt_epi32(_mm_set1_epi32(NI), _mm_setr_epi32(0, 1, 2, 3));
     for (int j = 0; j < M; j += 2) {
         for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+            for (size_t o = 0; o < rowb; o += 64)
+                _mm_prefetch(sdpa__cpu_rows_at(A, t) + o, _MM_HINT_T0);
         /* a row past M repeats row j (its sums are not stored) */
-        const unsigned char *row[2] = {A->at[j], A->at[j + 1 < M ? j + 1 : j]};
+        const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j),
+                                             sdpa__cpu_rows_at(A, j + 1 < M ? j + 1 : j)};
         __m256 s[8];
 #pragma GCC unroll 8
         for (int n = 0; n < 8; n++) s[n] = _mm256_setzero_ps();
@@ -503,25 +524,42 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                 }
             }
         } else {
-            for (int c = 0; c < nv; c++) {
-                const int n = K - 8 * c;
-                __m256 q[4];
-#pragma GCC unroll 4
-                for (int i = 0; i < NI; i++) {
-                    const float *b = B + i * ldb + 8 * c;
-                    q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
-                }
-#pragma GCC unroll 2
-                for (int k = 0; k < 2; k++) {
-                    const __m256 kv = load_kv8(row[k], dt, 8 * c, n);
-#pragma GCC unroll 4
-                    for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
-                }
-            }
+            /* whole vectors, then the tail (K % 8) */
+            int c = 0;
+            for (; c < K / 8; c++) dots_kv8(NI, row, dt, B, ldb, c, 8, s);
+            if (c < nv) dots_kv8(NI, row, dt, B, ldb, c, K - 8 * c, s);
         }
         const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */
         _mm_maskstore_ps(C + j * ldc, out_mask, _mm256_castps256_ps128(w));
         if (j + 1 < M) _mm_maskstore_ps(C + (j + 1) * ldc, out_mask, _mm256_extractf128_ps(w, 1));
+    }
+}
+
+/* acc[r] += sum_k P[r + k*ldp] V(k, n columns from byte coff) over keys
+ * k0 .. k1 - 1 (FULL: n = 16), prefetching pfb bytes of the row ahead keys
+ * on (pfb 0: none). */
+SDPA_AI void pv_kv_keys(const int NR, const int FULL, int k0, int k1, int n, size_t coff,
+                        int half, const float *P, ptrdiff_t ldp, const sdpa__cpu_rows *V,
+                        sdpa_dtype dt, size_t pfb, int ahead, __m256 acc[4][2])
+{
+    const int n0 = FULL ? 8 : n, n1 = FULL ? 8 : n - 8; /* n1 <= 0: no second vector */
+    for (int k = k0; k < k1; k++) {
+        const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
+        for (size_t o = 0; o < pfb; o += 64)
+            _mm_prefetch((const char *)sdpa__cpu_rows_at(V, k + ahead) + o, _MM_HINT_T0);
+        __m256 v[2];
+        if (sdpa__cpu_unit_elems(dt) > 1) {
+            load_block16(vr, dt, half, block_scale(vr), v);
+        } else {
+            v[0] = load_kv8(vr, dt, 0, n0);
+            v[1] = n1 > 0 ? load_kv8(vr, dt, 8, n1) : _mm256_setzero_ps();
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);
+            acc[r][0] = _mm256_fmadd_ps(p, v[0], acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(p, v[1], acc[r][1]);
+        }
     }
 }
 
@@ -549,23 +587,17 @@ SDPA_AI void pv_kv_block(const int NR, int n, int c0, int Dv, int K, const float
         acc[r][1] = n1 > 0 ? _mm256_mul_ps(ldm(n1 >= 8, m1, C + r * ldc + 8), sc)
                            : _mm256_setzero_ps();
     }
-    for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V->at[k] + coff;
-        if (k + ahead < V->n) /* the line at this chunk's columns */
-            _mm_prefetch((const char *)V->at[k + ahead] + coff, _MM_HINT_T0);
-        __m256 v[2];
-        if (blocks) {
-            load_block16(vr, dt, half, block_scale(vr), v);
-        } else {
-            v[0] = load_kv8(vr, dt, 0, n);
-            v[1] = n1 > 0 ? load_kv8(vr, dt, 8, n1) : _mm256_setzero_ps();
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            const __m256 p = _mm256_broadcast_ss(P + r + k * ldp);
-            acc[r][0] = _mm256_fmadd_ps(p, v[0], acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(p, v[1], acc[r][1]);
-        }
+    /* the first chunk's pass prefetches whole rows (decode_pv_kv's later
+     * chunks find them in L1): keys below kpf, whose row ahead exists */
+    const size_t rowb = (size_t)Dv / sdpa__cpu_unit_elems(dt) * usz;
+    int kpf = c0 ? 0 : V->n - ahead;
+    kpf = kpf < 0 ? 0 : kpf > K ? K : kpf;
+    if (n == 16 && !blocks) { /* whole vectors */
+        pv_kv_keys(NR, 1, 0, kpf, 16, coff, half, P, ldp, V, dt, rowb, ahead, acc);
+        pv_kv_keys(NR, 1, kpf, K, 16, coff, half, P, ldp, V, dt, 0, ahead, acc);
+    } else {
+        pv_kv_keys(NR, 0, 0, kpf, n, coff, half, P, ldp, V, dt, rowb, ahead, acc);
+        pv_kv_keys(NR, 0, kpf, K, n, coff, half, P, ldp, V, dt, 0, ahead, acc);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++) {

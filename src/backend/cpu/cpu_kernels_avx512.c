@@ -422,6 +422,22 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
                          _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
+/* Elements 16c .. 16c + 15 (masked: m) of 4 K rows times NI query rows of
+ * B into the accumulators s[4k + i] (key k, row i). */
+SDPA_AI void dots_kv16(const int NI, const unsigned char *const row[4], sdpa_dtype dt,
+                       const float *B, ptrdiff_t ldb, int c, __mmask16 m, __m512 s[16])
+{
+    __m512 q[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m512 kv = load_kv16(row[k], dt, 16 * c, m);
+#pragma GCC unroll 4
+        for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
+    }
+}
+
 /* NI (<= 4) query rows against M key rows, 4 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators (16
  * independent FMA chains), the 16 sums reduced together by hsum16. Rows
@@ -438,10 +454,11 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     for (int j = 0; j < M; j += 4) {
         for (int t = j + ahead; t < j + ahead + 4 && t < A->n; t++)
-            for (size_t o = 0; o < rowb; o += 64) _mm_prefetch(A->at[t] + o, _MM_HINT_T0);
+            for (size_t o = 0; o < rowb; o += 64)
+                _mm_prefetch(sdpa__cpu_rows_at(A, t) + o, _MM_HINT_T0);
         /* rows past M repeat row j (their sums are not stored) */
         const unsigned char *row[4];
-        for (int k = 0; k < 4; k++) row[k] = A->at[j + k < M ? j + k : j];
+        for (int k = 0; k < 4; k++) row[k] = sdpa__cpu_rows_at(A, j + k < M ? j + k : j);
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
@@ -460,24 +477,49 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                 }
             }
         } else {
-            for (int c = 0; c < nv; c++) {
-                const __mmask16 m = tail_mask(K - 16 * c);
-                __m512 q[4];
-#pragma GCC unroll 4
-                for (int i = 0; i < NI; i++) q[i] = _mm512_maskz_loadu_ps(m, B + i * ldb + 16 * c);
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++) {
-                    const __m512 kv = load_kv16(row[k], dt, 16 * c, m);
-#pragma GCC unroll 4
-                    for (int i = 0; i < NI; i++) s[4 * k + i] = _mm512_fmadd_ps(kv, q[i], s[4 * k + i]);
-                }
-            }
+            /* whole vectors unmasked, then the tail (K % 16) masked */
+            int c = 0;
+            for (; c < K / 16; c++) dots_kv16(NI, row, dt, B, ldb, c, (__mmask16)0xFFFF, s);
+            if (c < nv) dots_kv16(NI, row, dt, B, ldb, c, tail_mask(K - 16 * c), s);
         }
         const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
         _mm_mask_storeu_ps(C + j * ldc, out_mask, _mm512_castps512_ps128(w));
         if (j + 1 < M) _mm_mask_storeu_ps(C + (j + 1) * ldc, out_mask, _mm512_extractf32x4_ps(w, 1));
         if (j + 2 < M) _mm_mask_storeu_ps(C + (j + 2) * ldc, out_mask, _mm512_extractf32x4_ps(w, 2));
         if (j + 3 < M) _mm_mask_storeu_ps(C + (j + 3) * ldc, out_mask, _mm512_extractf32x4_ps(w, 3));
+    }
+}
+
+/* acc[r] += sum_k P[r + k*ldp] V(k, the N columns from byte coff) over K
+ * keys (FULL: N = 64, no masks; else the lanes of m). */
+SDPA_AI void pv_kv_keys(const int NR, const int FULL, int N, size_t coff, int K, const float *P,
+                        ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, int ahead,
+                        const __mmask16 m[4], __m512 acc[4][4])
+{
+    const size_t usz = sdpa__cpu_unit_bytes(dt);
+    const size_t chunkb =
+        (size_t)(N + sdpa__cpu_unit_elems(dt) - 1) / sdpa__cpu_unit_elems(dt) * usz;
+    for (int k = 0; k < K; k++) {
+        const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
+        if (k + ahead < V->n) /* the lines of this chunk of the row */
+            for (size_t o = 0; o < chunkb; o += 64)
+                _mm_prefetch(sdpa__cpu_rows_at(V, k + ahead) + coff + o, _MM_HINT_T0);
+        __m512 v[4];
+        if (sdpa__cpu_unit_elems(dt) > 1) { /* N is a multiple of 32 */
+            load_block(vr, dt, &v[0], &v[1]);
+            if (N > 32) load_block(vr + usz, dt, &v[2], &v[3]);
+            else v[2] = v[3] = _mm512_setzero_ps();
+        } else {
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++)
+                v[q] = load_kv16(vr, dt, 16 * q, FULL ? (__mmask16)0xFFFF : m[q]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            const __m512 p = _mm512_set1_ps(P[r + k * ldp]);
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm512_fmadd_ps(p, v[q], acc[r][q]);
+        }
     }
 }
 
@@ -492,9 +534,8 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t usz = sdpa__cpu_unit_bytes(dt);
     const int ahead = sdpa__cpu_kv_ahead((size_t)Dv / sdpa__cpu_unit_elems(dt) * usz);
-    /* the byte offset of column c0 in a row, and the chunk's bytes */
+    /* the byte offset of column c0 in a row */
     const size_t coff = (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
-    const size_t chunkb = (size_t)(N + sdpa__cpu_unit_elems(dt) - 1) / sdpa__cpu_unit_elems(dt) * usz;
     __mmask16 m[4];
     for (int q = 0; q < 4; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][4];
@@ -505,27 +546,10 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float
         for (int q = 0; q < 4; q++)
             acc[r][q] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[q], C + r * ldc + 16 * q), sc);
     }
-    for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V->at[k] + coff;
-        if (k + ahead < V->n) /* the lines of this chunk of the row */
-            for (size_t o = 0; o < chunkb; o += 64)
-                _mm_prefetch(V->at[k + ahead] + coff + o, _MM_HINT_T0);
-        __m512 v[4];
-        if (blocks) { /* N is a multiple of 32 */
-            load_block(vr, dt, &v[0], &v[1]);
-            if (N > 32) load_block(vr + usz, dt, &v[2], &v[3]);
-            else v[2] = v[3] = _mm512_setzero_ps();
-        } else {
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) v[q] = load_kv16(vr, dt, 16 * q, m[q]);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            const __m512 p = _mm512_set1_ps(P[r + k * ldp]);
-#pragma GCC unroll 4
-            for (int q = 0; q < 4; q++) acc[r][q] = _mm512_fmadd_ps(p, v[q], acc[r][q]);
-        }
-    }
+    if (N == 64 && !blocks) /* whole vectors: unmasked loads */
+        pv_kv_keys(NR, 1, N, coff, K, P, ldp, V, dt, ahead, m, acc);
+    else
+        pv_kv_keys(NR, 0, N, coff, K, P, ldp, V, dt, ahead, m, acc);
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++)
 #pragma GCC unroll 4

@@ -156,7 +156,8 @@ dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt
     for (int j = 0; j < M; j++)
         for (int i = 0; i < NI; i++) {
             float acc = 0.0f;
-            for (int k = 0; k < K; k++) acc += kv_elem(A->at[j], dt, k) * B[i * ldb + k];
+            for (int k = 0; k < K; k++)
+                acc += kv_elem(sdpa__cpu_rows_at(A, j), dt, k) * B[i * ldb + k];
             C[j * ldc + i] = acc;
         }
 }
@@ -173,7 +174,7 @@ pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float *P, ptrdiff_
         for (int n = 0; n < N; n++) c[n] *= sc;
         for (int k = 0; k < K; k++) {
             const float pk = P[r + k * ldp];
-            for (int n = 0; n < N; n++) c[n] += pk * kv_elem(V->at[k], dt, c0 + n);
+            for (int n = 0; n < N; n++) c[n] += pk * kv_elem(sdpa__cpu_rows_at(V, k), dt, c0 + n);
         }
     }
 }

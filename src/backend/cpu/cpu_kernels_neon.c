@@ -589,9 +589,10 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const int kfull = K / 16 * 16;
     for (int j = 0; j < M; j += 2) {
         for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
-            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(A->at[t] + o);
+            for (size_t o = 0; o < rowb; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(A, t) + o);
         /* a row past M repeats row j (its sums are not stored) */
-        const unsigned char *const row[2] = {A->at[j], A->at[j + 1 < M ? j + 1 : j]};
+        const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j),
+                                             sdpa__cpu_rows_at(A, j + 1 < M ? j + 1 : j)};
         float32x4_t s[2][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) s[0][i] = s[1][i] = vdupq_n_f32(0.0f);
@@ -626,8 +627,8 @@ SDPA_AI void pv_kv_loop(const int NR, const int FULL, int n, int c0, int K, cons
     const bool blocks = sdpa__cpu_unit_elems(dt) > 1;
     const size_t cb = (size_t)c0 / sdpa__cpu_unit_elems(dt) * sdpa__cpu_unit_bytes(dt);
     for (int k = 0; k < K; k++) {
-        const unsigned char *vr = V->at[k];
-        if (k + ahead < V->n) __builtin_prefetch(V->at[k + ahead] + cb);
+        const unsigned char *vr = sdpa__cpu_rows_at(V, k);
+        if (k + ahead < V->n) __builtin_prefetch(sdpa__cpu_rows_at(V, k + ahead) + cb);
         float32x4_t v[4];
         if (blocks)
             load_q16(vr + cb, dt, (c0 >> 4) & 1, v);

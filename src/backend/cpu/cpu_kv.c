@@ -3,7 +3,9 @@
  * place in the caller's memory, contiguous or paged (a pool of pages and a
  * block table), in their storage dtype (f32, f16, bf16, q8_0, q4_0). The
  * decode kernels (dots_kv / pv_kv of the ISA tables) take a table of these
- * row addresses per tile (sdpa__cpu_kv_rows) and convert or dequantize in
+ * row addresses per tile (sdpa__cpu_kv_rows: a task's table slides from
+ * tile to tile, and V is read through K's table at a fixed distance when
+ * the two share a layout, sdpa__cpu_kv_shift) and convert or dequantize in
  * registers; the tiled prefill path loads one row at a time into its
  * per-thread tile (sdpa__cpu_kv_load).
  * Nothing here copies or dequantizes the cache as a whole. Declarations in
@@ -35,14 +37,33 @@ sdpa__cpu_kv sdpa__cpu_kv_plain(const sdpa__ref *r, sdpa_dtype dt)
 }
 
 void sdpa__cpu_kv_rows(const sdpa__cpu_kv *s, int64_t b, int64_t hkv, int64_t j, int n,
-                       const unsigned char **at)
+                       sdpa__cpu_rowtab *t)
 {
+    int have = 0;
+    if (t->n > 0 && j >= t->j0 && j < t->j0 + t->n) {
+        const int skip = (int)(j - t->j0);
+        have = t->n - skip < n ? t->n - skip : n;
+        memmove(t->at, t->at + skip, (size_t)have * sizeof *t->at);
+    }
     const size_t ldb = (size_t)s->ref->stride[2] * s->ubytes;
-    for (int i = 0, len; i < n; i += len) {
+    for (int i = have, len; i < n; i += len) {
         const unsigned char *row = sdpa__cpu_kv_row(s, b, hkv, j + i);
         len = sdpa__cpu_kv_run(s, j + i, n - i);
-        for (int t = 0; t < len; t++) at[i + t] = row + (size_t)t * ldb;
+        for (int e = 0; e < len; e++) t->at[i + e] = row + (size_t)e * ldb;
     }
+    t->j0 = j;
+    t->n = n;
+}
+
+bool sdpa__cpu_kv_shift(const sdpa__cpu_kv *k, const sdpa__cpu_kv *v, ptrdiff_t *shift)
+{
+    for (int d = 0; d < 4; d++)
+        if (k->ref->stride[d] != v->ref->stride[d]) return false;
+    if (k->page != v->page || k->table != v->table || k->ubytes != v->ubytes) return false;
+    /* the rows' addresses differ by the bases' (offsets included) */
+    *shift = (ptrdiff_t)(((uintptr_t)v->mem + v->ref->offset * v->ubytes) -
+                         ((uintptr_t)k->mem + k->ref->offset * k->ubytes));
+    return true;
 }
 
 float sdpa__cpu_block_elem(const void *row, sdpa_dtype dt, int64_t e)
