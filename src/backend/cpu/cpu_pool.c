@@ -24,10 +24,11 @@
  * 32 runs (fewer free cores than threads) turns spinning off for the next 64
  * runs instead. A stall is a gap of over 50 us between two looks at the
  * clock; where the system counts a thread's involuntary context switches
- * (Linux), only a stall during which the scheduler switched the spinner out
- * for another thread counts, and the others (the hypervisor taking the vCPU
- * for a moment, an interrupt: common in a VM, and nothing to do with the
- * threads) are waited out. Turning spinning off after one such stall cost the
+ * (Linux), only a stall of at least 0.5 ms during which the scheduler
+ * switched the spinner out for another thread counts, and the others (the
+ * hypervisor taking the vCPU for a moment, an interrupt, a kernel thread's
+ * moment: common in a VM, and nothing to do with the threads) are waited
+ * out. Turning spinning off after one such stall cost the
  * 64 calls that followed every worker's wake-up: short calls ran at one
  * thread's speed (ViT-B at 2x a context's first calls), and calls after
  * pauses lost wake-ahead, whose windows need spinning.
@@ -231,10 +232,17 @@ static long preemptions(void)
  * call, from the caller waking up) stops; the second such spin within
  * STRIKE_RUNS runs turns spinning off for the next NOSPIN_RUNS runs, after
  * which the pool tries again (sdpa__cpu_pool_strike). Where preemptions()
- * counts, a gap without a switch to another thread is a stall of the
- * machine, not of the threads: counted, and the spin goes on. */
+ * counts, a gap without a switch to another thread, or one shorter than
+ * PREEMPTED_NS, is a stall of the machine, not of the threads: counted, and
+ * the spin goes on. */
 enum { NOSPIN_RUNS = 64, STRIKE_RUNS = 32 };
 #define DESCHEDULED_NS 50000
+/* Where switches are counted, a strike is a switch to another thread that
+ * took at least this long: a share of the core for another runnable thread
+ * (a time slice, 0.75-3 ms), not a kernel thread's moment (100-250 us gaps
+ * with a switch came a few times in most runs on an idle VM, and as strikes
+ * they turned spinning off) */
+#define PREEMPTED_NS 500000
 
 bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen)
 {
@@ -269,7 +277,8 @@ static bool spin_until(sdpa__cpu_pool *pool,
         t = now_ns();
         bool descheduled = false;
         if (t - prev > DESCHEDULED_NS) {
-            descheduled = switched < 0 || preemptions() != switched;
+            descheduled = switched < 0 ||
+                          (t - prev > PREEMPTED_NS && preemptions() != switched);
             if (descheduled)
                 note_descheduled(pool);
             else
