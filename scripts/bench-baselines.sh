@@ -166,25 +166,31 @@ printf "threads %s, repeat %s, warmup %s, K/V %s, rounds %s; ratio = baseline me
 printf "%-28s %-6s %10s %12s %7s %10s %7s %10s %7s\n" "shape B,Hq,Hkv,Sq,Skv,D,Dv" "mask" "cpu ms" \
   "openblas ms" "ratio" "ort ms" "ratio" "ggml ms" "ratio"
 # One measurement per program, in ms ("-" for a column left out).
+# Each writes to a file, read once it has exited: a reader started beside
+# it in a pipe (Python's start-up, for sdpa-bench's CSV) takes a core from
+# a run that lasts a few ms (ViT-B's 40 calls ran at 1.6 ms instead of 0.8).
 m_cpu() {
   "$bench" --backend cpu --shape "$shape" $flag --dtype f32 --kv-dtype "$kvdt" --threads "$threads" \
-    --repeat "$repeat" --warmup "$warmup" --no-peak --csv 2>/dev/null |
-    python3 -c 'import csv, sys; print(next(csv.DictReader(sys.stdin))["median_ms"])'
+    --repeat "$repeat" --warmup "$warmup" --no-peak --csv >"$work/cpu.csv" 2>/dev/null
+  python3 -c 'import csv, sys; print(next(csv.DictReader(open(sys.argv[1])))["median_ms"])' "$work/cpu.csv"
 }
 m_ob() {
   [ "$kvdt" = f32 ] || { echo -; return; }
   env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS="$threads" \
-    "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" | cut -d' ' -f1
+    "$oblas" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" "$D" "$Dv" "$c" "$repeat" "$warmup" >"$work/m.txt"
+  cut -d' ' -f1 "$work/m.txt"
 }
 m_ort() {
   [ "$ort" = 1 ] && [ "$kvdt" = f32 ] || { echo -; return; }
   "$python" "$root/scripts/baselines/ort_attention.py" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
-    "$D" "$Dv" "$c" "$repeat" "$warmup" --threads "$threads" | cut -d' ' -f1
+    "$D" "$Dv" "$c" "$repeat" "$warmup" --threads "$threads" >"$work/m.txt"
+  cut -d' ' -f1 "$work/m.txt"
 }
 m_ggml() {
   [ "$ggml" = 1 ] || { echo -; return; }
   OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$gfa" "$B" "$Hq" "$Hkv" "$Sq" "$Skv" \
-    "$D" "$Dv" "$c" "$repeat" "$warmup" --kv-dtype "$kvdt" --threads "$threads" | cut -d' ' -f1
+    "$D" "$Dv" "$c" "$repeat" "$warmup" --kv-dtype "$kvdt" --threads "$threads" >"$work/m.txt"
+  cut -d' ' -f1 "$work/m.txt"
 }
 while read -r B Hq Hkv Sq Skv D Dv c; do
   shape="$B,$Hq,$Hkv,$Sq,$Skv,$D,$Dv"
