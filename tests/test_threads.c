@@ -791,6 +791,41 @@ static void pin_worker_job(void *arg, int tid, int n)
     if (tid == 1) pin_self(*(int *)arg);
 }
 
+/* The first CPU this thread may run on. */
+static int first_allowed_cpu(void)
+{
+    cpu_set_t mine;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) cpu++;
+    ck_assert_int_lt(cpu, CPU_SETSIZE);
+    return cpu;
+}
+
+/* A 2-thread pool with 20 ms spins whose worker is pinned to `cpu`, and a
+ * hog pinned there too (busy, or in pulse_us bursts), running. */
+static sdpa__cpu_pool *pool_beside_hog(sdpa_context **ctx, hog *h, pthread_t *t, int cpu,
+                                       double pulse_us)
+{
+    sdpa__cpu_pool *pool = make_pool(ctx, "20000", 2);
+    sdpa__cpu_pool_run(pool, pin_worker_job, &cpu);
+    h->cpu = cpu;
+    h->pulse_us = pulse_us;
+    atomic_init(&h->stop, false);
+    atomic_init(&h->running, false);
+    ck_assert_int_eq(pthread_create(t, NULL, hog_main, h), 0);
+    while (!atomic_load(&h->running)) tsleep_ms(1);
+    return pool;
+}
+
+static void end_beside_hog(sdpa_context *ctx, sdpa__cpu_pool *pool, hog *h, pthread_t t)
+{
+    atomic_store(&h->stop, true);
+    pthread_join(t, NULL);
+    sdpa__cpu_pool_destroy(pool);
+    sdpa_context_destroy(ctx);
+}
+
 /* The longest gap (us) between two looks at the clock of a thread pinned to
  * `cpu` that spins for `ms`: over half a millisecond, other load took the
  * CPU for a time slice. */
@@ -830,22 +865,16 @@ static double max_gap_us_on(int cpu, double ms)
  * test says so. Cost: about 0.2 s a try. */
 START_TEST(threads_pool_brief_preemption_is_stall)
 {
-    cpu_set_t mine;
-    ck_assert_int_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) cpu++;
+    const int cpu = first_allowed_cpu();
     int quiet = 0;
     long long stalls = 0, strikes = 0;
     for (int attempt = 0; attempt < 5 && !(quiet && strikes == 0); attempt++) {
         const double before = max_gap_us_on(cpu, 30);
         if (before > 500) continue; /* other load on that CPU */
         sdpa_context *ctx;
-        sdpa__cpu_pool *pool = make_pool(&ctx, "20000", 2);
-        sdpa__cpu_pool_run(pool, pin_worker_job, &cpu);
-        hog h = {cpu, false, false, 200};
+        hog h;
         pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, hog_main, &h), 0);
-        while (!atomic_load(&h.running)) tsleep_ms(1);
+        sdpa__cpu_pool *pool = pool_beside_hog(&ctx, &h, &t, cpu, 200);
         sdpa__cpu_pool_counts c;
         for (int run = 0; run < 5; run++) { /* the worker spins 20 ms after each */
             pool_probe p;
@@ -854,10 +883,7 @@ START_TEST(threads_pool_brief_preemption_is_stall)
             tsleep_ms(25);
         }
         sdpa__cpu_pool_counts_get(pool, &c);
-        atomic_store(&h.stop, true);
-        pthread_join(t, NULL);
-        sdpa__cpu_pool_destroy(pool);
-        sdpa_context_destroy(ctx);
+        end_beside_hog(ctx, pool, &h, t);
         if (max_gap_us_on(cpu, 30) > 500) continue; /* other load came meanwhile */
         quiet++;
         stalls = c.stalls;
@@ -911,18 +937,10 @@ END_TEST
  * within 32 runs turns spinning off. Cost: about 50 ms. */
 START_TEST(threads_pool_preempted_spinner_strikes)
 {
-    cpu_set_t mine;
-    ck_assert_int_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) cpu++;
-    ck_assert_int_lt(cpu, CPU_SETSIZE);
     sdpa_context *ctx;
-    sdpa__cpu_pool *pool = make_pool(&ctx, "20000", 2);
-    sdpa__cpu_pool_run(pool, pin_worker_job, &cpu);
-    hog h = {cpu, false, false, 0};
+    hog h;
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, hog_main, &h), 0);
-    while (!atomic_load(&h.running)) tsleep_ms(1);
+    sdpa__cpu_pool *pool = pool_beside_hog(&ctx, &h, &t, first_allowed_cpu(), 0);
     sdpa__cpu_pool_counts c;
     pool_probe p;
     int runs = 0;
@@ -932,10 +950,7 @@ START_TEST(threads_pool_preempted_spinner_strikes)
         tsleep_ms(25);
         sdpa__cpu_pool_counts_get(pool, &c);
     } while (++runs < 10 && c.descheduled < 2);
-    atomic_store(&h.stop, true);
-    pthread_join(t, NULL);
-    sdpa__cpu_pool_destroy(pool);
-    sdpa_context_destroy(ctx);
+    end_beside_hog(ctx, pool, &h, t);
     ck_assert_msg(c.descheduled >= 2, "a worker sharing its CPU with a busy thread struck %lld "
                   "times in %d runs (stalls %lld)", c.descheduled, runs, c.stalls);
     ck_assert_msg(c.nospin > 0, "two strikes left spinning on");
