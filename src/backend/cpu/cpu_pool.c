@@ -28,10 +28,10 @@
  * switched the spinner out for another thread counts, and the others (the
  * hypervisor taking the vCPU for a moment, an interrupt, a kernel thread's
  * moment: common in a VM, and nothing to do with the threads) are waited
- * out. Turning spinning off after one such stall cost the
- * 64 calls that followed every worker's wake-up: short calls ran at one
- * thread's speed (ViT-B at 2x a context's first calls), and calls after
- * pauses lost wake-ahead, whose windows need spinning.
+ * out. Turning spinning off after one such stall cost the 64 calls that
+ * followed every worker's wake-up: short calls ran at one thread's speed
+ * (ViT-B at 2x a context's first calls), and calls after pauses lost
+ * wake-ahead, whose windows need spinning.
  *
  * sdpa__cpu_pool_run_any is the same for jobs that take their work from a
  * shared counter (the forward): a worker that has not picked up the run by
@@ -66,8 +66,8 @@
  * busy (with work of lower priority, even) the scheduler may take 50 ms to
  * move one of the two: the first calls then ran both on one core, at half
  * speed (19 of a context's first 20 calls of B1 H12 S192 D64, in 2 of 5
- * runs beside a background job). So a worker that starts there leaves it once: its
- * affinity mask without that CPU, then the mask as it was
+ * runs beside a background job). So a worker that starts there leaves it
+ * once: its affinity mask without that CPU, then the mask as it was
  * (sdpa__cpu_leave; Linux; nothing where the mask has no other CPU). It is
  * a placement at start, not a pinning: the scheduler moves it as it likes.
  *
