@@ -25,6 +25,7 @@
  * started, so a failed start joins the others without a hang.
  */
 #include "host_buffers.h"
+#include "cpu_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -174,14 +175,6 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
 
 /* ---- reads after a pause (measure_read_time) ---- */
 
-#if defined(__x86_64__) || defined(__i386__)
-#define spin_pause() __builtin_ia32_pause()
-#elif defined(__aarch64__) || defined(__arm__)
-#define spin_pause() __asm__ __volatile__("yield")
-#else
-#define spin_pause() ((void)0)
-#endif
-
 /* What the threads of one measure_read_time call share. The counters only
  * grow: read r's barrier opens when `arrived` reaches (r + 1) * threads, and
  * the thread that brings `finished` to (r + 1) * threads ends read r. */
@@ -218,7 +211,7 @@ static void *rt_main(void *arg)
     rt_worker *w = arg;
     rt_shared *sh = w->sh;
     int go;
-    while ((go = atomic_load(&sh->go)) == 0) spin_pause();
+    while ((go = atomic_load(&sh->go)) == 0) sdpa__cpu_relax();
     if (go < 0) return NULL;
     memset(w->p, 0, w->n * sizeof(vec16)); /* first touch: the slice's pages are this thread's */
     for (int r = 0; r < sh->repeat; r++) {
@@ -226,7 +219,7 @@ static void *rt_main(void *arg)
         pause_ms(sh->pause_ms);
         double t = sdpa__now();
         if (atomic_fetch_add(&sh->arrived, 1) == target - 1) sh->t0 = t;
-        while (atomic_load(&sh->arrived) < target) spin_pause();
+        while (atomic_load(&sh->arrived) < target) sdpa__cpu_relax();
         w->sink += sh->fn(w->p, w->n);
         t = sdpa__now();
         if (atomic_fetch_add(&sh->finished, 1) == target - 1) sh->ms[r] = 1e3 * (t - sh->t0);

@@ -19,6 +19,16 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+/* The CPU's hint for a spin-wait loop (the pool's spins, the read
+ * reference's barrier). */
+#if defined(__x86_64__) || defined(__i386__)
+#define sdpa__cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
+#elif defined(__aarch64__) || defined(__arm__)
+#define sdpa__cpu_relax() __asm__ __volatile__("yield")
+#else
+#define sdpa__cpu_relax() ((void)0)
+#endif
+
 /* ---- thread pool (cpu_pool.c); idle threads spin SDPA_CPU_SPIN_US (default
  * 200) microseconds before they sleep ---------------------------------------- */
 typedef struct sdpa__cpu_pool sdpa__cpu_pool;

@@ -91,13 +91,6 @@
 #include <sched.h>
 #include <sys/resource.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause() /* no -msse needed (i686 builds) */
-#elif defined(__aarch64__) || defined(__arm__)
-#define cpu_relax() __asm__ __volatile__("yield")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 enum { PREDICT_HISTORY = 8 };
 
@@ -272,7 +265,7 @@ static bool spin_until(sdpa__cpu_pool *pool,
     const long switched = preemptions();
     for (;;) {
         bool ok = false;
-        for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) cpu_relax();
+        for (int i = 0; i < 16 && !(ok = ready(pool, old)); i++) sdpa__cpu_relax();
         const int64_t prev = t;
         t = now_ns();
         bool descheduled = false;
