@@ -6,8 +6,9 @@
  * (rename that cannot replace, text-mode reads, a lock that does not
  * exclude, Windows separators and drive roots, the per-user folders, a DLL
  * that cannot be opened by name, the folder of the module that holds some
- * code: where libsdpa finds its shipped profiles) fails here rather than in
- * a user's cache.
+ * code: where libsdpa finds its shipped profiles, huge pages asked for over
+ * exactly the whole huge pages of a range) fails here rather than in a
+ * user's cache.
  */
 #include "testutil.h"
 
@@ -15,6 +16,7 @@
 #include "internal.h"
 #include "fileio.h"
 #include "platform.h"
+#include "../src/backend/cpu/host_buffers.h" /* sdpa__host_alloc */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -219,6 +221,95 @@ START_TEST(module_folder)
 }
 END_TEST
 
+/* The flags of the mapping (VMA) that holds address a, from /proc/self/smaps,
+ * and its bounds; false when no mapping holds it. */
+static bool vma_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi, char *flags, size_t size)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return false;
+    char line[512];
+    bool in = false, found = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long b, e;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &b, &e, perms) == 3) { /* a mapping's first line */
+            in = a >= b && a < e;
+            if (in) *lo = (uintptr_t)b, *hi = (uintptr_t)e;
+        } else if (in && !strncmp(line, "VmFlags:", 8)) {
+            snprintf(flags, size, "%.200s", line + 8); /* two-letter flags */
+            found = true;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The first line of a sysfs file ("" when absent), read here on its own so
+ * the suite does not take platform_posix.c's reading on trust. */
+static void sysfs_line(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f && !fgets(out, (int)size, f)) out[0] = '\0';
+    if (f) fclose(f);
+}
+
+/* Huge pages: none asked for on Windows; on Linux the size is the kernel's
+ * transparent huge page size (0 when they are off), the advice covers
+ * exactly the whole huge pages inside the range (madvise splits the mapping
+ * there: the flag `hg` marks it), and sdpa__host_alloc gives buffers of two
+ * huge pages or more whole, advised huge pages, smaller ones none. */
+START_TEST(huge_pages)
+{
+    const size_t huge = sdpa__os_huge_page_size();
+#ifndef __linux__
+    ck_assert_uint_eq(huge, 0);
+    void *p = sdpa__host_alloc((size_t)8 << 20); /* plain aligned memory */
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % 64, 0);
+    sdpa__aligned_free(p);
+#else
+    char enabled[128], pmd[64];
+    sysfs_line("/sys/kernel/mm/transparent_hugepage/enabled", enabled, sizeof enabled);
+    sysfs_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", pmd, sizeof pmd);
+    if (!enabled[0] || strstr(enabled, "[never]")) {
+        ck_assert_uint_eq(huge, 0);
+        printf("huge_pages: transparent huge pages are off here (`%s`): the advice is "
+               "not checked\n", enabled[0] ? enabled : "no sysfs file");
+        return;
+    }
+    ck_assert_uint_eq(huge, (size_t)strtoull(pmd, NULL, 10));
+    /* the advice over [p + 1, p + 3 huge - 1): only [p + huge, p + 2 huge) */
+    char *p = sdpa__aligned_alloc(huge, 4 * huge);
+    ck_assert_ptr_nonnull(p);
+    sdpa__os_advise_huge(p + 1, 3 * huge - 2);
+    uintptr_t lo, hi;
+    char flags[256];
+    ck_assert(vma_of((uintptr_t)p + huge, &lo, &hi, flags, sizeof flags));
+    ck_assert_msg(strstr(flags, " hg"), "no huge page advice at p + huge: %s", flags);
+    ck_assert_uint_eq(lo, (uintptr_t)p + huge);
+    ck_assert_uint_eq(hi, (uintptr_t)p + 2 * huge);
+    ck_assert(vma_of((uintptr_t)p + 2 * huge, &lo, &hi, flags, sizeof flags));
+    ck_assert_msg(!strstr(flags, " hg"), "advice past the range's last whole huge page");
+    ck_assert(vma_of((uintptr_t)p + huge - 1, &lo, &hi, flags, sizeof flags));
+    ck_assert_msg(!strstr(flags, " hg"), "advice before the range's first whole huge page");
+    sdpa__aligned_free(p);
+    /* the host backends' buffers: from two huge pages up, whole advised pages */
+    char *big = sdpa__host_alloc(2 * huge), *small = sdpa__host_alloc(2 * huge - 64);
+    ck_assert_ptr_nonnull(big);
+    ck_assert_ptr_nonnull(small);
+    ck_assert_uint_eq((uintptr_t)big % huge, 0);
+    ck_assert(vma_of((uintptr_t)big + 2 * huge - 1, &lo, &hi, flags, sizeof flags));
+    ck_assert_msg(strstr(flags, " hg") && lo <= (uintptr_t)big, "a 2-huge-page buffer: %s", flags);
+    ck_assert(vma_of((uintptr_t)small, &lo, &hi, flags, sizeof flags));
+    ck_assert_msg(!strstr(flags, " hg"), "a buffer under two huge pages was advised");
+    sdpa__aligned_free(big);
+    sdpa__aligned_free(small);
+#endif
+}
+END_TEST
+
 static Suite *platform_suite(void)
 {
     Suite *s = suite_create("platform");
@@ -234,6 +325,7 @@ static Suite *platform_suite(void)
         {"user_dirs", user_dirs},
         {"dynamic_loading", dynamic_loading},
         {"module_folder", module_folder},
+        {"huge_pages", huge_pages},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *t = tcase_create(cases[i].name);

@@ -1,8 +1,8 @@
 /*
  * platform_posix.c — platform.h for POSIX systems (Linux; macOS untested):
  * sysconf, stat's st_mtim, XDG folders, flock, rename, kill(pid, 0),
- * dlopen, dladdr. Compiled instead of platform_win32.c on every non-Windows
- * host.
+ * dlopen, dladdr, madvise (transparent huge pages, Linux). Compiled
+ * instead of platform_win32.c on every non-Windows host.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
@@ -17,11 +17,54 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 void *sdpa__os_aligned_alloc(size_t align, size_t bytes) { return aligned_alloc(align, bytes); }
 
 void sdpa__os_aligned_free(void *p) { free(p); }
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+/* The first line of a small sysfs file, "" when it cannot be read. */
+static void read_line(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (!fgets(out, (int)size, f)) out[0] = '\0';
+    fclose(f);
+}
+
+size_t sdpa__os_huge_page_size(void)
+{
+    char line[128];
+    read_line("/sys/kernel/mm/transparent_hugepage/enabled", line, sizeof line);
+    if (!line[0] || strstr(line, "[never]")) return 0;
+    read_line("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", line, sizeof line);
+    char *end = NULL;
+    const unsigned long long n = strtoull(line, &end, 10);
+    /* a power of two between 64 KiB and 1 GiB, else the x86-64 size */
+    if (end == line || n < (64u << 10) || n > (1u << 30) || (n & (n - 1))) return (size_t)2 << 20;
+    return (size_t)n;
+}
+
+void sdpa__os_advise_huge(void *p, size_t bytes)
+{
+    const size_t huge = sdpa__os_huge_page_size();
+    if (!huge || !p) return;
+    const uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
+    const uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: errors change nothing */
+}
+#else
+size_t sdpa__os_huge_page_size(void) { return 0; }
+
+void sdpa__os_advise_huge(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+}
+#endif
 
 int sdpa__os_cpu_count(void)
 {

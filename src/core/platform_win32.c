@@ -21,6 +21,16 @@ void *sdpa__os_aligned_alloc(size_t align, size_t bytes) { return _aligned_mallo
 
 void sdpa__os_aligned_free(void *p) { _aligned_free(p); }
 
+/* Large pages on Windows need a privilege (SeLockMemoryPrivilege) that
+ * applications rarely hold, and pin the memory: none are asked for. */
+size_t sdpa__os_huge_page_size(void) { return 0; }
+
+void sdpa__os_advise_huge(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+}
+
 int sdpa__os_cpu_count(void)
 {
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);

@@ -5,22 +5,23 @@
  * caches the result next to the FMA peak.
  *
  * A STREAM-like read loop: one buffer of 4x the last-level cache (sysfs;
- * at least 64 MiB, at most 1 GiB, halved while the allocation fails) split into one slice per thread of the
- * context; a first untimed round has each thread write its slice (first
- * touch: its pages are mapped, and local to it), then every round starts one
- * pthread per slice that reads it once with vector loads of the widest ISA
- * summed into 8 accumulators (the sum goes to a volatile sink, so nothing is
- * dropped; nothing is written during the timed rounds), timed from the first
- * start to the last join (thread starts cost ~0.1 ms of a ~30 ms round); the
- * best of ROUNDS rounds is kept (short rounds raise the odds of one
- * undisturbed by other load). Threads are joined before returning; the
- * buffer is freed.
+ * at least 64 MiB, at most 1 GiB, halved while the allocation fails;
+ * sdpa__host_alloc, so in huge pages where buffers get them) split into one
+ * slice per thread of the context; a first untimed round has each thread
+ * write its slice (first touch: its pages are mapped, and local to it), then
+ * every round starts one pthread per slice that reads it once with vector
+ * loads of the widest ISA summed into 8 accumulators (the sum goes to a
+ * volatile sink, so nothing is dropped; nothing is written during the timed
+ * rounds), timed from the first start to the last join (thread starts cost
+ * ~0.1 ms of a ~30 ms round); the best of ROUNDS rounds is kept (short
+ * rounds raise the odds of one undisturbed by other load). Threads are
+ * joined before returning; the buffer is freed.
  *
  * Also the measure_read_time slot of both tables (sdpa_context_read_time,
  * through src/core/peak.c, which checks the arguments and takes the median):
- * the same read loop over a buffer of the caller's size, each read after a
- * pause that every thread sleeps itself, the threads then released together
- * by a spin barrier (sdpa.h says what the time contains). Threads are
+ * the same read loop over a buffer of the caller's size (sdpa__host_alloc),
+ * each read after a pause that every thread sleeps itself, the threads then
+ * released together by a spin barrier (sdpa.h says what the time contains). Threads are
  * started once per call and gated: none touches the buffer before all have
  * started, so a failed start joins the others without a hang.
  */
@@ -130,7 +131,7 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
         per = bytes / sizeof(vec16) / (size_t)threads / 8 * 8;
         if (per < 8) per = 8;
         bytes = per * (size_t)threads * sizeof(vec16);
-        buf = sdpa__aligned_alloc(64, bytes);
+        buf = sdpa__host_alloc(bytes);
         if (buf || bytes <= MIN_BYTES) break;
     }
 
@@ -242,7 +243,7 @@ sdpa_status sdpa__cpu_measure_read_time(sdpa_context *ctx, void *state, size_t b
     const size_t total = per * (size_t)threads * sizeof(vec16);
     sdpa_status st = SDPA_OK;
     int started = 0;
-    vec16 *buf = sdpa__aligned_alloc(64, total);
+    vec16 *buf = sdpa__host_alloc(total);
     rt_worker *w = sdpa__calloc((size_t)threads, sizeof *w);
     pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
     rt_shared sh = {.threads = threads, .repeat = repeat, .pause_ms = pause, .ms = ms};

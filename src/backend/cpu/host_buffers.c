@@ -10,10 +10,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+void *sdpa__host_alloc(size_t bytes)
+{
+    const size_t huge = sdpa__os_huge_page_size();
+    if (!huge || bytes / 2 < huge) return sdpa__aligned_alloc(64, bytes);
+    void *p = sdpa__aligned_alloc(huge, bytes);
+    sdpa__os_advise_huge(p, bytes);
+    return p;
+}
+
 sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle)
 {
     (void)state;
-    void *p = sdpa__aligned_alloc(64, bytes);
+    void *p = sdpa__host_alloc(bytes);
     SDPA__CHECK(ctx, p, SDPA_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
     *handle = p;
     return SDPA_OK;

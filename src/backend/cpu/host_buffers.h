@@ -8,6 +8,15 @@
 
 #include "internal.h"
 
+/* Host memory for K/V-sized data (buffers, and the read probes that stand
+ * for them, so `% bw` and `vs read` compare like with like): 64-byte
+ * aligned; from two huge pages up (sdpa__os_huge_page_size) aligned to a huge
+ * page and advised to be backed by them. K/V are streamed once per call and
+ * a paged pool is read in blocks of a few KiB at random places: with 4 KiB
+ * pages each block costs a TLB miss, and the hardware prefetchers restart at
+ * every page. Freed with sdpa__aligned_free; NULL when out of memory. */
+void *sdpa__host_alloc(size_t bytes);
+
 sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle);
 void sdpa__host_buffer_free(sdpa_context *ctx, void *state, void *handle);
 sdpa_status sdpa__host_buffer_write(sdpa_context *ctx, void *state, void *handle, size_t offset,
