@@ -265,7 +265,7 @@ START_TEST(huge_pages)
     const size_t huge = sdpa__os_huge_page_size();
 #ifndef __linux__
     ck_assert_uint_eq(huge, 0);
-    void *p = sdpa__host_alloc((size_t)8 << 20); /* plain aligned memory */
+    void *p = sdpa__host_alloc(NULL, (size_t)8 << 20); /* plain aligned memory */
     ck_assert_ptr_nonnull(p);
     ck_assert_uint_eq((uintptr_t)p % 64, 0);
     sdpa__aligned_free(p);
@@ -296,7 +296,7 @@ START_TEST(huge_pages)
     ck_assert_msg(!strstr(flags, " hg"), "advice before the range's first whole huge page");
     sdpa__aligned_free(p);
     /* the host backends' buffers: from two huge pages up, whole advised pages */
-    char *big = sdpa__host_alloc(2 * huge), *small = sdpa__host_alloc(2 * huge - 64);
+    char *big = sdpa__host_alloc(NULL, 2 * huge), *small = sdpa__host_alloc(NULL, 2 * huge - 64);
     ck_assert_ptr_nonnull(big);
     ck_assert_ptr_nonnull(small);
     ck_assert_uint_eq((uintptr_t)big % huge, 0);
@@ -306,6 +306,18 @@ START_TEST(huge_pages)
     ck_assert_msg(!strstr(flags, " hg"), "a buffer under two huge pages was advised");
     sdpa__aligned_free(big);
     sdpa__aligned_free(small);
+    /* SDPA_CPU_HUGE_PAGES=0: no advice, 1 and a bad value: advice */
+    const char *vals[] = {"0", "1", "yes"};
+    for (int i = 0; i < 3; i++) {
+        setenv("SDPA_CPU_HUGE_PAGES", vals[i], 1);
+        big = sdpa__host_alloc(NULL, 4 * huge);
+        ck_assert_ptr_nonnull(big);
+        ck_assert(vma_of((uintptr_t)big + 2 * huge, &lo, &hi, flags, sizeof flags));
+        ck_assert_msg(!strstr(flags, " hg") == (i == 0), "SDPA_CPU_HUGE_PAGES=%s: %s", vals[i],
+                      flags);
+        sdpa__aligned_free(big);
+    }
+    unsetenv("SDPA_CPU_HUGE_PAGES");
 #endif
 }
 END_TEST

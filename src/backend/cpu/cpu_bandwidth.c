@@ -131,7 +131,7 @@ sdpa_status sdpa__cpu_measure_bandwidth(sdpa_context *ctx, void *state, double s
         per = bytes / sizeof(vec16) / (size_t)threads / 8 * 8;
         if (per < 8) per = 8;
         bytes = per * (size_t)threads * sizeof(vec16);
-        buf = sdpa__host_alloc(bytes);
+        buf = sdpa__host_alloc(ctx, bytes);
         if (buf || bytes <= MIN_BYTES) break;
     }
 
@@ -243,7 +243,7 @@ sdpa_status sdpa__cpu_measure_read_time(sdpa_context *ctx, void *state, size_t b
     const size_t total = per * (size_t)threads * sizeof(vec16);
     sdpa_status st = SDPA_OK;
     int started = 0;
-    vec16 *buf = sdpa__host_alloc(total);
+    vec16 *buf = sdpa__host_alloc(ctx, total);
     rt_worker *w = sdpa__calloc((size_t)threads, sizeof *w);
     pthread_t *tid = sdpa__calloc((size_t)threads, sizeof *tid);
     rt_shared sh = {.threads = threads, .repeat = repeat, .pause_ms = pause, .ms = ms};

@@ -8,11 +8,24 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-void *sdpa__host_alloc(size_t bytes)
+/* SDPA_CPU_HUGE_PAGES: 0 turns the advice off, 1 (or unset) keeps it;
+ * anything else is ignored with a warning. */
+static bool huge_pages_wanted(sdpa_context *ctx)
 {
-    const size_t huge = sdpa__os_huge_page_size();
+    const char *env = getenv("SDPA_CPU_HUGE_PAGES");
+    if (!env || !*env || strcmp(env, "1") == 0) return true;
+    if (strcmp(env, "0") == 0) return false;
+    if (ctx)
+        sdpa__log(ctx, SDPA_LOG_WARN, "cpu: SDPA_CPU_HUGE_PAGES=%.32s is not 0 or 1; using 1", env);
+    return true;
+}
+
+void *sdpa__host_alloc(sdpa_context *ctx, size_t bytes)
+{
+    const size_t huge = huge_pages_wanted(ctx) ? sdpa__os_huge_page_size() : 0;
     if (!huge || bytes / 2 < huge) return sdpa__aligned_alloc(64, bytes);
     void *p = sdpa__aligned_alloc(huge, bytes);
     sdpa__os_advise_huge(p, bytes);
@@ -22,7 +35,7 @@ void *sdpa__host_alloc(size_t bytes)
 sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle)
 {
     (void)state;
-    void *p = sdpa__host_alloc(bytes);
+    void *p = sdpa__host_alloc(ctx, bytes);
     SDPA__CHECK(ctx, p, SDPA_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", bytes);
     *handle = p;
     return SDPA_OK;

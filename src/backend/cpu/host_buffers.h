@@ -14,8 +14,11 @@
  * page and advised to be backed by them. K/V are streamed once per call and
  * a paged pool is read in blocks of a few KiB at random places: with 4 KiB
  * pages each block costs a TLB miss, and the hardware prefetchers restart at
- * every page. Freed with sdpa__aligned_free; NULL when out of memory. */
-void *sdpa__host_alloc(size_t bytes);
+ * every page. A buffer written only here and there then takes memory in
+ * huge-page steps: SDPA_CPU_HUGE_PAGES=0 turns the advice off (a bad value
+ * is logged on ctx, which may be NULL). Freed with sdpa__aligned_free; NULL
+ * when out of memory. */
+void *sdpa__host_alloc(sdpa_context *ctx, size_t bytes);
 
 sdpa_status sdpa__host_buffer_alloc(sdpa_context *ctx, void *state, size_t bytes, void **handle);
 void sdpa__host_buffer_free(sdpa_context *ctx, void *state, void *handle);
