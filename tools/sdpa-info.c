@@ -36,7 +36,8 @@
 static const char *const env_vars[] = {"SDPA_BACKEND",     "SDPA_DEVICE",
                                        "SDPA_LOG",         "SDPA_PROFILE_DIR",
                                        "SDPA_CACHE_DIR",   "SDPA_SHIPPED_PROFILE_DIR",
-                                       "SDPA_CPU_KERNELS", "SDPA_CPU_SPIN_US"};
+                                       "SDPA_CPU_KERNELS", "SDPA_CPU_SPIN_US",
+                                       "SDPA_CPU_HUGE_PAGES"};
 
 typedef struct backend_report {
     sdpa_backend_kind kind;
