@@ -4,6 +4,7 @@
 # gcc-aarch64-linux-gnu; OpenCL and Vulkan off: the cpu and reference
 # backends are what this checks), then under qemu-aarch64 with the CPU kernel
 # set chosen automatically (SDPA_CPU_KERNELS unset):
+#   0. every target builds (as a user's `ninja` builds them);
 #   1. sdpa-info must report `kernels neon:` (getauxval HWCAP_ASIMD found);
 #   2. the reference, cpu and conformance suites (the cpu suite runs its
 #      parity cases with neon, then again with the portable kernels);
@@ -42,11 +43,10 @@ if [ -f "$DIR/build.ninja" ]; then
 else
   meson setup "$DIR" "${opts[@]}" >"$L-setup.log" 2>&1
 fi || { tail -20 "$L-setup.log"; exit 1; }
-# Only what this check runs (not every tool: aarch64 GCC 12 at -O3 crashes
-# on tools/lab_saturation.c, an internal compiler error in the vectoriser).
-targets=(tools/sdpa-info tools/sdpa-check tests/gen_conformance tests/gen_wave2)
-for s in "${SUITES[@]}"; do targets+=("tests/test_$s"); done
-ninja -C "$DIR" "${targets[@]}" >"$L-build.log" 2>&1 || { tail -30 "$L-build.log"; exit 1; }
+# Every target, as a user's `ninja` builds them: aarch64 GCC 12 stopped with
+# an internal compiler error on tools that this check does not run (the
+# workaround is in meson.build, `vectoriser_workaround`).
+ninja -C "$DIR" >"$L-build.log" 2>&1 || { tail -30 "$L-build.log"; exit 1; }
 say "built in $((SECONDS - t0)) s"
 
 say "kernel set chosen at run time"
