@@ -16,12 +16,17 @@
  * version, the reference backend and the shipped-profile folder the
  * environment names; sdpa-bench prints a row per backend and
  * op, its JSON's GFLOP/s times milliseconds reproduces the exact kept-pair
- * flop count for full, causal and window bands, and bad shapes exit 2.
+ * flop count for full, causal and window bands, and bad shapes exit 2;
+ * --kv-dtype / --page-size lists give one row per combination in list order
+ * (a bad element is named), and --interleave calls the rows in rotating
+ * rounds (its JSON `order`) with `vs base` the median of the per-round
+ * ratios to the shape's first row (recomputed from `rounds_ms`).
  * Presets: sdpa-tune and sdpa-bench list the same ones, and a bench of a
  * tuned preset runs the tuned configuration on every row (source column:
  * profile, shipped profile, default). A row above 100 % of a (bad) cached
  * peak makes sdpa-bench measure the peak again; shapes beyond the machine's
- * memory are refused (exit 2) before allocating; --plot takes .svg only; no
+ * memory are refused (exit 2) before allocating, and so are --interleave
+ * rows that fit one at a time but not together; --plot takes .svg only; no
  * such device exits 1 in every tool.
  * Runs in about half a minute (tiny shapes on reference; the presets on cpu
  * with a 3 s tuning budget).

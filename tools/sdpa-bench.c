@@ -38,7 +38,7 @@
  * Presets are tools/common/presets.c's, shared with sdpa-tune, so
  * a tuned preset is what its benchmark runs. Before allocating, the memory
  * each shape needs is checked against the machine (exit 2 when it cannot
- * fit). Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
+ * fit), and with --interleave the sum over all shapes. Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
  * SDPA_ERR_WORKSPACE from the workspace limit) say `unsupported` and do not
  * fail the run. `opencl-unfused` in the backend list is the OpenCL
  * backend with tile.unfused = 1 (scores through CLBlast), for fused vs
