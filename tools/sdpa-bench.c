@@ -1287,6 +1287,20 @@ static void job_init(job *j, int b, const shape *s, const options *o, sdpa_conte
     }
 }
 
+/* The jobs of shape s, one per backend (js[b]), from host inputs made for
+ * them and freed once written; their samples from `samples` on (4 * repeat
+ * doubles each). */
+static void shape_setup(job *js, const shape *s, const options *o, sdpa_context *const *ctx,
+                        const char (*ctx_err)[256], double *samples)
+{
+    host_inputs h;
+    int have_inputs = host_inputs_make(&h, s, o);
+    for (int b = 0; b < o->nbackends; b++)
+        job_init(&js[b], b, s, o, ctx, ctx_err, have_inputs ? &h : NULL,
+                 samples + (size_t)b * 4 * (size_t)o->repeat);
+    host_inputs_free(&h);
+}
+
 /* The warm-ups, then the timed repetitions of n jobs, in rounds: a round
  * calls every job once (its forward, then its backward), from job 0 on, or
  * with rotate (--interleave) round r from job r mod n on, so that no job
@@ -1499,14 +1513,9 @@ int main(int argc, char **argv)
         for (int si = 0; si < o.nshapes; si++) {
             if (progress)
                 fprintf(stderr, "\rsetting up shape %d/%d   ", si + 1, o.nshapes);
-            host_inputs h;
-            int have_inputs = host_inputs_make(&h, &o.shapes[si], &o);
-            for (int b = 0; b < o.nbackends; b++) {
-                const int i = si * o.nbackends + b;
-                job_init(&jobs[i], b, &o.shapes[si], &o, ctx, ctx_err,
-                         have_inputs ? &h : NULL, samples + (size_t)i * 4 * (size_t)o.repeat);
-            }
-            host_inputs_free(&h);
+            const size_t first = (size_t)si * (size_t)o.nbackends;
+            shape_setup(jobs + first, &o.shapes[si], &o, ctx, ctx_err,
+                        samples + first * 4 * (size_t)o.repeat);
         }
         char what[64];
         snprintf(what, sizeof what, "%d rows interleaved", njobs);
@@ -1518,12 +1527,7 @@ int main(int argc, char **argv)
         shape_str(s, sstr, sizeof sstr);
         job *js = o.interleave ? jobs + (size_t)si * (size_t)o.nbackends : jobs;
         if (!o.interleave) { /* set up, then warm-up and timed rounds, backends in turn */
-            host_inputs h;
-            int have_inputs = host_inputs_make(&h, s, &o);
-            for (int b = 0; b < o.nbackends; b++)
-                job_init(&js[b], b, s, &o, ctx, ctx_err, have_inputs ? &h : NULL,
-                         samples + (size_t)b * 4 * (size_t)o.repeat);
-            host_inputs_free(&h);
+            shape_setup(js, s, &o, ctx, ctx_err, samples);
             char what[160];
             snprintf(what, sizeof what, "shape %d/%d %s", si + 1, o.nshapes, sstr);
             run_rounds(js, o.nbackends, &o, 0, NULL, progress ? what : NULL);
