@@ -1339,6 +1339,14 @@ START_TEST(bench_plot_svg_only)
                                 "--warmup 0 --plot '%s'", path);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_int_eq(access(path, F_OK), 0);
+    /* page-size variants are lines of their own, not points of one line */
+    snprintf(args, sizeof args, "--backend reference --shape 1,1,1,1,16,8 --shape 1,1,1,1,32,8 "
+                                "--page-size 0,16 --no-peak --repeat 1 --warmup 0 --plot '%s'", path);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    char *svg = slurp(path);
+    ck_assert_msg(strstr(svg, ">reference fwd</text>") && strstr(svg, ">reference fwd +paged16</text>"),
+                  "%s", svg);
+    free(svg);
 }
 END_TEST
 

@@ -1116,7 +1116,16 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     return 1;
 }
 
-/* GFLOP/s against Skv, one series per (backend, op). */
+/* A plot series' name: "backend op", then the dtype when the rows have
+ * several, then +pagedN for paged rows (--page-size 0,16 gives two lines). */
+static void series_name(const row *r, int mixed, char *buf, size_t cap)
+{
+    const char *paged = strstr(r->band, "+paged");
+    snprintf(buf, cap, "%s %s%s%s%s%s", r->backend, r->op, mixed ? " " : "",
+             mixed ? r->dtype : "", paged ? " " : "", paged ? paged : "");
+}
+
+/* GFLOP/s against Skv, one series per (backend, op, dtype when mixed, page size). */
 static int write_plot(const char *path, const row *rows, int n, const options *o)
 {
     tp_series ser[2 * MAX_BACKENDS];
@@ -1133,8 +1142,7 @@ static int write_plot(const char *path, const row *rows, int n, const options *o
     }
     for (int i = 0; i < n; i++) {
         char name[64];
-        snprintf(name, sizeof name, "%s %s%s%s", rows[i].backend, rows[i].op, mixed ? " " : "",
-                 mixed ? rows[i].dtype : "");
+        series_name(&rows[i], mixed, name, sizeof name);
         int k = 0;
         while (k < ns && strcmp(names[k], name) != 0)
             k++;
@@ -1145,8 +1153,7 @@ static int write_plot(const char *path, const row *rows, int n, const options *o
         int start = used;
         for (int j = i; j < n; j++) {
             char nj[64];
-            snprintf(nj, sizeof nj, "%s %s%s%s", rows[j].backend, rows[j].op, mixed ? " " : "",
-                     mixed ? rows[j].dtype : "");
+            series_name(&rows[j], mixed, nj, sizeof nj);
             if (strcmp(nj, name) != 0)
                 continue;
             int p = used++;
