@@ -16,12 +16,17 @@
  * version, the reference backend and the shipped-profile folder the
  * environment names; sdpa-bench prints a row per backend and
  * op, its JSON's GFLOP/s times milliseconds reproduces the exact kept-pair
- * flop count for full, causal and window bands, and bad shapes exit 2.
+ * flop count for full, causal and window bands, and bad shapes exit 2;
+ * --kv-dtype / --page-size lists give one row per combination in list order
+ * (a bad element is named), and --interleave calls the rows in rotating
+ * rounds (its JSON `order`) with `vs base` the median of the per-round
+ * ratios to the shape's first row (recomputed from `rounds_ms`).
  * Presets: sdpa-tune and sdpa-bench list the same ones, and a bench of a
  * tuned preset runs the tuned configuration on every row (source column:
  * profile, shipped profile, default). A row above 100 % of a (bad) cached
  * peak makes sdpa-bench measure the peak again; shapes beyond the machine's
- * memory are refused (exit 2) before allocating; --plot takes .svg only; no
+ * memory are refused (exit 2) before allocating, and so are --interleave
+ * rows that fit one at a time but not together; --plot takes .svg only; no
  * such device exits 1 in every tool.
  * Runs in about half a minute (tiny shapes on reference; the presets on cpu
  * with a 3 s tuning budget).
@@ -587,7 +592,10 @@ START_TEST(bench_table_and_csv)
     ck_assert_int_eq(lines, 2);
     ck_assert_ptr_nonnull(strstr(g_out, "backend,device,op,shape,mask,dtype,plan_ms"));
     ck_assert_ptr_nonnull(strstr(g_out, "\"1,1,1,4,4,8,8\",none,bf16"));
-    ck_assert_ptr_nonnull(strstr(g_out, ",ok\n"));
+    /* new columns go at the end: vs_base and its quartiles, empty without
+     * --interleave */
+    ck_assert_ptr_nonnull(strstr(g_out, ",status,vs_base,vs_base_q1,vs_base_q3\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",ok,,,\n"));
     /* --max-seconds: a tiny budget leaves exactly one timed run */
     const char *runs[][2] = {{"", "5"}, {"--max-seconds 1e-9", "1"}};
     for (int i = 0; i < 2; i++) {
@@ -864,6 +872,15 @@ START_TEST(bench_usage_errors)
         {"--backend opencl-fused", "unknown backend \"opencl-fused\""},
         {"--max-seconds inf", "--max-seconds: expected a number > 0"},
         {"--frobnicate", "unknown option --frobnicate"},
+        /* list elements are checked one by one and the bad one is named */
+        {"--kv-dtype f32,f64", "--kv-dtype: expected f32, f16, bf16, q8_0 or q4_0, got \"f64\""},
+        {"--kv-dtype f16,", "--kv-dtype: expected f32, f16, bf16, q8_0 or q4_0, got \"\""},
+        {"--page-size 0,16,x", "--page-size: expected an integer in [0, 1048576] (0 = "
+                               "contiguous), got \"x\""},
+        {"--page-size 16,-1", "got \"-1\""},
+        {"--page-size 0,1048577", "got \"1048577\""},
+        {"--page-size 1,2,3,4,5,6,7,8,9", "--page-size: at most 8 values"},
+        {"--interleave=1", "--interleave takes no value"},
         {"stray", "unexpected argument stray"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -872,6 +889,171 @@ START_TEST(bench_usage_errors)
                       bad[i][0], g_err, bad[i][1]);
         ck_assert_str_eq(g_out, "");
     }
+}
+END_TEST
+
+
+/* The fields of a result row, for the list and interleave tests. */
+static const char *jstr(cJSON *r, const char *k)
+{
+    cJSON *x = cJSON_GetObjectItem(r, k);
+    ck_assert_msg(cJSON_IsString(x), "no string %s", k);
+    return x->valuestring;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --kv-dtype and --page-size lists: every shape once per combination, K/V
+ * type outer, page size inner, in the listed order (not sorted), labelled in
+ * the dtype and mask columns; 0 is contiguous; a single value is one row. */
+START_TEST(bench_variant_lists)
+{
+    ck_assert_msg(run("sdpa-bench", "--backend reference --shape 1,2,2,1,32,16 --shape "
+                                    "1,1,1,2,8,8 --kv-dtype f16,f32 --page-size 16,0 "
+                                    "--repeat 1 --warmup 0 --no-peak --json") == 0,
+                  "%s%s", g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    cJSON *res = cJSON_GetObjectItem(j, "results");
+    ck_assert_int_eq(cJSON_GetArraySize(res), 8);
+    const char *want[8][3] = {
+        {"1,2,2,1,32,16,16", "f32/f16", "none+paged16"}, {"1,2,2,1,32,16,16", "f32/f16", "none"},
+        {"1,2,2,1,32,16,16", "f32", "none+paged16"},     {"1,2,2,1,32,16,16", "f32", "none"},
+        {"1,1,1,2,8,8,8", "f32/f16", "none+paged16"},    {"1,1,1,2,8,8,8", "f32/f16", "none"},
+        {"1,1,1,2,8,8,8", "f32", "none+paged16"},        {"1,1,1,2,8,8,8", "f32", "none"},
+    };
+    for (int i = 0; i < 8; i++) {
+        cJSON *r = cJSON_GetArrayItem(res, i);
+        ck_assert_str_eq(jstr(r, "shape"), want[i][0]);
+        ck_assert_str_eq(jstr(r, "dtype"), want[i][1]);
+        ck_assert_str_eq(jstr(r, "mask"), want[i][2]);
+        ck_assert_str_eq(jstr(r, "status"), "ok");
+    }
+    /* no --interleave: no pairing, no order */
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "interleave")));
+    ck_assert_ptr_null(cJSON_GetObjectItem(j, "order"));
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 0), "vs_base"));
+    cJSON_Delete(j);
+    /* single values: one row each, 0 = contiguous */
+    const char *one[][2] = {{"--page-size 16", "none+paged16"}, {"--page-size 0", "none"}};
+    for (int i = 0; i < 2; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "--backend reference --shape 1,2,2,1,32,16 --repeat 1 "
+                                    "--warmup 0 --no-peak --json %s", one[i][0]);
+        ck_assert_int_eq(run("sdpa-bench", args), 0);
+        j = cJSON_Parse(g_out);
+        res = cJSON_GetObjectItem(j, "results");
+        ck_assert_int_eq(cJSON_GetArraySize(res), 1);
+        ck_assert_str_eq(jstr(cJSON_GetArrayItem(res, 0), "mask"), one[i][1]);
+        cJSON_Delete(j);
+    }
+}
+END_TEST
+
+/* Checks one --interleave JSON run: every round calls the rows in turn from
+ * row r mod n on (order holds results indices of forward rows, fwd_rows[k]
+ * the k-th); each row's vs_base is the median (q1, q3 the quartiles) of
+ * base / row over its rounds_ms, the base being the first row of the same
+ * shape and op, whose own is exactly 1. */
+static void check_interleave_json(cJSON *j, int repeat, const int *fwd_rows, int n)
+{
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "interleave")));
+    cJSON *order = cJSON_GetObjectItem(j, "order"), *res = cJSON_GetObjectItem(j, "results");
+    ck_assert_int_eq(cJSON_GetArraySize(order), repeat);
+    for (int r = 0; r < repeat; r++) {
+        cJSON *ro = cJSON_GetArrayItem(order, r);
+        ck_assert_int_eq(cJSON_GetArraySize(ro), n);
+        for (int k = 0; k < n; k++)
+            ck_assert_msg(cJSON_GetArrayItem(ro, k)->valueint == fwd_rows[(r + k) % n],
+                          "round %d position %d: row %d, expected %d", r, k,
+                          cJSON_GetArrayItem(ro, k)->valueint, fwd_rows[(r + k) % n]);
+    }
+    const int nres = cJSON_GetArraySize(res);
+    for (int i = 0; i < nres; i++) {
+        cJSON *x = cJSON_GetArrayItem(res, i), *base = NULL;
+        for (int b = 0; b <= i && !base; b++) {
+            cJSON *y = cJSON_GetArrayItem(res, b);
+            if (!strcmp(jstr(y, "shape"), jstr(x, "shape")) && !strcmp(jstr(y, "op"), jstr(x, "op")))
+                base = y;
+        }
+        ck_assert_str_eq(jstr(x, "status"), "ok");
+        ck_assert_int_eq(cJSON_GetObjectItem(x, "runs")->valueint, repeat);
+        cJSON *rx = cJSON_GetObjectItem(x, "rounds_ms"), *rb = cJSON_GetObjectItem(base, "rounds_ms");
+        ck_assert_int_eq(cJSON_GetArraySize(rx), repeat);
+        double q[16];
+        for (int k = 0; k < repeat; k++)
+            q[k] = cJSON_GetArrayItem(rb, k)->valuedouble / cJSON_GetArrayItem(rx, k)->valuedouble;
+        qsort(q, (size_t)repeat, sizeof q[0], cmp_dbl);
+        const double med = repeat % 2 ? q[repeat / 2] : 0.5 * (q[repeat / 2 - 1] + q[repeat / 2]);
+        const double vb = cJSON_GetObjectItem(x, "vs_base")->valuedouble;
+        const double q1 = cJSON_GetObjectItem(x, "vs_base_q1")->valuedouble;
+        const double q3 = cJSON_GetObjectItem(x, "vs_base_q3")->valuedouble;
+        ck_assert_msg(fabs(vb - med) <= 1e-12 * med, "row %d: vs_base %g, paired median %g", i,
+                      vb, med);
+        ck_assert(q[0] <= q1 && q1 <= vb && vb <= q3 && q3 <= q[repeat - 1]);
+        if (base == x)
+            ck_assert(vb == 1.0 && q1 == 1.0 && q3 == 1.0);
+        else /* timings of different rows are never all equal */
+            ck_assert_msg(vb != 1.0, "row %d: vs_base exactly 1", i);
+    }
+}
+
+/* --interleave: all rows set up, then round r calls every row once from row
+ * r mod n on; `vs base` is the paired ratio to the shape's first row, in
+ * JSON (with quartiles and the rounds' times), CSV (last columns) and the
+ * table (beside vs first), absent from the table without the flag. Backward
+ * rows take their turn with their forward. About 0.2 s. */
+START_TEST(bench_interleave)
+{
+    const char *args = "--backend reference --shape 1,2,2,1,32,16 --shape 1,1,1,2,8,8 "
+                       "--kv-dtype f32,f16 --page-size 0,16 --repeat 3 --warmup 1 --no-peak "
+                       "--interleave";
+    char more[512];
+    snprintf(more, sizeof more, "%s --json", args);
+    ck_assert_msg(run("sdpa-bench", more) == 0, "%s%s", g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    const int rows8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    check_interleave_json(j, 3, rows8, 8);
+    cJSON_Delete(j);
+    /* with --backward: forward and backward of a row are its calls of a
+     * round; the order names its forward row */
+    ck_assert_msg(run("sdpa-bench", "--backend reference --shape 1,1,1,4,8,8 --kv-dtype f32,f16 "
+                                    "--backward --repeat 4 --warmup 0 --no-peak --interleave "
+                                    "--json") == 0, "%s%s", g_out, g_err);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    const int rows2[2] = {0, 2}; /* fwd f32, bwd f32, fwd f32/f16, bwd f32/f16 */
+    check_interleave_json(j, 4, rows2, 2);
+    cJSON_Delete(j);
+    snprintf(more, sizeof more, "%s --csv", args);
+    ck_assert_int_eq(run("sdpa-bench", more), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, ",source,status,vs_base,vs_base_q1,vs_base_q3\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",ok,1.000,1.000,1.000\n"));
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, "  vs first  vs base  "));
+    ck_assert_ptr_null(strstr(g_out, "vs_base_q1"));
+    ck_assert_int_eq(run("sdpa-bench", "--backend reference --shape 1,1,1,2,8,8 --repeat 1 "
+                                       "--warmup 0 --no-peak"), 0);
+    ck_assert_ptr_null(strstr(g_out, "vs base"));
+    /* --max-seconds stops a row at its budget and the others go on: the
+     * slow row (about 10 ms a call) runs once, the fast one every round */
+    ck_assert_int_eq(run("sdpa-bench", "--backend reference --shape 1,4,4,128,128,64 --shape "
+                                       "1,1,1,1,16,8 --repeat 4 --warmup 0 --no-peak "
+                                       "--interleave --max-seconds 0.004 --json"), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    cJSON *res = cJSON_GetObjectItem(j, "results");
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 0), "runs")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "runs")->valueint, 4);
+    cJSON *r0 = cJSON_GetObjectItem(cJSON_GetArrayItem(res, 0), "rounds_ms");
+    ck_assert(cJSON_IsNumber(cJSON_GetArrayItem(r0, 0)) && cJSON_IsNull(cJSON_GetArrayItem(r0, 3)));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "order"), 3)), 1);
+    cJSON_Delete(j);
 }
 END_TEST
 
@@ -981,8 +1163,8 @@ START_TEST(bench_runs_what_tune_tuned)
                                 "--csv --profile-dir '%s'", prof);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, ",peak_frac,peak_suspect,vs_first,mem_mib,kernel,config,"
-                                        "source,status\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, ",profile,ok\n"));
+                                        "source,status,vs_base,vs_base_q1,vs_base_q3\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",profile,ok,,,\n"));
 }
 END_TEST
 
@@ -1075,6 +1257,22 @@ START_TEST(tools_refuse_shapes_beyond_memory)
     ck_assert_msg(strstr(g_err, "refused before allocating"), "%s", g_err);
     ck_assert_str_eq(g_out, "");
     ck_assert_msg(now_s() - t0 < 30, "refusing took %.1f s", now_s() - t0);
+    /* --interleave holds every row's buffers at once: six variants of a shape
+     * that takes 40 % of the memory each (q, k, v, out f32 on reference plus
+     * the host's q, k, v: 28 bytes per B) fit one at a time, not together */
+    long np = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+    if (np > 0 && ps > 0) {
+        const long long b = (long long)(0.4 * (double)np * (double)ps / (28.0 * 64));
+        snprintf(args, sizeof args, "--backend reference --shape %lld,1,1,1,1,64 --kv-dtype "
+                                    "f32,f16,bf16 --page-size 0,16 --no-peak --interleave", b);
+        t0 = now_s();
+        ck_assert_int_eq(run("sdpa-bench", args), 2);
+        ck_assert_msg(strstr(g_err, "--interleave sets up all 6 shapes at once: the shapes "
+                                    "together need") &&
+                          strstr(g_err, "refused before allocating"), "%s", g_err);
+        ck_assert_str_eq(g_out, "");
+        ck_assert_msg(now_s() - t0 < 10, "refusing took %.1f s", now_s() - t0);
+    }
     /* the 56 GiB case of the report, where the machine has less */
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && (double)pages * (double)psize < 56.0 * 1073741824.0) {
@@ -1141,6 +1339,14 @@ START_TEST(bench_plot_svg_only)
                                 "--warmup 0 --plot '%s'", path);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_int_eq(access(path, F_OK), 0);
+    /* page-size variants are lines of their own, not points of one line */
+    snprintf(args, sizeof args, "--backend reference --shape 1,1,1,1,16,8 --shape 1,1,1,1,32,8 "
+                                "--page-size 0,16 --no-peak --repeat 1 --warmup 0 --plot '%s'", path);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    char *svg = slurp(path);
+    ck_assert_msg(strstr(svg, ">reference fwd</text>") && strstr(svg, ">reference fwd +paged16</text>"),
+                  "%s", svg);
+    free(svg);
 }
 END_TEST
 
@@ -1197,6 +1403,8 @@ static Suite *suite(void)
     tcase_add_test(t, bench_decode_bandwidth);
     tcase_add_test(t, bench_read_reference);
     tcase_add_test(t, bench_usage_errors);
+    tcase_add_test(t, bench_variant_lists);
+    tcase_add_test(t, bench_interleave);
     tcase_add_test(t, bench_opencl_unfused_rows);
     tcase_add_test(t, bench_peak_above_100_remeasured);
     tcase_add_test(t, bench_plot_svg_only);

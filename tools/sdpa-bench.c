@@ -3,10 +3,10 @@
  *
  *   sdpa-bench [--backend LIST] [--shape B,Hq,Hkv,Sq,Skv,D[,Dv]]... [--preset P]...
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
- *              [--dtype f32|f16|bf16] [--kv-dtype T] [--page-size N] [--alibi]
- *              [--sinks] [--backward] [--stats] [--threads N]
+ *              [--dtype f32|f16|bf16] [--kv-dtype T[,T...]] [--page-size N[,N...]]
+ *              [--alibi] [--sinks] [--backward] [--stats] [--threads N]
  *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--read-ref]
- *              [--json | --csv]
+ *              [--interleave] [--json | --csv]
  *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
  *              [--refresh-peak] [--profile-dir DIR]
  *              [--help]
@@ -14,7 +14,14 @@
  * Inputs live in device buffers (sdpa_buffer_create + sdpa_tensor_buffer), so
  * timings cover the plan's enqueue + completion only, never host copies. For
  * each shape, the repetitions interleave the backends (rep 1: A B C, rep 2:
- * A B C, ...) so machine noise hits all alike. Reported per row: plan creation
+ * A B C, ...) so machine noise hits all alike. --kv-dtype and --page-size
+ * take lists: each shape runs once per (K/V type, page size), type outer.
+ * --interleave sets up every row (shape x variant x backend) first and runs
+ * the timed repetitions in rounds over all of them (round r starts at row
+ * r mod n), and adds `vs base`: per row, the median over rounds of the base
+ * row's time over its own in the same round, the base being the first row
+ * of the same shape, op and backend; on a machine whose speed drifts (a VM)
+ * these paired ratios hold where the rows' medians do not. Reported per row: plan creation
  * time, median/min/max ms, GFLOP/s over the kept (i, j) pairs of the band
  * (exactly counted), the fraction of the device's fp32 FMA peak (every
  * backend: sdpa_context_peak, measured once per device by the library's
@@ -31,7 +38,7 @@
  * Presets are tools/common/presets.c's, shared with sdpa-tune, so
  * a tuned preset is what its benchmark runs. Before allocating, the memory
  * each shape needs is checked against the machine (exit 2 when it cannot
- * fit). Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
+ * fit), and with --interleave the sum over all shapes. Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
  * SDPA_ERR_WORKSPACE from the workspace limit) say `unsupported` and do not
  * fail the run. `opencl-unfused` in the backend list is the OpenCL
  * backend with tile.unfused = 1 (scores through CLBlast), for fused vs
@@ -76,15 +83,19 @@ typedef struct options {
     sdpa_backend_kind backends[MAX_BACKENDS];
     int unfused[MAX_BACKENDS]; /* 1 = opencl-unfused: tile.unfused = 1 */
     int nbackends;
-    shape shapes[MAX_SHAPES];
+    shape given[MAX_SHAPES]; /* --shape and preset rows, as given */
+    int ngiven;
+    shape *shapes;          /* the rows' shapes: each given one per --kv-dtype x
+                               --page-size value (dtype outer), in list order */
     int nshapes;
     int causal, has_window, has_diagonal;
     int64_t wl, wr;
     sdpa_diagonal diagonal;
     sdpa_dtype dtype;
     int has_dtype;          /* --dtype given: it overrides the presets' dtypes */
-    sdpa_dtype kv_dtype;    /* --kv-dtype, NONE = each shape's dtype */
-    int page, alibi, sinks; /* --page-size (0 = contiguous K/V), --alibi, --sinks */
+    ta_kv_opts kv;          /* --kv-dtype and --page-size lists (none = each shape's
+                               dtype, contiguous K/V), --alibi, --sinks */
+    int interleave;         /* --interleave: every row set up first, rounds over all */
     int backward, stats, threads, repeat, warmup, json, csv, no_peak, refresh_peak;
     int gemm_params;        /* opencl-unfused: CLBlast parameter set, SDPA_AUTO = in force */
     const char *device;
@@ -110,7 +121,8 @@ typedef struct job {
     size_t mem_bytes;
     char kernel[96];
     char config[256], source[64]; /* sdpa_plan_info: parameters and where from */
-    double *t_fwd, *t_bwd;      /* repeat samples, ms */
+    double *t_fwd, *t_bwd;      /* repeat samples, ms, in run order */
+    double *r_fwd, *r_bwd;      /* the same by round, NAN where the job sat out */
     int nrun;                   /* timed runs done */
     double spent;               /* seconds spent running (warm-up + timed) */
     double read_ms;             /* --read-ref: median read of the K/V bytes, NAN = none */
@@ -142,9 +154,12 @@ static void usage(FILE *f)
             "  --dtype T        f32 | f16 | bf16 storage for every shape (default: f32 for\n"
             "                   --shape, a preset's own dtype for its rows)\n"
             "  --kv-dtype T     K/V storage f32 | f16 | bf16 | q8_0 | q4_0 (default: --dtype;\n"
-            "                   q8_0/q4_0: random blocks, forward only, D multiple of 32)\n"
+            "                   q8_0/q4_0: random blocks, forward only, D multiple of 32);\n"
+            "                   a comma list (f32,f16) runs every shape once per type\n"
             "  --page-size N    paged K/V: pages of N keys in a shuffled pool, a block\n"
-            "                   table and kv_len = Skv (forward only)\n"
+            "                   table and kv_len = Skv (forward only); 0 = contiguous; a\n"
+            "                   comma list (0,16) runs every shape once per size (inside\n"
+            "                   the --kv-dtype list: f32 0, f32 16, f16 0, f16 16)\n"
             "  --alibi          ALiBi slopes 2^(-8(h+1)/Hq) per query head\n"
             "  --sinks          an attention sink logit (0.5) per query head\n"
             "  --backward       also time the backward pass (rows with op bwd)\n"
@@ -156,6 +171,11 @@ static void usage(FILE *f)
             "  --gap-ms N       sleep N ms before every call (forward and backward), the\n"
             "                   way applications call: measures calls that follow a pause\n"
             "                   (threads asleep, caches cold); default 0 = back to back\n"
+            "  --interleave     set up every row (shapes x K/V types x page sizes x\n"
+            "                   backends) first, then run the timed repetitions in rounds\n"
+            "                   over all rows, each round starting one row later; adds\n"
+            "                   `vs base` (see below). Refused (exit 2) when all rows'\n"
+            "                   buffers together do not fit in memory\n"
             "  --read-ref       also time, per forward row, a plain read of its K/V bytes\n"
             "                   (the bytes GB/s counts) on the same threads after the same\n"
             "                   pause, as many reads as timed runs: columns `read ms`\n"
@@ -196,6 +216,13 @@ static void usage(FILE *f)
             "the threads start together, so the read pays the cold caches but no thread\n"
             "wake-up); judge a --gap-ms row by it, not by the back-to-back row. The CPU peak\n"
             "is measured at the vector width of the kernels in use (SDPA_CPU_KERNELS).\n"
+            "With --interleave, `vs base` is the median over rounds of (the base row's time\n"
+            "/ this row's time in the same round), the base row being the first row of the\n"
+            "same shape B..Dv, op and backend (with --kv-dtype f32,f16 --page-size 0,16: the\n"
+            "f32 contiguous row, which shows 1.000); above 1 = faster; CSV and JSON add its\n"
+            "quartiles (vs_base_q1, vs_base_q3). The calls it pairs ran milliseconds apart, so\n"
+            "it holds on a machine whose speed drifts (a VM, a shared host), where medians\n"
+            "of separate rows do not: quote these ratios there.\n"
             "`config` is the plan's kernel configuration and `source` where it\n"
             "came from: default, profile, shipped profile or forced.\n"
             "Shapes whose buffers do not fit in the machine's memory are refused (exit 2)\n"
@@ -210,9 +237,9 @@ static void usage(FILE *f)
  * parsing, when --dtype is known. */
 static int add_shape(options *o, const tps_shape *t)
 {
-    if (o->nshapes >= MAX_SHAPES)
+    if (o->ngiven >= MAX_SHAPES)
         return 0;
-    shape *s = &o->shapes[o->nshapes++];
+    shape *s = &o->given[o->ngiven++];
     s->B = t->B, s->Hq = t->Hq, s->Hkv = t->Hkv, s->Sq = t->Sq, s->Skv = t->Skv;
     s->D = t->D, s->Dv = t->Dv;
     s->wl = -1;
@@ -424,8 +451,10 @@ static int parse_args(options *o, int argc, char **argv, int *help)
             if (val && !ta_parse_float_dtype(val, &o->dtype))
                 ta_fail(&a, "--dtype: expected f32, f16 or bf16, got \"%s\"", val);
             o->has_dtype = 1;
-        } else if (ta_kv_option(&a, &o->kv_dtype, &o->page, &o->alibi, &o->sinks)) {
-            /* --kv-dtype, --page-size, --alibi, --sinks (tools/common/args.c) */
+        } else if (ta_kv_options(&a, &o->kv, TA_KV_LIST_MAX)) {
+            /* --kv-dtype, --page-size (lists), --alibi, --sinks (tools/common/args.c) */
+        } else if (ta_flag(&a, "--interleave")) {
+            o->interleave = 1;
         } else if (ta_flag(&a, "--backward")) {
             o->backward = 1;
         } else if (ta_flag(&a, "--stats")) {
@@ -488,27 +517,38 @@ static int parse_args(options *o, int argc, char **argv, int *help)
         return 1;
     if (o->nbackends == 0)
         add_backend(o, SDPA_BACKEND_CPU, 0);
-    if (o->nshapes == 0)
+    if (o->ngiven == 0)
         add_shape(o, &(tps_shape){1, 8, 8, 1024, 1024, 64, 64, 0, SDPA_DTYPE_NONE});
-    for (int i = 0; i < o->nshapes; i++) {
-        shape *s = &o->shapes[i];
-        if (o->has_dtype || s->dtype == SDPA_DTYPE_NONE)
-            s->dtype = o->dtype;
-        s->kv_dtype = o->kv_dtype != SDPA_DTYPE_NONE ? o->kv_dtype : s->dtype;
-        s->page = o->page;
-        s->alibi = o->alibi;
-        s->sinks = o->sinks;
-        if (s->kv_dtype == s->dtype)
-            snprintf(s->dtname, sizeof s->dtname, "%s", sdpa_dtype_name(s->dtype));
-        else
-            snprintf(s->dtname, sizeof s->dtname, "%s/%s", sdpa_dtype_name(s->dtype),
-                     sdpa_dtype_name(s->kv_dtype));
+    const int nkv = o->kv.nkv ? o->kv.nkv : 1, npage = o->kv.npage ? o->kv.npage : 1;
+    o->shapes = calloc((size_t)(o->ngiven * nkv * npage), sizeof *o->shapes);
+    if (!o->shapes) {
+        fprintf(stderr, "sdpa-bench: out of memory\n");
+        return 0;
+    }
+    for (int i = 0; i < o->ngiven; i++) {
+        shape *g = &o->given[i];
+        if (o->has_dtype || g->dtype == SDPA_DTYPE_NONE)
+            g->dtype = o->dtype;
+        g->alibi = o->kv.alibi;
+        g->sinks = o->kv.sinks;
         if (o->causal)
-            s->wl = -1, s->wr = 0;
+            g->wl = -1, g->wr = 0;
         if (o->has_window)
-            s->wl = o->wl, s->wr = o->wr;
+            g->wl = o->wl, g->wr = o->wr;
         if (o->has_diagonal)
-            s->diagonal = o->diagonal;
+            g->diagonal = o->diagonal;
+        for (int k = 0; k < nkv; k++)
+            for (int p = 0; p < npage; p++) {
+                shape *s = &o->shapes[o->nshapes++];
+                *s = *g;
+                s->kv_dtype = o->kv.nkv ? o->kv.kv[k] : s->dtype;
+                s->page = o->kv.npage ? o->kv.page[p] : 0;
+                if (s->kv_dtype == s->dtype)
+                    snprintf(s->dtname, sizeof s->dtname, "%s", sdpa_dtype_name(s->dtype));
+                else
+                    snprintf(s->dtname, sizeof s->dtname, "%s/%s", sdpa_dtype_name(s->dtype),
+                             sdpa_dtype_name(s->kv_dtype));
+            }
     }
     return 1;
 }
@@ -821,6 +861,9 @@ typedef struct row {
     int peak_suspect;        /* above 100 % even against a re-measured peak */
     int bindex;              /* into the --backend list */
     int runs;                /* timed runs behind the statistics */
+    const double *round_ms;  /* --interleave, ok rows: the time in each round, NAN
+                                where it sat out (repeat entries); else NULL */
+    double vs_base, vs_base_q1, vs_base_q3; /* --interleave: paired ratios to the base row */
 } row;
 
 static int cmp_double(const void *a, const void *b)
@@ -846,28 +889,37 @@ static void fmt(char *b, size_t cap, const char *f, double v)
 }
 
 /* The table or CSV. Columns shown only sometimes: peak_suspect (CSV only;
- * the table shows it as >100?) and read_ms, vs_read (with --read-ref). */
-static void print_table(const row *rows, int n, int csv, int read_ref)
+ * the table shows it as >100?), read_ms, vs_read (with --read-ref), vs base
+ * (with --interleave; its quartiles in CSV only). CSV columns keep one order
+ * and header, new ones at the end (empty when not measured); the table puts
+ * `vs base` beside `vs first`. */
+static void print_table(const row *rows, int n, int csv, int read_ref, int interleave)
 {
-    enum { SUSPECT = 16, READ = 18, NCOL = 25 };
+    enum { SUSPECT = 16, READ = 18, BASE = 25, NCOL = 28 };
     const char *head[NCOL] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask",
                               "dtype", "plan ms", "gap ms", "runs", "median ms", "min ms",
                               "max ms", "GFLOP/s", "GB/s", "% bw", "% peak", "", "vs first",
                               "read ms", "vs read", "mem MiB", "kernel", "config", "source",
-                              "status"};
+                              "status", "vs base", "", ""};
     const char *head_csv[NCOL] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
                                   "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops",
                                   "kv_gbps", "bw_frac", "peak_frac", "peak_suspect", "vs_first",
                                   "read_ms", "vs_read", "mem_mib", "kernel", "config", "source",
-                                  "status"};
-    const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1,
-                             1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
-    int keep[NCOL], nkeep = 0;
+                                  "status", "vs_base", "vs_base_q1", "vs_base_q3"};
+    const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                             1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    /* column order: the CSV's as listed, the table's with vs base after vs first */
+    const int table_order[NCOL] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                                   14, 15, 16, 17, 25, 18, 19, 20, 21, 22, 23, 24, 26, 27};
+    int keep[NCOL], nkeep = 0, col_of[NCOL];
     const char *kh[NCOL];
     int kr[NCOL];
-    for (int c = 0; c < NCOL; c++) {
-        keep[c] = (c != SUSPECT || csv) && ((c != READ && c != READ + 1) || read_ref);
+    for (int p = 0; p < NCOL; p++) {
+        const int c = csv ? p : table_order[p];
+        keep[c] = (c != SUSPECT || csv) && ((c != READ && c != READ + 1) || read_ref) &&
+                  (c != BASE || csv || interleave) && (c <= BASE || csv);
         if (keep[c]) {
+            col_of[nkeep] = c;
             kh[nkeep] = csv ? head_csv[c] : head[c];
             kr[nkeep++] = right[c];
         }
@@ -876,7 +928,8 @@ static void print_table(const row *rows, int n, int csv, int read_ref)
     tu_table_init(&t, nkeep, kh, kr);
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char c[9][48], bw[2][48], rd[2][48], dev[48], st[300], pk[48], runs[16], gap[32];
+        char c[9][48], bw[2][48], rd[2][48], vb[3][48], dev[48], st[300], pk[48], runs[16],
+            gap[32];
         if (!csv && strlen(r->device) > 28)
             snprintf(dev, sizeof dev, "%.25s...", r->device);
         else
@@ -892,6 +945,12 @@ static void print_table(const row *rows, int n, int csv, int read_ref)
         fmt(bw[1], 48, csv ? "%.4f" : "%.1f", csv ? r->bw_frac : 100.0 * r->bw_frac);
         fmt(rd[0], 48, "%.3f", r->read_ms);
         fmt(rd[1], 48, csv ? "%.3f" : "%.2fx", r->vs_read);
+        const double base[3] = {r->vs_base, r->vs_base_q1, r->vs_base_q3};
+        for (int k = 0; k < 3; k++) { /* without --interleave: empty CSV cells */
+            vb[k][0] = '\0';
+            if (interleave)
+                fmt(vb[k], 48, "%.3f", base[k]);
+        }
         snprintf(runs, sizeof runs, "%d", r->runs);
         snprintf(gap, sizeof gap, "%g", r->gap_ms);
         fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
@@ -906,11 +965,10 @@ static void print_table(const row *rows, int n, int csv, int read_ref)
                                    r->peak_suspect ? "1" : "0", c[5], rd[0], rd[1], c[6],
                                    r->kernel[0] ? r->kernel : "-",
                                    r->config[0] ? r->config : "-",
-                                   r->source[0] ? r->source : "-", st};
+                                   r->source[0] ? r->source : "-", st, vb[0], vb[1], vb[2]};
         const char *kc[NCOL];
-        for (int k = 0, col = 0; col < NCOL; col++)
-            if (keep[col])
-                kc[k++] = cells[col];
+        for (int k = 0; k < nkeep; k++)
+            kc[k] = cells[col_of[k]];
         tu_table_add(&t, kc);
     }
     if (csv)
@@ -939,7 +997,11 @@ typedef struct peak_entry {
     sdpa_bandwidth_info bw;
 } peak_entry;
 
-static int print_json(const row *rows, int n, const options *o, const peak_entry *pk, int npk)
+/* order (--interleave, else NULL): per round, width entries, the results
+ * index of the row each timed call was made for (its forward row), -1 where
+ * a row sat out. */
+static int print_json(const row *rows, int n, const options *o, const peak_entry *pk, int npk,
+                      const int *order, int width)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "version", sdpa_version_string());
@@ -947,6 +1009,17 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     cJSON_AddNumberToObject(root, "warmup", o->warmup);
     cJSON_AddNumberToObject(root, "gap_ms", o->gap_ms);
     cJSON_AddBoolToObject(root, "read_ref", o->read_ref);
+    cJSON_AddBoolToObject(root, "interleave", o->interleave);
+    if (order) { /* the call order of the timed rounds */
+        cJSON *oa = cJSON_AddArrayToObject(root, "order");
+        for (int r = 0; r < o->repeat; r++) {
+            cJSON *ra = cJSON_CreateArray();
+            for (int k = 0; k < width; k++)
+                if (order[r * width + k] >= 0)
+                    cJSON_AddItemToArray(ra, cJSON_CreateNumber(order[r * width + k]));
+            cJSON_AddItemToArray(oa, ra);
+        }
+    }
     if (o->threads == SDPA_AUTO)
         cJSON_AddNullToObject(root, "threads");
     else
@@ -1021,6 +1094,17 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
             add_num(x, "vs_read", r->vs_read, 1);
         }
         add_num(x, "mem_mib", r->mem_mib, 1);
+        if (o->interleave) {
+            add_num(x, "vs_base", r->vs_base, 1);
+            add_num(x, "vs_base_q1", r->vs_base_q1, 1);
+            add_num(x, "vs_base_q3", r->vs_base_q3, 1);
+            cJSON *ra = cJSON_AddArrayToObject(x, "rounds_ms");
+            for (int k = 0; r->round_ms && k < o->repeat; k++) {
+                cJSON *v = isfinite(r->round_ms[k]) ? cJSON_CreateNumber(r->round_ms[k])
+                                                    : cJSON_CreateNull();
+                cJSON_AddItemToArray(ra, v);
+            }
+        }
         cJSON_AddItemToArray(arr, x);
     }
     char *s = cJSON_Print(root);
@@ -1032,7 +1116,16 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     return 1;
 }
 
-/* GFLOP/s against Skv, one series per (backend, op). */
+/* A plot series' name: "backend op", then the dtype when the rows have
+ * several, then +pagedN for paged rows (--page-size 0,16 gives two lines). */
+static void series_name(const row *r, int mixed, char *buf, size_t cap)
+{
+    const char *paged = strstr(r->band, "+paged");
+    snprintf(buf, cap, "%s %s%s%s%s%s", r->backend, r->op, mixed ? " " : "",
+             mixed ? r->dtype : "", paged ? " " : "", paged ? paged : "");
+}
+
+/* GFLOP/s against Skv, one series per (backend, op, dtype when mixed, page size). */
 static int write_plot(const char *path, const row *rows, int n, const options *o)
 {
     tp_series ser[2 * MAX_BACKENDS];
@@ -1049,8 +1142,7 @@ static int write_plot(const char *path, const row *rows, int n, const options *o
     }
     for (int i = 0; i < n; i++) {
         char name[64];
-        snprintf(name, sizeof name, "%s %s%s%s", rows[i].backend, rows[i].op, mixed ? " " : "",
-                 mixed ? rows[i].dtype : "");
+        series_name(&rows[i], mixed, name, sizeof name);
         int k = 0;
         while (k < ns && strcmp(names[k], name) != 0)
             k++;
@@ -1061,8 +1153,7 @@ static int write_plot(const char *path, const row *rows, int n, const options *o
         int start = used;
         for (int j = i; j < n; j++) {
             char nj[64];
-            snprintf(nj, sizeof nj, "%s %s%s%s", rows[j].backend, rows[j].op, mixed ? " " : "",
-                     mixed ? rows[j].dtype : "");
+            series_name(&rows[j], mixed, nj, sizeof nj);
             if (strcmp(nj, name) != 0)
                 continue;
             int p = used++;
@@ -1174,6 +1265,130 @@ static void read_reference(job *j, const shape *s, const options *o, sdpa_status
         *st = rs;
 }
 
+/* ---- rounds ----------------------------------------------------------------------------- */
+
+/* Backend b's job on shape s, set up (buffers, plan), or failed with the
+ * reason when b has no context or h is NULL (no host inputs). Its samples
+ * are the 4 * repeat doubles at samples (t_fwd, t_bwd, r_fwd, r_bwd). */
+static void job_init(job *j, int b, const shape *s, const options *o, sdpa_context *const *ctx,
+                     const char (*ctx_err)[256], const host_inputs *h, double *samples)
+{
+    memset(j, 0, sizeof *j);
+    j->kind = o->backends[b];
+    j->unfused = o->unfused[b];
+    j->ctx = ctx[b];
+    j->t_fwd = samples;
+    j->t_bwd = samples + o->repeat;
+    j->r_fwd = samples + 2 * (size_t)o->repeat;
+    j->r_bwd = samples + 3 * (size_t)o->repeat;
+    for (int k = 0; k < o->repeat; k++)
+        j->r_fwd[k] = j->r_bwd[k] = NAN;
+    if (!ctx[b]) {
+        j->status = SDPA_ERR_NO_DEVICE;
+        snprintf(j->error, sizeof j->error, "%s", ctx_err[b]);
+    } else if (!h) {
+        j->status = SDPA_ERR_OUT_OF_MEMORY;
+        snprintf(j->error, sizeof j->error, "cannot allocate host inputs");
+    } else {
+        job_setup(j, s, o, h);
+    }
+}
+
+/* The jobs of shape s, one per backend (js[b]), from host inputs made for
+ * them and freed once written; their samples from `samples` on (4 * repeat
+ * doubles each). */
+static void shape_setup(job *js, const shape *s, const options *o, sdpa_context *const *ctx,
+                        const char (*ctx_err)[256], double *samples)
+{
+    host_inputs h;
+    int have_inputs = host_inputs_make(&h, s, o);
+    for (int b = 0; b < o->nbackends; b++)
+        job_init(&js[b], b, s, o, ctx, ctx_err, have_inputs ? &h : NULL,
+                 samples + (size_t)b * 4 * (size_t)o->repeat);
+    host_inputs_free(&h);
+}
+
+/* The warm-ups, then the timed repetitions of n jobs, in rounds: a round
+ * calls every job once (its forward, then its backward), from job 0 on, or
+ * with rotate (--interleave) round r from job r mod n on, so that no job
+ * always follows the same one. A job whose runs took --max-seconds sits out
+ * the rest (it always gets one timed run); the others go on. Timed samples
+ * go to t_fwd/t_bwd in run order and to r_fwd/r_bwd by round. order, when
+ * not NULL, receives n entries per timed round: the job called at each
+ * position, -1 where none was. what: the progress line's start, NULL for
+ * none. */
+static void run_rounds(job *jobs, int n, const options *o, int rotate, int *order,
+                       const char *what)
+{
+    for (int rep = 0; rep < o->warmup + o->repeat; rep++) {
+        const int timed = rep >= o->warmup, round = rep - o->warmup;
+        if (what)
+            fprintf(stderr, "\r%s: %s %d/%d   ", what, timed ? "repeat" : "warm-up",
+                    timed ? round + 1 : rep + 1, timed ? o->repeat : o->warmup);
+        for (int k = 0; k < n; k++) {
+            const int i = rotate ? ((timed ? round : rep) + k) % n : k;
+            job *j = &jobs[i];
+            double f, g;
+            if (timed && order)
+                order[round * n + k] = -1;
+            if (j->status != SDPA_OK)
+                continue; /* failed or refused: no call */
+            if (o->max_seconds > 0 && j->spent >= o->max_seconds && !(timed && j->nrun == 0))
+                continue; /* over budget: keep what we have */
+            if (timed && order)
+                order[round * n + k] = i;
+            job_run(j, o, &f, &g);
+            j->spent += 1e-3 * ((f > 0 ? f : 0) + (g > 0 ? g : 0));
+            if (timed && f >= 0) {
+                j->t_fwd[j->nrun] = j->r_fwd[round] = f;
+                j->t_bwd[j->nrun] = j->r_bwd[round] = g;
+                j->nrun++;
+            }
+        }
+    }
+}
+
+/* The p-quantile of n sorted values (linear between the closest ranks, so
+ * p = 0.5 is the usual median). */
+static double quantile(const double *v, int n, double p)
+{
+    const double x = p * (double)(n - 1);
+    const int lo = (int)x, hi = lo + 1 < n ? lo + 1 : lo;
+    return v[lo] + (x - (double)lo) * (v[hi] - v[lo]);
+}
+
+/* --interleave: each row's `vs base`, the median (and quartiles) over the
+ * rounds where both ran of (the base row's time / this row's time), the
+ * base row being the first row of the same shape (B..Dv), op and backend:
+ * ratios of calls made a few milliseconds apart, which the machine's drift
+ * does not separate. The base row's own is 1; NAN without a base result. */
+static void vs_base(row *rows, int n, int repeat)
+{
+    double *q = malloc((size_t)repeat * sizeof *q);
+    for (int i = 0; q && i < n; i++) {
+        row *r = &rows[i];
+        int b = 0;
+        while (rows[b].bindex != r->bindex || strcmp(rows[b].op, r->op) != 0 ||
+               strcmp(rows[b].shape, r->shape) != 0)
+            b++; /* ends at i at the latest */
+        if (!r->round_ms || !rows[b].round_ms)
+            continue;
+        int m = 0;
+        for (int k = 0; k < repeat; k++)
+            if (rows[b].round_ms[k] > 0 && r->round_ms[k] > 0)
+                q[m++] = rows[b].round_ms[k] / r->round_ms[k];
+        if (m == 0)
+            continue;
+        qsort(q, (size_t)m, sizeof *q, cmp_double);
+        r->vs_base = quantile(q, m, 0.5);
+        r->vs_base_q1 = quantile(q, m, 0.25);
+        r->vs_base_q3 = quantile(q, m, 0.75);
+    }
+    if (!q)
+        fprintf(stderr, "sdpa-bench: out of memory: no vs base\n");
+    free(q);
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -1223,6 +1438,26 @@ int main(int argc, char **argv)
             return TA_EXIT_USAGE;
         }
     }
+    /* --interleave holds every shape's buffers at once (and one shape's host
+     * inputs at a time, freed once written): their sum must fit too */
+    if (o.interleave) {
+        double host = 0, per_context = 0;
+        for (int si = 0; si < o.nshapes; si++) {
+            const shape *s = &o.shapes[si];
+            tps_shape t = {s->B, s->Hq, s->Hkv, s->Sq, s->Skv, s->D, s->Dv, 0, s->dtype};
+            const double in = tps_bytes(&t, s->dtype, o.backward, 0, 1);
+            host = in > host ? in : host;
+            per_context += tps_bytes(&t, s->dtype, o.backward, o.stats, 0);
+        }
+        char msg[512];
+        if (!tps_check_memory(NULL, host, per_context, ctx, o.nbackends, msg, sizeof msg)) {
+            fprintf(stderr, "sdpa-bench: --interleave sets up all %d shapes at once: %s; "
+                            "refused before allocating\n", o.nshapes, msg);
+            for (int b = 0; b < o.nbackends; b++)
+                sdpa_context_destroy(ctx[b]);
+            return TA_EXIT_USAGE;
+        }
+    }
 
     /* Each backend's device peak: cached in the profile dir, or measured
      * once (sdpa_context_peak). */
@@ -1259,10 +1494,15 @@ int main(int argc, char **argv)
 
     int nops = o.backward ? 2 : 1;
     int maxrows = o.nshapes * o.nbackends * nops;
+    /* --interleave: a job per shape and backend, all set up at once; else the
+     * backends' jobs of one shape at a time */
+    const int njobs = o.interleave ? o.nshapes * o.nbackends : o.nbackends;
     row *rows = calloc((size_t)maxrows, sizeof *rows);
-    job *jobs = calloc((size_t)o.nbackends, sizeof *jobs);
-    double *samples = calloc((size_t)o.nbackends * 2 * (size_t)o.repeat, sizeof *samples);
-    if (!rows || !jobs || !samples) {
+    job *jobs = calloc((size_t)njobs, sizeof *jobs);
+    double *samples = calloc((size_t)njobs * 4 * (size_t)o.repeat, sizeof *samples);
+    int *order = o.interleave ? calloc((size_t)njobs * (size_t)o.repeat, sizeof *order) : NULL;
+    int *job_row = o.interleave ? calloc((size_t)njobs, sizeof *job_row) : NULL;
+    if (!rows || !jobs || !samples || (o.interleave && (!order || !job_row))) {
         fprintf(stderr, "sdpa-bench: out of memory\n");
         return TA_EXIT_FAIL;
     }
@@ -1276,57 +1516,34 @@ int main(int argc, char **argv)
         read_method[b][0] = '\0';
     }
 
+    if (o.interleave) { /* every row set up, then rounds over all of them */
+        for (int si = 0; si < o.nshapes; si++) {
+            if (progress)
+                fprintf(stderr, "\rsetting up shape %d/%d   ", si + 1, o.nshapes);
+            const size_t first = (size_t)si * (size_t)o.nbackends;
+            shape_setup(jobs + first, &o.shapes[si], &o, ctx, ctx_err,
+                        samples + first * 4 * (size_t)o.repeat);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%d rows interleaved", njobs);
+        run_rounds(jobs, njobs, &o, 1, order, progress ? what : NULL);
+    }
     for (int si = 0; si < o.nshapes; si++) {
         const shape *s = &o.shapes[si];
         char sstr[96];
         shape_str(s, sstr, sizeof sstr);
-        host_inputs h;
-        int have_inputs = host_inputs_make(&h, s, &o);
-        for (int b = 0; b < o.nbackends; b++) {
-            job *j = &jobs[b];
-            memset(j, 0, sizeof *j);
-            j->kind = o.backends[b];
-            j->unfused = o.unfused[b];
-            j->ctx = ctx[b];
-            j->t_fwd = samples + (size_t)b * 2 * (size_t)o.repeat;
-            j->t_bwd = j->t_fwd + o.repeat;
-            if (!ctx[b]) {
-                j->status = SDPA_ERR_NO_DEVICE;
-                snprintf(j->error, sizeof j->error, "%s", ctx_err[b]);
-            } else if (!have_inputs) {
-                j->status = SDPA_ERR_OUT_OF_MEMORY;
-                snprintf(j->error, sizeof j->error, "cannot allocate host inputs");
-            } else {
-                job_setup(j, s, &o, &h);
-            }
-        }
-        /* warm-up, then timed repetitions, backends interleaved */
-        for (int rep = 0; rep < o.warmup + o.repeat; rep++) {
-            if (progress)
-                fprintf(stderr, "\rshape %d/%d %s: %s %d/%d   ", si + 1, o.nshapes, sstr,
-                        rep < o.warmup ? "warm-up" : "repeat",
-                        rep < o.warmup ? rep + 1 : rep - o.warmup + 1,
-                        rep < o.warmup ? o.warmup : o.repeat);
-            for (int b = 0; b < o.nbackends; b++) {
-                job *j = &jobs[b];
-                double f, g;
-                int timed = rep >= o.warmup;
-                if (o.max_seconds > 0 && j->spent >= o.max_seconds && !(timed && j->nrun == 0))
-                    continue; /* over budget: keep what we have */
-                job_run(j, &o, &f, &g);
-                j->spent += 1e-3 * ((f > 0 ? f : 0) + (g > 0 ? g : 0));
-                if (timed && f >= 0) {
-                    j->t_fwd[j->nrun] = f;
-                    j->t_bwd[j->nrun] = g;
-                    j->nrun++;
-                }
-            }
+        job *js = o.interleave ? jobs + (size_t)si * (size_t)o.nbackends : jobs;
+        if (!o.interleave) { /* set up, then warm-up and timed rounds, backends in turn */
+            shape_setup(js, s, &o, ctx, ctx_err, samples);
+            char what[160];
+            snprintf(what, sizeof what, "shape %d/%d %s", si + 1, o.nshapes, sstr);
+            run_rounds(js, o.nbackends, &o, 0, NULL, progress ? what : NULL);
         }
         for (int b = 0; b < o.nbackends && o.read_ref; b++) {
             if (progress)
                 fprintf(stderr, "\rshape %d/%d %s: read reference %d/%d   ", si + 1, o.nshapes,
                         sstr, b + 1, o.nbackends);
-            read_reference(&jobs[b], s, &o, &read_st[b], read_method[b]);
+            read_reference(&js[b], s, &o, &read_st[b], read_method[b]);
         }
         if (progress)
             fprintf(stderr, "\r%*s\r", 70, "");
@@ -1334,7 +1551,9 @@ int main(int argc, char **argv)
         for (int op = 0; op < nops; op++) {
             double base = NAN;
             for (int b = 0; b < o.nbackends; b++) {
-                job *j = &jobs[b];
+                job *j = &js[b];
+                if (op == 0 && job_row)
+                    job_row[si * o.nbackends + b] = nrows;
                 row *r = &rows[nrows++];
                 r->backend = backend_label(&o, ctx, b);
                 r->device = devname[b] ? devname[b] : "-";
@@ -1352,6 +1571,7 @@ int main(int argc, char **argv)
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
                 r->peak = r->kv_gbps = r->bw = r->bw_frac = NAN;
                 r->read_ms = r->vs_read = NAN;
+                r->vs_base = r->vs_base_q1 = r->vs_base_q3 = NAN;
                 for (int e = 0; e < npk; e++) {
                     if (pk[e].index == b && pk[e].status == SDPA_OK)
                         r->peak = pk[e].info.gflops;
@@ -1384,6 +1604,7 @@ int main(int argc, char **argv)
                 }
                 r->status = "ok";
                 r->runs = j->nrun;
+                r->round_ms = o.interleave ? (op ? j->r_bwd : j->r_fwd) : NULL;
                 summarize(op ? j->t_bwd : j->t_fwd, j->nrun, &r->med, &r->min, &r->max);
                 r->gflops = (op ? 2.5 : 1.0) * flops / (r->med * 1e-3) / 1e9;
                 r->peak_frac = r->gflops / r->peak;
@@ -1403,16 +1624,22 @@ int main(int argc, char **argv)
                 }
             }
         }
-        for (int b = 0; b < o.nbackends; b++)
-            job_teardown(&jobs[b]);
-        host_inputs_free(&h);
+        for (int b = 0; b < o.nbackends && !o.interleave; b++)
+            job_teardown(&js[b]);
+    }
+    if (o.interleave) {
+        vs_base(rows, nrows, o.repeat);
+        for (int i = 0; i < njobs * o.repeat; i++) /* job indices into row indices */
+            order[i] = order[i] >= 0 ? job_row[order[i]] : -1;
+        for (int i = 0; i < njobs; i++)
+            job_teardown(&jobs[i]);
     }
 
     recheck_peaks(rows, nrows, pk, npk, ctx);
     if (o.json) {
-        print_json(rows, nrows, &o, pk, npk);
+        print_json(rows, nrows, &o, pk, npk, order, njobs);
     } else {
-        print_table(rows, nrows, o.csv, o.read_ref);
+        print_table(rows, nrows, o.csv, o.read_ref, o.interleave);
         for (int e = 0; !o.csv && e < npk; e++) {
             if (e == 0)
                 printf("%% peak: of each device's fp32 FMA peak (measured once, cached in the "
@@ -1463,5 +1690,8 @@ int main(int argc, char **argv)
     free(rows);
     free(jobs);
     free(samples);
+    free(order);
+    free(job_row);
+    free(o.shapes);
     return any_error ? TA_EXIT_FAIL : TA_EXIT_OK;
 }

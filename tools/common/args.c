@@ -165,22 +165,90 @@ int ta_parse_kv_dtype(const char *s, sdpa_dtype *out)
     return 1;
 }
 
-int ta_kv_option(ta_args *a, sdpa_dtype *kv, int *page, int *alibi, int *sinks)
+/* Splits val into the elements of a comma list (the whole of val when max is
+ * 1) and parses each with parse(element, tmp, k) into a scratch array of
+ * elements of esz bytes, copied to out only when all parsed: 1 with *n set,
+ * or 0 after ta_fail with `expected` and the bad element (out untouched). */
+static int kv_list(ta_args *a, const char *flag, const char *expected, const char *val,
+                   int max, int (*parse)(const char *, void *, int), size_t esz, void *out,
+                   int *n)
+{
+    char buf[256];
+    int64_t tmp[TA_KV_LIST_MAX * 2]; /* up to 16 bytes an element, aligned */
+    int k = 0;
+    if (strlen(val) >= sizeof buf || esz > 16) {
+        ta_fail(a, "%s: expected %s, got \"%s\"", flag, expected, val);
+        return 0;
+    }
+    strcpy(buf, val);
+    for (char *p = buf;; k++) {
+        char *comma = max > 1 ? strchr(p, ',') : NULL;
+        if (comma)
+            *comma = '\0';
+        if (k >= max) {
+            ta_fail(a, "%s: at most %d values, got \"%s\"", flag, max, val);
+            return 0;
+        }
+        if (!parse(p, tmp, k)) {
+            ta_fail(a, "%s: expected %s, got \"%s\"", flag, expected, p);
+            return 0;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    memcpy(out, tmp, (size_t)(k + 1) * esz);
+    *n = k + 1;
+    return 1;
+}
+
+static int kv_dtype_elem(const char *s, void *out, int k)
+{
+    return ta_parse_kv_dtype(s, (sdpa_dtype *)out + k);
+}
+
+static int page_elem(const char *s, void *out, int k)
+{
+    return ta_parse_int(s, 0, 1 << 20, (int *)out + k);
+}
+
+int ta_kv_options(ta_args *a, ta_kv_opts *o, int max_list)
 {
     const char *val;
+    if (max_list > TA_KV_LIST_MAX)
+        max_list = TA_KV_LIST_MAX;
+    if (max_list < 1)
+        max_list = 1;
     if (ta_value(a, "--kv-dtype", &val)) {
-        if (val && !ta_parse_kv_dtype(val, kv))
-            ta_fail(a, "--kv-dtype: expected f32, f16, bf16, q8_0 or q4_0, got \"%s\"", val);
+        if (val)
+            kv_list(a, "--kv-dtype", "f32, f16, bf16, q8_0 or q4_0", val, max_list,
+                    kv_dtype_elem, sizeof o->kv[0], o->kv, &o->nkv);
     } else if (ta_value(a, "--page-size", &val)) {
-        if (val && !ta_parse_int(val, 1, 1 << 20, page))
-            ta_fail(a, "--page-size: expected an integer in [1, 1048576], got \"%s\"", val);
+        if (val)
+            kv_list(a, "--page-size", "an integer in [0, 1048576] (0 = contiguous)", val,
+                    max_list, page_elem, sizeof o->page[0], o->page, &o->npage);
     } else if (ta_flag(a, "--alibi")) {
-        *alibi = 1;
+        o->alibi = 1;
     } else if (ta_flag(a, "--sinks")) {
-        *sinks = 1;
+        o->sinks = 1;
     } else {
         return 0;
     }
+    return 1;
+}
+
+int ta_kv_option(ta_args *a, sdpa_dtype *kv, int *page, int *alibi, int *sinks)
+{
+    ta_kv_opts o;
+    memset(&o, 0, sizeof o);
+    if (!ta_kv_options(a, &o, 1))
+        return 0;
+    if (o.nkv)
+        *kv = o.kv[0];
+    if (o.npage)
+        *page = o.page[0];
+    *alibi |= o.alibi;
+    *sinks |= o.sinks;
     return 1;
 }
 

@@ -64,8 +64,23 @@ int ta_parse_float_dtype(const char *s, sdpa_dtype *out);
 /* A K/V storage dtype: f32, f16, bf16, q8_0 or q4_0. */
 int ta_parse_kv_dtype(const char *s, sdpa_dtype *out);
 /* The K/V options sdpa-bench and sdpa-tune share: --kv-dtype T, --page-size
- * N, --alibi, --sinks. 1 when the current argument is one of them (parsed
- * into *kv, *page, *alibi, *sinks; errors through ta_fail), else 0. */
+ * N (0 = contiguous K/V), --alibi, --sinks. With max_list > 1, --kv-dtype and
+ * --page-size take comma lists of up to max_list values (at most
+ * TA_KV_LIST_MAX), each checked like a single value (the message names the
+ * bad element); with max_list 1 the whole value is one element. A repeated
+ * flag replaces the earlier list. */
+#define TA_KV_LIST_MAX 8
+typedef struct ta_kv_opts {
+    sdpa_dtype kv[TA_KV_LIST_MAX]; /* --kv-dtype values; nkv 0 = not given */
+    int nkv;
+    int page[TA_KV_LIST_MAX];      /* --page-size values; npage 0 = not given */
+    int npage;
+    int alibi, sinks;              /* --alibi, --sinks */
+} ta_kv_opts;
+/* 1 when the current argument is one of them (parsed into *o; errors through
+ * ta_fail), else 0. */
+int ta_kv_options(ta_args *a, ta_kv_opts *o, int max_list);
+/* The same with single values into *kv, *page, *alibi, *sinks. */
 int ta_kv_option(ta_args *a, sdpa_dtype *kv, int *page, int *alibi, int *sinks);
 
 #endif /* SDPA_TOOLS_ARGS_H */

@@ -151,8 +151,9 @@ int tps_fits(const tps_shape *s, double need, double have, const char *where, ch
 {
     if (!(have > 0) || need <= have)
         return 1;
-    char d[256];
-    tps_describe(s, d, sizeof d);
+    char d[256] = "the shapes together";
+    if (s)
+        tps_describe(s, d, sizeof d);
     snprintf(msg, cap, "%s needs %.1f GiB, more than the %.1f GiB of %s", d,
              need / 1073741824.0, have / 1073741824.0, where);
     return 0;

@@ -55,7 +55,8 @@ double tps_physical_memory(void);
 
 /* The memory a tool needs for shape s against what the machine has: 1 when
  * need <= have (or have is 0, unknown); else 0 with a message naming the
- * shape, both sizes in GiB and `where` ("memory", "device memory of X"). */
+ * shape (s NULL: "the shapes together", for a sum over several), both sizes
+ * in GiB and `where` ("memory", "device memory of X"). */
 int tps_fits(const tps_shape *s, double need, double have, const char *where, char *msg,
              size_t cap);
 
@@ -66,7 +67,8 @@ int tps_context_device(sdpa_context *ctx, sdpa_device_info *info);
 /* Memory check of one shape before a tool allocates: `host` bytes of host
  * arrays plus `per_context` bytes of buffers in each of the n contexts
  * (NULL entries skipped). Buffers on a GPU with a known memory size count
- * against that device; all else against physical memory. Returns 1, or 0
+ * against that device; all else against physical memory. s NULL: the bytes
+ * are a sum over several shapes (named so in the message). Returns 1, or 0
  * with the message in msg. */
 int tps_check_memory(const tps_shape *s, double host, double per_context,
                      sdpa_context *const *ctx, int n, char *msg, size_t cap);
