@@ -462,8 +462,9 @@ START_TEST(threads_pool_every_tid_once)
 }
 END_TEST
 
-/* Worker sleeps during `runs` back-to-back runs of a fresh 2-thread pool. */
-static long long pool_sleeps_in(const char *spin_us, int runs)
+/* Worker sleeps during `runs` back-to-back runs of a fresh 2-thread pool;
+ * the pool's counts after them in *c (may be NULL). */
+static long long pool_sleeps_in(const char *spin_us, int runs, sdpa__cpu_pool_counts *c)
 {
     sdpa_context *ctx;
     sdpa__cpu_pool *pool = make_pool(&ctx, spin_us, 2);
@@ -473,6 +474,7 @@ static long long pool_sleeps_in(const char *spin_us, int runs)
     const long long before = sdpa__cpu_pool_sleeps(pool);
     for (int run = 0; run < runs; run++) sdpa__cpu_pool_run(pool, probe_job, &p);
     const long long slept = sdpa__cpu_pool_sleeps(pool) - before;
+    if (c) sdpa__cpu_pool_counts_get(pool, c);
     sdpa__cpu_pool_destroy(pool);
     sdpa_context_destroy(ctx);
     return slept;
@@ -483,19 +485,31 @@ static long long pool_sleeps_in(const char *spin_us, int runs)
  * every run (what the pool did before it spun). Two threads, so the spinning
  * worker does not starve the caller on a small machine; up to 3 tries with
  * the spin, since on a loaded machine a descheduled spinner rightly turns
- * spinning off for a while. */
+ * spinning off for a while. Windows: a 2 ms spin, because under Wine (where
+ * CI runs this suite) a thread woken from a condition variable ran 0.2 ms
+ * or more later, past the default spin, so that once both threads had slept
+ * they kept waking each other (180 of 200 runs slept in 6 of 8 runs on an
+ * idle VM, none with 2 ms; docs/windows.md). */
 START_TEST(threads_pool_spins_between_runs)
 {
     const int runs = 200;
-    long long slept = pool_sleeps_in("0", runs);
+#ifdef _WIN32
+    const char *spin = "2000";
+#else
+    const char *spin = NULL; /* the default */
+#endif
+    long long slept = pool_sleeps_in("0", runs, NULL);
     /* +-1: the sleeps after the first and last runs may still be coming */
     ck_assert_msg(slept >= runs - 1 && slept <= runs + 1,
                   "spin 0: workers slept %lld times, want %d", slept, runs);
+    sdpa__cpu_pool_counts c;
     for (int attempt = 0; attempt < 3; attempt++) {
-        slept = pool_sleeps_in(NULL, runs);
+        slept = pool_sleeps_in(spin, runs, &c);
         if (slept < runs / 2) break;
     }
-    ck_assert_msg(slept < runs / 2, "workers slept %lld times in %d runs", slept, runs);
+    ck_assert_msg(slept < runs / 2,
+                  "workers slept %lld times in %d runs (spins descheduled %lld, stalled %lld)",
+                  slept, runs, c.descheduled, c.stalls);
 }
 END_TEST
 
@@ -623,6 +637,21 @@ START_TEST(threads_pool_strike_rule)
     ck_assert(sdpa__cpu_pool_strike(&last, 50));
     ck_assert(sdpa__cpu_pool_strike(&last, 82));
     ck_assert(!sdpa__cpu_pool_strike(&last, 115));
+}
+END_TEST
+
+/* Which gaps strike, pure: a time slice's share (0.5 ms) with a switch to
+ * another thread, or without counts (-1, Windows); never a shorter one, with
+ * or without counts (a VM's stalls of 50-250 us), nor a long one that shows
+ * no switch. */
+START_TEST(threads_pool_gap_rule)
+{
+    const int64_t US = 1000;
+    ck_assert(sdpa__cpu_pool_gap_strikes(500 * US, 1));
+    ck_assert(sdpa__cpu_pool_gap_strikes(3000 * US, -1));
+    ck_assert(!sdpa__cpu_pool_gap_strikes(200 * US, -1));
+    ck_assert(!sdpa__cpu_pool_gap_strikes(499 * US, 2));
+    ck_assert(!sdpa__cpu_pool_gap_strikes(3000 * US, 0));
 }
 END_TEST
 
@@ -1069,6 +1098,7 @@ int main(void)
     tcase_add_test(t, threads_pool_any_skips_late_workers);
     tcase_add_test(t, threads_pool_predict);
     tcase_add_test(t, threads_pool_strike_rule);
+    tcase_add_test(t, threads_pool_gap_rule);
     tcase_add_test(t, threads_pool_one_stall_keeps_spinning);
 #ifdef __linux__
     tcase_add_test(t, threads_pool_preempted_spinner_strikes);

@@ -76,6 +76,13 @@ bool sdpa__cpu_pool_predict(const int64_t *iv, int n, int64_t *wake, int64_t *en
  * becomes gen + 1; true (spinning goes off for 64 runs) when the previous
  * one was at most 32 runs before. */
 bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen);
+/* Whether a spinner's gap of gap_ns between two looks at the clock is a
+ * strike (cpu_pool.c), pure: it must last a time slice's share (0.5 ms) and,
+ * where the thread's involuntary context switches are counted (switches >=
+ * 0: their rise during the gap; -1: not counted, e.g. Windows), show a
+ * switch to another thread. Shorter gaps are stalls of the machine (a VM's
+ * vCPU held for a moment, an interrupt), not oversubscription. */
+bool sdpa__cpu_pool_gap_strikes(int64_t gap_ns, long switches);
 /* Moves the calling thread off `cpu` when it runs there and its affinity
  * mask has another CPU: the mask without `cpu`, then the mask as it was
  * (cpu_pool.c; a worker leaves its creator's CPU at start). Returns whether

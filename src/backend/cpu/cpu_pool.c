@@ -224,18 +224,24 @@ static long preemptions(void)
  * spinning only takes the core from the thread it waits for, or, before a
  * call, from the caller waking up) stops; the second such spin within
  * STRIKE_RUNS runs turns spinning off for the next NOSPIN_RUNS runs, after
- * which the pool tries again (sdpa__cpu_pool_strike). Where preemptions()
- * counts, a gap without a switch to another thread, or one shorter than
- * PREEMPTED_NS, is a stall of the machine, not of the threads: counted, and
- * the spin goes on. */
+ * which the pool tries again (sdpa__cpu_pool_strike). A gap shorter than
+ * PREEMPTED_NS, or where preemptions() counts one without a switch to
+ * another thread, is a stall of the machine, not of the threads: counted,
+ * and the spin goes on (sdpa__cpu_pool_gap_strikes). */
 enum { NOSPIN_RUNS = 64, STRIKE_RUNS = 32 };
 #define DESCHEDULED_NS 50000
-/* Where switches are counted, a strike is a switch to another thread that
- * took at least this long: a share of the core for another runnable thread
- * (a time slice, 0.75-3 ms), not a kernel thread's moment (100-250 us gaps
- * with a switch came a few times in most runs on an idle VM, and as strikes
- * they turned spinning off) */
+/* A strike lasts at least this long: a share of the core for another
+ * runnable thread (a time slice, 0.75-3 ms), not a kernel thread's moment
+ * (100-250 us gaps with a switch came a few times in most runs on an idle
+ * VM, and as strikes they turned spinning off) nor the hypervisor's (50-170
+ * us without one), which a VM's guest meets on every system, including
+ * those that do not count switches */
 #define PREEMPTED_NS 500000
+
+bool sdpa__cpu_pool_gap_strikes(int64_t gap_ns, long switches)
+{
+    return gap_ns >= PREEMPTED_NS && switches != 0;
+}
 
 bool sdpa__cpu_pool_strike(unsigned long long *last, unsigned long long gen)
 {
@@ -270,8 +276,8 @@ static bool spin_until(sdpa__cpu_pool *pool,
         t = now_ns();
         bool descheduled = false;
         if (t - prev > DESCHEDULED_NS) {
-            descheduled = switched < 0 ||
-                          (t - prev > PREEMPTED_NS && preemptions() != switched);
+            descheduled = sdpa__cpu_pool_gap_strikes(
+                t - prev, switched < 0 ? -1 : preemptions() - switched);
             if (descheduled)
                 note_descheduled(pool);
             else
