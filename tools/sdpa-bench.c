@@ -21,9 +21,9 @@
  * r mod n), and adds `vs base`: per row, the median over rounds of the base
  * row's time over its own in the same round, the base being the first row
  * of the same shape, op and backend; on a machine whose speed drifts (a VM)
- * these paired ratios hold where the rows' medians do not. Reported per row: plan creation
- * time, median/min/max ms, GFLOP/s over the kept (i, j) pairs of the band
- * (exactly counted), the fraction of the device's fp32 FMA peak (every
+ * these paired ratios hold where the rows' medians do not. Reported per
+ * row: plan creation time, median/min/max ms, GFLOP/s over the kept (i, j)
+ * pairs of the band (exactly counted), the fraction of the device's fp32 FMA peak (every
  * backend: sdpa_context_peak, measured once per device by the library's
  * micro-benchmark and cached in the profile dir; --refresh-peak measures
  * again; a row above 100 % makes the tool measure that peak again, and a row
@@ -38,9 +38,9 @@
  * Presets are tools/common/presets.c's, shared with sdpa-tune, so
  * a tuned preset is what its benchmark runs. Before allocating, the memory
  * each shape needs is checked against the machine (exit 2 when it cannot
- * fit), and with --interleave the sum over all shapes. Rows the backend refuses (SDPA_ERR_UNSUPPORTED, or
- * SDPA_ERR_WORKSPACE from the workspace limit) say `unsupported` and do not
- * fail the run. `opencl-unfused` in the backend list is the OpenCL
+ * fit), and with --interleave the sum over all shapes. Rows the backend
+ * refuses (SDPA_ERR_UNSUPPORTED, or SDPA_ERR_WORKSPACE from the workspace
+ * limit) say `unsupported` and do not fail the run. `opencl-unfused` in the backend list is the OpenCL
  * backend with tile.unfused = 1 (scores through CLBlast), for fused vs
  * unfused side by side (forward only). --plot draws GFLOP/s against
  * Skv as SVG (tools/common/plot.c). Exit status: 0 ok, 1 when a run failed

@@ -21,9 +21,10 @@
  * through src/core/peak.c, which checks the arguments and takes the median):
  * the same read loop over a buffer of the caller's size (sdpa__host_alloc),
  * each read after a pause that every thread sleeps itself, the threads then
- * released together by a spin barrier (sdpa.h says what the time contains). Threads are
- * started once per call and gated: none touches the buffer before all have
- * started, so a failed start joins the others without a hang.
+ * released together by a spin barrier (sdpa.h says what the time contains).
+ * Threads are started once per call and gated: none touches the buffer
+ * before all have started, so a failed start joins the others without a
+ * hang.
  */
 #include "host_buffers.h"
 #include "cpu_internal.h"
