@@ -1435,6 +1435,7 @@ int main(int argc, char **argv)
                     msg);
             for (int b = 0; b < o.nbackends; b++)
                 sdpa_context_destroy(ctx[b]);
+            free(o.shapes);
             return TA_EXIT_USAGE;
         }
     }
@@ -1455,6 +1456,7 @@ int main(int argc, char **argv)
                             "refused before allocating\n", o.nshapes, msg);
             for (int b = 0; b < o.nbackends; b++)
                 sdpa_context_destroy(ctx[b]);
+            free(o.shapes);
             return TA_EXIT_USAGE;
         }
     }
