@@ -221,6 +221,7 @@ START_TEST(module_folder)
 }
 END_TEST
 
+#ifdef __linux__ /* the huge-page helpers: /proc and sysfs */
 /* The flags of the mapping (VMA) that holds address a, from /proc/self/smaps,
  * and its bounds; false when no mapping holds it. */
 static bool vma_of(uintptr_t a, uintptr_t *lo, uintptr_t *hi, char *flags, size_t size)
@@ -255,6 +256,8 @@ static void sysfs_line(const char *path, char *out, size_t size)
     if (f) fclose(f);
 }
 
+#endif
+
 /* Huge pages: none asked for on Windows; on Linux the size is the kernel's
  * transparent huge page size (0 when they are off), the advice covers
  * exactly the whole huge pages inside the range (madvise splits the mapping
@@ -283,7 +286,7 @@ START_TEST(huge_pages)
     /* the advice over [p + 1, p + 3 huge - 1): only [p + huge, p + 2 huge) */
     char *p = sdpa__aligned_alloc(huge, 4 * huge);
     ck_assert_ptr_nonnull(p);
-    sdpa__os_advise_huge(p + 1, 3 * huge - 2);
+    sdpa__os_advise_huge(p + 1, 3 * huge - 2, huge);
     uintptr_t lo, hi;
     char flags[256];
     ck_assert(vma_of((uintptr_t)p + huge, &lo, &hi, flags, sizeof flags));

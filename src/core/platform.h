@@ -63,11 +63,12 @@ void sdpa__os_aligned_free(void *p);
 /* Huge pages for large host buffers: the size of one transparent huge page
  * where the OS backs memory with them on request (Linux with
  * /sys/kernel/mm/transparent_hugepage/enabled not `never`: its hpage_pmd_size,
- * 2 MiB on x86-64), else 0; and that request over the whole huge pages inside
- * [p, p + bytes) (madvise MADV_HUGEPAGE; nothing where the size is 0). Advice
- * only: it cannot fail, and the memory works the same without it. */
+ * 2 MiB on x86-64), else 0; and that request over the whole huge pages (of
+ * `huge` bytes, that size) inside [p, p + bytes) (madvise MADV_HUGEPAGE;
+ * nothing where huge is 0). Advice only: it cannot fail, and the memory works
+ * the same without it. */
 size_t sdpa__os_huge_page_size(void);
-void sdpa__os_advise_huge(void *p, size_t bytes);
+void sdpa__os_advise_huge(void *p, size_t bytes, size_t huge);
 
 /* Online logical CPUs (at least 1). */
 int sdpa__os_cpu_count(void);

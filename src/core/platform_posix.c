@@ -48,9 +48,8 @@ size_t sdpa__os_huge_page_size(void)
     return (size_t)n;
 }
 
-void sdpa__os_advise_huge(void *p, size_t bytes)
+void sdpa__os_advise_huge(void *p, size_t bytes, size_t huge)
 {
-    const size_t huge = sdpa__os_huge_page_size();
     if (!huge || !p) return;
     const uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
     const uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)(huge - 1);
@@ -59,10 +58,11 @@ void sdpa__os_advise_huge(void *p, size_t bytes)
 #else
 size_t sdpa__os_huge_page_size(void) { return 0; }
 
-void sdpa__os_advise_huge(void *p, size_t bytes)
+void sdpa__os_advise_huge(void *p, size_t bytes, size_t huge)
 {
     (void)p;
     (void)bytes;
+    (void)huge;
 }
 #endif
 

@@ -25,10 +25,11 @@ void sdpa__os_aligned_free(void *p) { _aligned_free(p); }
  * applications rarely hold, and pin the memory: none are asked for. */
 size_t sdpa__os_huge_page_size(void) { return 0; }
 
-void sdpa__os_advise_huge(void *p, size_t bytes)
+void sdpa__os_advise_huge(void *p, size_t bytes, size_t huge)
 {
     (void)p;
     (void)bytes;
+    (void)huge;
 }
 
 int sdpa__os_cpu_count(void)

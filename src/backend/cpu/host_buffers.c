@@ -28,7 +28,7 @@ void *sdpa__host_alloc(sdpa_context *ctx, size_t bytes)
     const size_t huge = huge_pages_wanted(ctx) ? sdpa__os_huge_page_size() : 0;
     if (!huge || bytes / 2 < huge) return sdpa__aligned_alloc(64, bytes);
     void *p = sdpa__aligned_alloc(huge, bytes);
-    sdpa__os_advise_huge(p, bytes);
+    sdpa__os_advise_huge(p, bytes, huge);
     return p;
 }
 
