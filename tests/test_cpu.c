@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "../src/backend/cpu/cpu_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1019,6 +1020,73 @@ START_TEST(transpose_kernels)
 }
 END_TEST
 
+/* The kernels' expsub (S = exp(S - sub), column sums) in every set this CPU
+ * runs, against exp in double over -110..95 in small steps and the special
+ * values: at most 1e-6 relative (plus |x| 2^-24: x log2 e is rounded),
+ * exactly 0 for -inf, inf past the largest float, NaN for NaN; results under
+ * 2^-125 may be 0 (the AVX2 exp flushes them) or off by a subnormal's step.
+ * 13 columns: full vectors and masked tails in every set. */
+START_TEST(expsub_kernels)
+{
+    static const char *const sets[] = {"generic", "avx2", "avx512", "neon"};
+    enum { NQ = 13, NK = 1200 };
+    static float S[NK * NQ], x[NK * NQ];
+    const float sub[NQ] = {0, 1, -1, 0.5f, 2, -3, 0, 0.25f, 10, -10, 0, 1e-3f, -0.75f};
+    for (int j = 0; j < NK; j++)
+        for (int i = 0; i < NQ; i++) x[j * NQ + i] = -110.0f + 0.1713f * (float)(j * NQ + i) / NQ;
+    const float special[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, 88.72f, 88.73f, 500.0f,
+                             -86.6f, -86.7f, -87.4f, -103.0f, -1e30f};
+    for (int e = 0; e < (int)(sizeof special / sizeof special[0]); e++) x[e * 7] = special[e];
+    int ran = 0;
+    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        setenv("SDPA_CPU_KERNELS", sets[si], 1);
+        const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(NULL, 0, NULL);
+        unsetenv("SDPA_CPU_KERNELS");
+        if (strcmp(k->name, sets[si]) != 0) continue; /* not on this CPU */
+        ran++;
+        for (int e = 0; e < NK * NQ; e++) S[e] = x[e] + sub[e % NQ];
+        k->expsub(S, NQ, NK, NQ, sub, NULL);
+        for (int e = 0; e < NK * NQ; e++) {
+            /* the argument the kernel sees: (x + sub) - sub in float */
+            const float a = (x[e] + sub[e % NQ]) - sub[e % NQ];
+            const double want = exp((double)a), got = S[e];
+            if (isnan(a))
+                ck_assert_msg(isnan(got), "%s exp(NaN) = %g", k->name, got);
+            else if (want > FLT_MAX)
+                ck_assert_msg(isinf(got) && got > 0, "%s exp(%g) = %g, not inf", k->name,
+                              (double)a, got);
+            else if (a == -INFINITY)
+                ck_assert_msg(got == 0.0 && !signbit(got), "%s exp(-inf) = %g", k->name, got);
+            else {
+                const double tol = 1e-6 + fabs((double)a) * 0x1p-24; /* t = a log2 e rounded */
+                /* under 2^-125: 0, or the value to within a subnormal's step */
+                const bool ok = fabs(got - want) <= tol * want ||
+                                (want < 0x1p-125 &&
+                                 (got == 0.0 || fabs(got - want) <= tol * want + 0x1p-149));
+                ck_assert_msg(ok, "%s exp(%.9g) = %.9g, want %.9g", k->name, (double)a, got,
+                              want);
+            }
+        }
+        /* Column sums, added to what sum held, over rows past the special
+         * values whose arguments are all negative (finite sums). */
+        enum { R0 = 8, R1 = 600 };
+        float sum[NQ];
+        double want_sum[NQ];
+        for (int i = 0; i < NQ; i++) sum[i] = 1.0f, want_sum[i] = 1.0;
+        for (int e = R0 * NQ; e < R1 * NQ; e++) {
+            S[e] = x[e] + sub[e % NQ];
+            want_sum[e % NQ] += exp((double)(S[e] - sub[e % NQ]));
+        }
+        k->expsub(S + R0 * NQ, NQ, R1 - R0, NQ, sub, sum);
+        for (int i = 0; i < NQ; i++)
+            ck_assert_msg(fabs(sum[i] - want_sum[i]) <= 1e-5 * want_sum[i],
+                          "%s column %d sum %g, want %g", k->name, i, (double)sum[i],
+                          want_sum[i]);
+    }
+    ck_assert_int_ge(ran, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cpu");
@@ -1032,6 +1100,7 @@ int main(void)
     tcase_add_test(tc, decode_uses_split_kv);
     tcase_add_test(tc, tile_candidates_are_valid);
     tcase_add_test(tc, transpose_kernels);
+    tcase_add_test(tc, expsub_kernels);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -10,9 +10,9 @@
  * gemm is a register-blocked micro-kernel of up to 6 rows x 16 columns of C
  * (12 ymm accumulators, 2 for B, 1 broadcast: 15 of the 16 registers), over
  * all of K. exp is 2^(x log2 e) with round-to-nearest range reduction, the
- * degree-6 polynomial of the AVX-512 file, and 2^n built from two exponent
- * fields (n split in halves, so n in [-151, 129] stays exact): exp(-inf) is
- * exactly 0, +inf gives inf, NaN is put back at the end.
+ * degree-6 polynomial of the AVX-512 file, and 2^n added to the polynomial's
+ * exponent field: exp(-inf) is exactly 0 (as is every result under 2^-125),
+ * overflow gives inf, NaN stays NaN.
  */
 #include "cpu_internal.h"
 
@@ -45,8 +45,12 @@ SDPA_AI void stm(int full, __m256i m, float *p, __m256 x)
         _mm256_maskstore_ps(p, m, x);
 }
 
-/* C(MR x NV*8) (+)= A(MR x K) B(K x NV*8); last vector masked by `last`. */
-SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
+/* C(MR x NV*8) (+)= A(MR x K) B(K x NV*8); last vector masked by `last`
+ * unless FULL (every vector has 8 lanes: plain loads and stores, no
+ * vmaskmovps, which is microcoded for stores on AMD CPUs: with masked
+ * stores and loads of C on every 64-deep call, the forward ran at 38-51 %
+ * of the AVX2 peak on a Zen 4). */
+SDPA_AI void ukernel(const int MR, const int NV, const int FULL, int K, const float *A,
                      ptrdiff_t a_rs, ptrdiff_t a_cs, const float *B,
                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, __m256i last,
                      int accumulate, const float *c_scale)
@@ -63,7 +67,7 @@ SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
         __m256 bv[2];
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
-            bv[v] = v == NV - 1 ? load_m(last, b + 8 * v) : _mm256_loadu_ps(b + 8 * v);
+            bv[v] = v == NV - 1 && !FULL ? load_m(last, b + 8 * v) : _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
         for (int r = 0; r < MR; r++) {
             const __m256 av = _mm256_broadcast_ss(a + r * a_rs);
@@ -76,13 +80,14 @@ SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
         float *cr = C + r * ldc;
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
-            const __m256i m = v == NV - 1 ? last : full;
+            const int f = FULL || v < NV - 1;
+            const __m256i m = f ? full : last;
             __m256 x = c[r][v];
             if (accumulate && c_scale)
-                x = _mm256_fmadd_ps(load_m(m, cr + 8 * v), _mm256_set1_ps(c_scale[r]), x);
+                x = _mm256_fmadd_ps(ldm(f, m, cr + 8 * v), _mm256_set1_ps(c_scale[r]), x);
             else if (accumulate)
-                x = _mm256_add_ps(x, load_m(m, cr + 8 * v));
-            store_m(m, cr + 8 * v, x);
+                x = _mm256_add_ps(x, ldm(f, m, cr + 8 * v));
+            stm(f, m, cr + 8 * v, x);
         }
     }
 }
@@ -91,18 +96,19 @@ typedef void (*ukernel_fn)(int K, const float *A, ptrdiff_t a_rs, ptrdiff_t a_cs
                            const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
                            __m256i last, int accumulate, const float *c_scale);
 
-#define UK(MR, NV)                                                               \
-    static void uk_##MR##_##NV(int K, const float *A, ptrdiff_t a_rs,            \
-                               ptrdiff_t a_cs, const float *B, ptrdiff_t ldb,    \
-                               float *C, ptrdiff_t ldc, __m256i last, int acc,   \
-                               const float *cs)                                  \
+#define UK(MR, NV, FULL)                                                         \
+    static void uk_##MR##_##NV##_##FULL(int K, const float *A, ptrdiff_t a_rs,   \
+                                        ptrdiff_t a_cs, const float *B,          \
+                                        ptrdiff_t ldb, float *C, ptrdiff_t ldc,  \
+                                        __m256i last, int acc, const float *cs)  \
     {                                                                            \
-        ukernel(MR, NV, K, A, a_rs, a_cs, B, ldb, C, ldc, last, acc, cs);        \
+        ukernel(MR, NV, FULL, K, A, a_rs, a_cs, B, ldb, C, ldc, last, acc, cs);  \
     }
-#define UK_ROW(MR) UK(MR, 1) UK(MR, 2)
+#define UK_ROW(MR) UK(MR, 1, 0) UK(MR, 2, 0) UK(MR, 1, 1) UK(MR, 2, 1)
 UK_ROW(1) UK_ROW(2) UK_ROW(3) UK_ROW(4) UK_ROW(5) UK_ROW(6)
-#define UK_REF(MR) { uk_##MR##_1, uk_##MR##_2 }
-static const ukernel_fn uk_table[6][2] = {
+#define UK_REF(MR) { { uk_##MR##_1_0, uk_##MR##_2_0 }, { uk_##MR##_1_1, uk_##MR##_2_1 } }
+/* [rows - 1][last vector full][vectors - 1] */
+static const ukernel_fn uk_table[6][2][2] = {
     UK_REF(1), UK_REF(2), UK_REF(3), UK_REF(4), UK_REF(5), UK_REF(6),
 };
 
@@ -120,7 +126,7 @@ static void gemm_avx2(int M, int N, int K, const float *A, ptrdiff_t a_rs,
         const __m256i last = tail_mask(nn - (nv - 1) * 8);
         for (int m0 = 0; m0 < M; m0 += 6) {
             const int mr = M - m0 < 6 ? M - m0 : 6;
-            uk_table[mr - 1][nv - 1](K, A + m0 * a_rs, a_rs, a_cs, B + n0, ldb,
+            uk_table[mr - 1][nn % 8 == 0][nv - 1](K, A + m0 * a_rs, a_rs, a_cs, B + n0, ldb,
                                      C + m0 * ldc + n0, ldc, last, accumulate,
                                      c_scale ? c_scale + m0 : NULL);
         }
@@ -184,10 +190,10 @@ static void colmax_avx2(const float *S, ptrdiff_t ld, int nk, int nq, float *m)
 
 SDPA_AI __m256 exp256(__m256 x)
 {
-    /* t clamped to [-151, 129]: beyond, the result is 0 or inf anyway (min
-     * and max return their second operand on NaN: NaN is restored below). */
-    __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
-    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-151.0f)), _mm256_set1_ps(129.0f));
+    /* t = x log2 e, at most 128 (min returns its second operand, t, when t
+     * is NaN: NaN flows through the polynomial and stays NaN). */
+    const __m256 t = _mm256_min_ps(_mm256_set1_ps(128.0f),
+                                   _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)));
     const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 f = _mm256_sub_ps(t, n); /* in [-1/2, 1/2] */
     __m256 p = _mm256_set1_ps(1.5403530393381606e-4f);            /* ln2^6/720 */
@@ -197,14 +203,17 @@ SDPA_AI __m256 exp256(__m256 x)
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-1f)); /* ln2^2/2 */
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-1f)); /* ln2 */
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    /* 2^n = 2^n1 2^n2, n1 = floor(n/2), both in [-76, 65]: normal floats */
-    const __m256i ni = _mm256_cvtps_epi32(n);
-    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-    return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    /* 2^n p by adding n to p's exponent field: p is in [2^-1/2, 2^1/2], its
+     * field 126 or 127, so n in [-125, 128] gives a field in [1, 255]; 255
+     * only for n = 128 with f = 0, p = 1 exactly: +inf, as exp overflows.
+     * Below t = -125 (x < -86.6, results under 2^-125 ~ 2.4e-38, against a
+     * softmax's largest term 1) the result is 0: -inf gives exactly 0.
+     * Three integer and logic operations where two exponent fields took
+     * eight and a blend restored NaN (the AVX2 forward spent 14 % of its
+     * time here). */
+    const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+    const __m256 r = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+    return _mm256_and_ps(r, _mm256_cmp_ps(t, _mm256_set1_ps(-125.0f), _CMP_NLT_UQ));
 }
 
 static void expsub_avx2(float *S, ptrdiff_t ld, int nk, int nq, const float *sub,
