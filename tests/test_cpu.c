@@ -770,10 +770,13 @@ END_TEST
  * (dots_kv / pv_kv) split unevenly: groups of 5 and 3 query heads (row
  * blocks of 4 and 1, or 3), D = 96 and 160 (block rows of 3 and 5 blocks,
  * a last pv_kv column chunk of 32 on AVX-512) and D = 40 / 24 (partial
- * vectors of f16 / bf16 / f32), contiguous and paged (pages of 3, 17 and 1
+ * vectors of f16 / bf16 / f32), f32 at D = 160 and 100 (AVX-512's pv_kv
+ * passes of 2 rows x 128 columns, then 1 row; masked at 100 and in the last
+ * 32 of 160), contiguous and paged (pages of 3, 17 and 1
  * key: page ends inside the kernels' blocks of 4 (or 2) keys and inside a
  * 64-key tile, whose row table then spans several pages), at lengths 1, 7,
- * 65, 200 (partial key groups and tiles). */
+ * 65, 200 (partial key groups and tiles) and 1000 (past a decode task's
+ * 256-key tile: the second tile rescales O as pv_kv loads it). */
 static const struct { xcase c; int64_t D; } k_xdcases[] = {
     {{"dec_q8_0_g5_d96", SDPA_DTYPE_F32, SDPA_DTYPE_Q8_0, false, false, false, false, 0, 1, 5, 1},
      96},
@@ -798,10 +801,15 @@ static const struct { xcase c; int64_t D; } k_xdcases[] = {
     {{"dec_q4_0_g3_d64_paged1", SDPA_DTYPE_F32, SDPA_DTYPE_Q4_0, false, true, true, false, 1, 2, 3,
       1},
      64},
+    {{"dec_f32_g5_d160", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, false, false, 0, 1, 5, 1},
+     160},
+    {{"dec_f32_g3_d100_paged5", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, true, false, 5, 1, 3,
+      1},
+     100},
 };
 #define N_XDCASES ((int)(sizeof k_xdcases / sizeof k_xdcases[0]))
-static const int64_t k_xdlens[] = {1, 7, 65, 200};
-#define N_XDLENS 4
+static const int64_t k_xdlens[] = {1, 7, 65, 200, 1000};
+#define N_XDLENS 5
 
 START_TEST(features_decode_widths)
 {
