@@ -212,9 +212,9 @@ static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
  * (r->paged: page breaks the hardware prefetchers cannot guess) and for the
  * block types q8_0 / q4_0 (short rows, bound by dequantizing). Rows of f32,
  * f16 and bf16 caches stored contiguously are left to the hardware: on a
- * Zen 4 host, prefetching them slowed contiguous f32 decode by 1.2-1.4x
+ * Zen 4 host, prefetching them slowed contiguous f32 decode by 1.1-1.5x
  * (the prefetches compete with the loads for the miss buffers), while q8_0
- * ran 1.2x slower without, and paged q8_0 1.3-2x. */
+ * ran 1.1-1.2x slower without, and paged q8_0 1.6-2x. */
 static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_dtype dt,
                                            size_t off, size_t len)
 {

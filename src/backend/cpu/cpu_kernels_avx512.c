@@ -456,8 +456,8 @@ SDPA_AI void dots_kv_row(const int NI, const unsigned char *row, sdpa_dtype dt, 
  * streamed K from memory at a third of a plain read's speed (the hardware
  * prefetchers do not follow it), row order at 0.8-0.9 in a scratch loop.
  * The block types (rows of 136 or 72 bytes, bound by dequantizing) keep the
- * interleaved order, a whole block (32 elements, one scale) per step: it ran
- * 1.1-1.2x faster for them. */
+ * interleaved order, a whole block (32 elements, one scale) per step: a
+ * build reading them in row order was not faster. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
                            const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {

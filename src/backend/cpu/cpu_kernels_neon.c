@@ -20,9 +20,10 @@
  *    is loaded and stored lane by lane.
  * All fit the 32 q registers without spills (docs/cpu.md counts the
  * instructions per FMA of the hot loops).
- * exp is the AVX2 file's: 2^(x log2 e), round-to-nearest range reduction,
- * degree-6 polynomial, 2^n from two exponent fields (exactly 0 for -inf, inf
- * for large x), NaN put back at the end. f16 <-> f32 by fcvtl/fcvtn (base
+ * exp: 2^(x log2 e), round-to-nearest range reduction, the degree-6
+ * polynomial of the other files, 2^n from two exponent fields (exactly 0
+ * for -inf, inf for large x, results down to 2^-149 kept; the AVX2 file now
+ * adds n to one field and flushes under 2^-125), NaN put back at the end. f16 <-> f32 by fcvtl/fcvtn (base
  * AArch64, round to nearest even), bf16 by shifts as elsewhere.
  */
 #include "cpu_internal.h"
