@@ -570,12 +570,15 @@ SDPA_AI void pv_kv_pass(const int NR, const int NV, int N, int c0, int Dv, int K
 
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys
  * (rows of V from its table, Dv columns; the block types: whole blocks, c0
- * a multiple of 128). Up to 64 columns: one pass for the NR rows. Wider:
- * passes of 2 rows x 128 columns, so that each pass reads whole rows of up
- * to 128 columns in address order; passes of 64 columns over rows of 128
- * read every other 256 bytes, which streamed from memory at half a plain
- * read's speed on a Zen 4 host (the rows one pass brought in are still in
- * L1 / L2 for the next: decode_pv_kv walks 64 keys at a time). */
+ * a multiple of 128). Up to 64 columns: one pass for the NR rows. Wider,
+ * f32: passes of 2 rows x 128 columns, so that each pass reads whole rows
+ * of up to 128 columns in address order; passes of 64 columns over rows of
+ * 128 read every other 256 bytes, which streamed from memory at half a
+ * plain read's speed on a Zen 4 host (the rows one pass brought in are
+ * still in L1 / L2 for the next: decode_pv_kv walks 64 keys at a time).
+ * Wider, the other types: two passes of 64 columns for all NR rows, which
+ * convert (dequantize) each row once; converting it once per 2 rows ran
+ * slower. */
 SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float *P,
                          ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
                          ptrdiff_t ldc, const float *c_scale)
