@@ -989,6 +989,18 @@ START_TEST(features_stats)
 }
 END_TEST
 
+/* The kernel sets, and the table SDPA_CPU_KERNELS=set selects, or NULL
+ * where this CPU or build lacks the set (the selection falls back). */
+static const char *const k_ksets[] = {"generic", "avx2", "avx512", "neon"};
+#define N_KSETS (sizeof k_ksets / sizeof k_ksets[0])
+static const sdpa__cpu_kernels *kernels_forced(const char *set)
+{
+    setenv("SDPA_CPU_KERNELS", set, 1);
+    const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(NULL, 0, NULL);
+    unsetenv("SDPA_CPU_KERNELS");
+    return strcmp(k->name, set) == 0 ? k : NULL;
+}
+
 /* The kernels' transpose (Q rows into the D x rows tile of S^T = K Q^T) in
  * every set this CPU runs: every element lands where the plain loops put it,
  * ragged blocks included (rows and columns 1..40 around the 8 and 16 wide
@@ -996,16 +1008,13 @@ END_TEST
  * written. */
 START_TEST(transpose_kernels)
 {
-    static const char *const sets[] = {"generic", "avx2", "avx512", "neon"};
     enum { MAXN = 40, LDS = MAXN + 3, LDD = MAXN + 5 };
     static float src[MAXN * LDS], dst[MAXN * LDD];
     for (int e = 0; e < MAXN * LDS; e++) src[e] = (float)e + 0.25f;
     int ran = 0;
-    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
-        setenv("SDPA_CPU_KERNELS", sets[si], 1);
-        const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(NULL, 0, NULL);
-        unsetenv("SDPA_CPU_KERNELS");
-        if (strcmp(k->name, sets[si]) != 0) continue; /* not on this CPU */
+    for (size_t si = 0; si < N_KSETS; si++) {
+        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si]);
+        if (!k) continue; /* not on this CPU */
         ran++;
         for (int R = 1; R <= MAXN; R++)
             for (int C = 1; C <= MAXN; C++) {
@@ -1036,7 +1045,6 @@ END_TEST
  * 13 columns: full vectors and masked tails in every set. */
 START_TEST(expsub_kernels)
 {
-    static const char *const sets[] = {"generic", "avx2", "avx512", "neon"};
     enum { NQ = 13, NK = 1200 };
     static float S[NK * NQ], x[NK * NQ];
     const float sub[NQ] = {0, 1, -1, 0.5f, 2, -3, 0, 0.25f, 10, -10, 0, 1e-3f, -0.75f};
@@ -1046,11 +1054,9 @@ START_TEST(expsub_kernels)
                              -86.6f, -86.7f, -87.4f, -103.0f, -1e30f};
     for (int e = 0; e < (int)(sizeof special / sizeof special[0]); e++) x[e * 7] = special[e];
     int ran = 0;
-    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
-        setenv("SDPA_CPU_KERNELS", sets[si], 1);
-        const sdpa__cpu_kernels *k = sdpa__cpu_kernels_select(NULL, 0, NULL);
-        unsetenv("SDPA_CPU_KERNELS");
-        if (strcmp(k->name, sets[si]) != 0) continue; /* not on this CPU */
+    for (size_t si = 0; si < N_KSETS; si++) {
+        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si]);
+        if (!k) continue; /* not on this CPU */
         ran++;
         for (int e = 0; e < NK * NQ; e++) S[e] = x[e] + sub[e % NQ];
         k->expsub(S, NQ, NK, NQ, sub, NULL);
