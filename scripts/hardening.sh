@@ -34,8 +34,7 @@ export SDPA_CORPUS_DIR="$SRC/tests/conformance"
 if [ -d "$SRC/../shared/conformance" ]; then
   export SDPA_CONFORMANCE_DIR="$SRC/../shared/conformance${SDPA_CONFORMANCE_DIR:+:$SDPA_CONFORMANCE_DIR}"
 fi
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-export LSAN_OPTIONS="suppressions=$SRC/.ci/lsan.supp:print_suppressions=0"
+. "$SRC/.ci/sanitizer-env.sh" # LSAN_OPTIONS, UBSAN_OPTIONS, ASAN_OPTIONS
 declare -a SUMMARY=()
 FAILED=0
 
@@ -90,8 +89,10 @@ step_faults() {
   if setup "$d" "${devopts[@]}" -Dfault_injection=true -Db_sanitize=address,undefined \
         -Db_lundef=false -Dbuildtype=debugoptimized &&
      build "$d" "${exes[@]}" &&
-     CK_FORK=no "$d/tests/test_faults" | tee "$d.faults.log" &&
-     { [ ${#exes[@]} = 1 ] || CK_FORK=no "$d/tests/test_numerics"; }; then
+     CK_FORK=no env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD} "$d/tests/test_faults" |
+       tee "$d.faults.log" &&
+     { [ ${#exes[@]} = 1 ] ||
+       CK_FORK=no env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD} "$d/tests/test_numerics"; }; then
     result faults ok $((SECONDS - t0)) "$(grep -h '^fault walk' "$d.faults.log" | grep -v skipped | sed 's/ (.*//' | tr '\n' ';')"
   else
     result faults FAIL $((SECONDS - t0)) "see output above"

@@ -13,4 +13,7 @@ fi
 ninja -C "$build"
 # Suites run side by side, one per core (tests/meson.build says which run
 # alone and which start first).
-meson test -C "$build" --print-errorlogs --num-processes "$(nproc 2>/dev/null || echo 2)"
+# SDPA_SAN_PRELOAD (.ci/sanitizer-env.sh, sanitizer runs only): a library
+# preloaded into the test processes
+meson test -C "$build" --print-errorlogs --num-processes "$(nproc 2>/dev/null || echo 2)" \
+  ${SDPA_SAN_PRELOAD:+--wrapper "env LD_PRELOAD=$SDPA_SAN_PRELOAD"}

@@ -67,7 +67,10 @@ except OSError as e:
 sys.exit(1)" || fail "$1 still loads after hiding it"
 }
 
-rc=0; "$info" --json >"$tmp/before.json" || rc=$?
+# Sanitizer runs preload lavapipe (SDPA_SAN_PRELOAD, .ci/sanitizer-env.sh)
+# so that LeakSanitizer can name its leaks; the run with the libraries
+# present keeps it (the runs below hide libvulkan: no driver is loaded).
+rc=0; env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD} "$info" --json >"$tmp/before.json" || rc=$?
 [ $rc = 0 ] || fail "sdpa-info --json exits $rc with the libraries present"
 read -r has_cl has_vk cl_devs < <(python3 - "$tmp/before.json" <<'PY'
 import json, sys
