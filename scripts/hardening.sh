@@ -84,15 +84,15 @@ step_faults() {
   local devopts=("${NODEV[@]}")
   [ "${HARDEN_DEVICES:-0}" = 1 ] && devopts=() && d=$ROOT/faults-dev
   local exes=(tests/test_faults tests/test_numerics)
+  # the sanitizer runs' preload (.ci/sanitizer-env.sh), as meson test's wrapper gives it
+  local san_run=(env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD})
   [ "${HARDEN_FAULTS_NUMERICS:-1}" = 1 ] || exes=(tests/test_faults)
   note "fault injection (ASan+UBSan+LSan): ${exes[*]#tests/}"
   if setup "$d" "${devopts[@]}" -Dfault_injection=true -Db_sanitize=address,undefined \
         -Db_lundef=false -Dbuildtype=debugoptimized &&
      build "$d" "${exes[@]}" &&
-     CK_FORK=no env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD} "$d/tests/test_faults" |
-       tee "$d.faults.log" &&
-     { [ ${#exes[@]} = 1 ] ||
-       CK_FORK=no env ${SDPA_SAN_PRELOAD:+LD_PRELOAD=$SDPA_SAN_PRELOAD} "$d/tests/test_numerics"; }; then
+     CK_FORK=no "${san_run[@]}" "$d/tests/test_faults" | tee "$d.faults.log" &&
+     { [ ${#exes[@]} = 1 ] || CK_FORK=no "${san_run[@]}" "$d/tests/test_numerics"; }; then
     result faults ok $((SECONDS - t0)) "$(grep -h '^fault walk' "$d.faults.log" | grep -v skipped | sed 's/ (.*//' | tr '\n' ';')"
   else
     result faults FAIL $((SECONDS - t0)) "see output above"

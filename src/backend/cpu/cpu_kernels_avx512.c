@@ -549,7 +549,7 @@ SDPA_AI void pv_kv_pass(const int NR, const int NV, int N, int c0, int Dv, int K
     /* the byte offset of column c0 in a row */
     const size_t coff = (size_t)c0 / sdpa__cpu_unit_elems(dt) * usz;
     __mmask16 m[8];
-    for (int q = 0; q < 8; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
+    for (int q = 0; q < NV; q++) m[q] = N > 16 * q ? tail_mask(N - 16 * q) : 0;
     __m512 acc[4][8];
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++) {
