@@ -772,7 +772,8 @@ END_TEST
  * a last pv_kv column chunk of 32 on AVX-512) and D = 40 / 24 (partial
  * vectors of f16 / bf16 / f32), f32 at D = 160 and 100 (AVX-512's pv_kv
  * passes of 2 rows x 128 columns, then 1 row; masked at 100 and in the last
- * 32 of 160), contiguous and paged (pages of 3, 17 and 1
+ * 32 of 160; AVX2's walks over whole rows of 128 columns, then 32), f16 at
+ * D = 100 (a partial last vector converted), contiguous and paged (pages of 3, 17 and 1
  * key: page ends inside the kernels' blocks of 4 (or 2) keys and inside a
  * 64-key tile, whose row table then spans several pages), at lengths 1, 7,
  * 65, 200 (partial key groups and tiles) and 1000 (past a decode task's
@@ -805,6 +806,8 @@ static const struct { xcase c; int64_t D; } k_xdcases[] = {
      160},
     {{"dec_f32_g3_d100_paged5", SDPA_DTYPE_F32, SDPA_DTYPE_F32, false, false, true, false, 5, 1, 3,
       1},
+     100},
+    {{"dec_f16_g2_d100", SDPA_DTYPE_F32, SDPA_DTYPE_F16, false, false, false, false, 0, 1, 2, 1},
      100},
 };
 #define N_XDCASES ((int)(sizeof k_xdcases / sizeof k_xdcases[0]))

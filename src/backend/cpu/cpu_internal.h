@@ -207,7 +207,7 @@ static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
     return dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0 ? 32 : 1;
 }
 
-/* The AVX-512 decode kernels' software prefetch: bytes [off, off + len) of
+/* The AVX-512 and AVX2 decode kernels' software prefetch: bytes [off, off + len) of
  * row t (read `ahead` rows from now), for rows through a block table
  * (r->paged: page breaks the hardware prefetchers cannot guess) and for the
  * block types q8_0 / q4_0 (short rows, bound by dequantizing). Rows of f32,
