@@ -471,22 +471,16 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
-/* Elements 8c .. 8c + n - 1 (n <= 8) of 2 K rows times NI query rows of B
- * into the accumulators s[4k + i] (key k, row i). */
-SDPA_AI void dots_kv8(const int NI, const unsigned char *const row[2], sdpa_dtype dt,
-                      const float *B, ptrdiff_t ldb, int c, int n, __m256 s[8])
+/* Elements 8c .. 8c + n - 1 (n <= 8) of one K row times NI query rows of B
+ * into the accumulators s[i] (row i). */
+SDPA_AI void dots_kv8(const int NI, const unsigned char *row, sdpa_dtype dt, const float *B,
+                      ptrdiff_t ldb, int c, int n, __m256 s[4])
 {
-    __m256 q[4];
+    const __m256 kv = load_kv8(row, dt, 8 * c, n);
 #pragma GCC unroll 4
     for (int i = 0; i < NI; i++) {
         const float *b = B + i * ldb + 8 * c;
-        q[i] = n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b);
-    }
-#pragma GCC unroll 2
-    for (int k = 0; k < 2; k++) {
-        const __m256 kv = load_kv8(row[k], dt, 8 * c, n);
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++) s[4 * k + i] = _mm256_fmadd_ps(kv, q[i], s[4 * k + i]);
+        s[i] = _mm256_fmadd_ps(kv, n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b), s[i]);
     }
 }
 
@@ -533,10 +527,14 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                 }
             }
         } else {
-            /* whole vectors, then the tail (K % 8) */
-            int c = 0;
-            for (; c < K / 8; c++) dots_kv8(NI, row, dt, B, ldb, c, 8, s);
-            if (c < nv) dots_kv8(NI, row, dt, B, ldb, c, K - 8 * c, s);
+            /* each row whole, in address order (the query vectors come from
+             * L1 again for the second): whole vectors, then the tail */
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                int c = 0;
+                for (; c < K / 8; c++) dots_kv8(NI, row[k], dt, B, ldb, c, 8, s + 4 * k);
+                if (c < nv) dots_kv8(NI, row[k], dt, B, ldb, c, K - 8 * c, s + 4 * k);
+            }
         }
         const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */
         _mm_maskstore_ps(C + j * ldc, out_mask, _mm256_castps256_ps128(w));
