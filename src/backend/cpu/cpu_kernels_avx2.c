@@ -613,46 +613,16 @@ SDPA_AI void pv_kv_block16(const int NR, int n, int c0, int Dv, int K, const flo
     }
 }
 
-/* One key pair's (or with ONE, one key's) share of pv_kv_rows: the N
- * columns of rows v0 (and v1) in address order, 8 at a time, into the NR
- * rows of C, key k's product rounded before key k + 1's (the order of the
- * register-blocked kernels, so results do not depend on the path). */
-SDPA_AI void pv_kv_rows_keys(const int NR, const int ONE, int N, const unsigned char *v0,
-                             const unsigned char *v1, const __m256 p0[4], const __m256 p1[4],
-                             sdpa_dtype dt, float *C, ptrdiff_t ldc)
-{
-    const int nf = N / 8, nt = N % 8;
-    for (int c = 0; c < nf; c++) {
-        const __m256 x0 = load_kv8(v0, dt, 8 * c, 8);
-        const __m256 x1 = ONE ? x0 : load_kv8(v1, dt, 8 * c, 8);
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            float *o = C + r * ldc + 8 * c;
-            const __m256 a = _mm256_fmadd_ps(p0[r], x0, _mm256_loadu_ps(o));
-            _mm256_storeu_ps(o, ONE ? a : _mm256_fmadd_ps(p1[r], x1, a));
-        }
-    }
-    if (nt) {
-        const __m256i m = tail_mask(nt);
-        const __m256 x0 = load_kv8(v0, dt, 8 * nf, nt);
-        const __m256 x1 = ONE ? x0 : load_kv8(v1, dt, 8 * nf, nt);
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            float *o = C + r * ldc + 8 * nf;
-            const __m256 a = _mm256_fmadd_ps(p0[r], x0, load_m(m, o));
-            _mm256_maskstore_ps(o, m, ONE ? a : _mm256_fmadd_ps(p1[r], x1, a));
-        }
-    }
-}
-
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys,
- * f32 / f16 / bf16: one walk over the keys, two at a time, each reading its
- * rows' N columns whole and in address order, with the NR x N sums kept in
- * C (at most 2 KiB: L1) instead of registers, which hold 16 ymm and could
- * not keep a row of 128 columns. Passes of 16 columns, as the block types
- * take, read 64 bytes of every row per pass; on a Zen 4 host that walk ran
- * decode at about 3x a plain read's time, the first pass waiting on memory
- * and the other seven not overlapping it. Rows through a block table are
+ * f32 / f16 / bf16: one walk over the keys, one key at a time, reading its
+ * row's N columns whole and in address order, 8 at a time, each added into
+ * the NR rows of C, which holds the sums (at most 2 KiB: L1); 16 ymm
+ * registers could not keep a row of 128 columns. Each sum takes the keys in
+ * order, as in the register-blocked kernels. On a Zen 4 host the register-
+ * blocked passes of 16 columns (8 passes over a row of 128 f32, each
+ * reading 32 bytes of every row) ran decode at about 3x a plain read's
+ * time, and a walk taking 2 keys per step (their rows read alternately)
+ * 1.4-1.8x slower than this one. Rows through a block table are
  * prefetched (sdpa__cpu_rows_prefetch). */
 SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float *P,
                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
@@ -660,9 +630,9 @@ SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float 
 {
     const size_t usz = sdpa__cpu_unit_bytes(dt), coff = (size_t)c0 * usz, len = (size_t)N * usz;
     const int ahead = sdpa__cpu_kv_ahead((size_t)Dv * usz);
-    if (c_scale) {
-        const int nf = N / 8, nt = N % 8;
-        const __m256i m = tail_mask(nt ? nt : 1);
+    const int nf = N / 8, nt = N % 8;
+    const __m256i m = tail_mask(nt ? nt : 1);
+    if (c_scale)
         for (int r = 0; r < NR; r++) {
             const __m256 sc = _mm256_set1_ps(c_scale[r]);
             float *o = C + r * ldc;
@@ -670,32 +640,35 @@ SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float 
                 _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(_mm256_loadu_ps(o + 8 * c), sc));
             if (nt) _mm256_maskstore_ps(o + 8 * nf, m, _mm256_mul_ps(load_m(m, o + 8 * nf), sc));
         }
-    }
-    __m256 p0[4], p1[4];
-    int k = 0;
-    for (; k + 1 < K; k += 2) {
+    for (int k = 0; k < K; k++) {
         sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, len);
-        sdpa__cpu_rows_prefetch(V, k + 1 + ahead, dt, coff, len);
+        const unsigned char *v = sdpa__cpu_rows_at(V, k) + coff;
+        __m256 p[4];
 #pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            p0[r] = _mm256_broadcast_ss(P + r + k * ldp);
-            p1[r] = _mm256_broadcast_ss(P + r + (k + 1) * ldp);
+        for (int r = 0; r < NR; r++) p[r] = _mm256_broadcast_ss(P + r + k * ldp);
+        for (int c = 0; c < nf; c++) {
+            const __m256 x = load_kv8(v, dt, 8 * c, 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; r++) {
+                float *o = C + r * ldc + 8 * c;
+                _mm256_storeu_ps(o, _mm256_fmadd_ps(p[r], x, _mm256_loadu_ps(o)));
+            }
         }
-        pv_kv_rows_keys(NR, 0, N, sdpa__cpu_rows_at(V, k) + coff,
-                        sdpa__cpu_rows_at(V, k + 1) + coff, p0, p1, dt, C, ldc);
-    }
-    if (k < K) {
+        if (nt) {
+            const __m256 x = load_kv8(v, dt, 8 * nf, nt);
 #pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) p0[r] = _mm256_broadcast_ss(P + r + k * ldp);
-        const unsigned char *v0 = sdpa__cpu_rows_at(V, k) + coff;
-        pv_kv_rows_keys(NR, 1, N, v0, v0, p0, p0, dt, C, ldc);
+            for (int r = 0; r < NR; r++) {
+                float *o = C + r * ldc + 8 * nf;
+                _mm256_maskstore_ps(o, m, _mm256_fmadd_ps(p[r], x, load_m(m, o)));
+            }
+        }
     }
 }
 
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys:
  * pv_kv_rows for f32 / f16 / bf16, 16-column chunks of pv_kv_block16 for
- * the block types, whose chunk of a row is half a block (the rescale with
- * the first chunk only). */
+ * the block types, whose chunk of a row is half a block (each chunk
+ * rescales its own columns). */
 SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float *P,
                          ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
                          ptrdiff_t ldc, const float *c_scale)
