@@ -89,7 +89,7 @@ static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp,
 {
     for (int k0 = 0; k0 < K || k0 == 0; k0 += PV_KV_KEYS) {
         const int kn = K - k0 < PV_KV_KEYS ? K - k0 : PV_KV_KEYS;
-        const sdpa__cpu_rows vk = {V->at + k0, V->n - k0, V->shift, V->paged};
+        const sdpa__cpu_rows vk = {V->at + k0, V->n - k0, V->shift, V->paged, NULL, 0};
         const float *cs = k0 == 0 ? c_scale : NULL; /* the rescale once */
         for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
             const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;

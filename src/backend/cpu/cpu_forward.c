@@ -536,9 +536,11 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                     n + (int)(past < SDPA__CPU_KV_AHEAD_MAX ? past : SDPA__CPU_KV_AHEAD_MAX);
                 sdpa__cpu_kv_rows(&ks, b, hkv, kt, nr, &ktab);
                 if (!vshared) sdpa__cpu_kv_rows(&vs, b, hkv, kt, nr, &vtab);
-                kr = (sdpa__cpu_rows){w->krow, nr, 0, p->has_block_table};
                 vr = (sdpa__cpu_rows){vshared ? w->krow : w->vrow, nr, vshared ? vshift : 0,
-                                      p->has_block_table};
+                                      p->has_block_table, NULL, 0};
+                kr = (sdpa__cpu_rows){w->krow, nr, 0, p->has_block_table, &vr,
+                                      (size_t)Dv / sdpa__cpu_unit_elems(p->kv_dtype) *
+                                          sdpa__cpu_unit_bytes(p->kv_dtype)};
                 kv.kr = &kr;
                 kv.vr = &vr;
             } else {

@@ -531,6 +531,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
              * L1 again for the second): whole vectors, then the tail */
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
+                if (k == 0 || j + 1 < M) sdpa__cpu_rows_prefetch_v(A, j + k, dt);
                 int c = 0;
                 for (; c < K / 8; c++) dots_kv8(NI, row[k], dt, B, ldb, c, 8, s + 4 * k);
                 if (c < nv) dots_kv8(NI, row[k], dt, B, ldb, c, K - 8 * c, s + 4 * k);

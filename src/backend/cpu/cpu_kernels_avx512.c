@@ -492,7 +492,10 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
             /* rows past M are not read (their sums stay 0 and are not stored) */
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
-                if (j + k < M) dots_kv_row(NI, sdpa__cpu_rows_at(A, j + k), dt, K, B, ldb, k, s);
+                if (j + k < M) {
+                    sdpa__cpu_rows_prefetch_v(A, j + k, dt);
+                    dots_kv_row(NI, sdpa__cpu_rows_at(A, j + k), dt, K, B, ldb, k, s);
+                }
         }
         const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
         _mm_mask_storeu_ps(C + j * ldc, out_mask, _mm512_castps512_ps128(w));
