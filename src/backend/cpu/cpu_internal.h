@@ -212,7 +212,7 @@ static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
     return dt == SDPA_DTYPE_Q8_0 || dt == SDPA_DTYPE_Q4_0 ? 32 : 1;
 }
 
-/* The AVX-512 and AVX2 decode kernels' software prefetch: bytes [off, off + len) of
+/* The AVX-512 decode kernels' (and AVX2 pv_kv_rows') software prefetch: bytes [off, off + len) of
  * row t (read `ahead` rows from now), for rows through a block table
  * (r->paged: page breaks the hardware prefetchers cannot guess) and for the
  * block types q8_0 / q4_0 (short rows, bound by dequantizing). Rows of f32,
@@ -229,12 +229,13 @@ static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_
 
 /* The AVX-512 and AVX2 dots_kv's prefetch of V: while reading K row t, the
  * whole V row of the same key (k->v), which pv_kv reads after the tile's
- * scores and softmax, into L2 (locality 2). For f16 / bf16 caches and any
- * cache through a block table: on a Zen 4 host f16 decode then ran
- * 1.07-1.56x faster (0.51-0.66 -> 0.68-0.72 of the read bandwidth) and
- * paged f32 / f16 1.07-1.73x, while contiguous f32 moved 0.82-1.10x, so it
- * is left to the hardware. The block types' dots_kv (dequantize-bound) do
- * not call it. */
+ * scores and softmax, into L2 (locality 2); until then only K's stream
+ * was in flight. For f16 / bf16 caches and any cache through a block
+ * table: on a Zen 4 host (AVX-512) f16 decode then ran 1.03-1.23x faster
+ * (0.62-0.72 -> 0.73-0.81 of the read bandwidth), paged f32 / f16
+ * 1.01-1.21x; contiguous f32 prefetched so moved 0.82-1.10x, so it is left
+ * to the hardware. The block types' dots_kv (dequantize-bound) do not call
+ * it. */
 static inline void sdpa__cpu_rows_prefetch_v(const sdpa__cpu_rows *k, int t, sdpa_dtype dt)
 {
     const sdpa__cpu_rows *v = k->v;
