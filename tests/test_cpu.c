@@ -992,9 +992,15 @@ START_TEST(features_stats)
 }
 END_TEST
 
-/* The kernel sets, and the table SDPA_CPU_KERNELS=set selects, or NULL
- * where this CPU or build lacks the set (the selection falls back). */
-static const char *const k_ksets[] = {"generic", "avx2", "avx512", "neon"};
+/* The kernel sets: each one's name, the TCase that runs the parity cases
+ * with it forced, and that TCase's fixture (main below); and the table
+ * SDPA_CPU_KERNELS=set selects, or NULL where this CPU or build lacks the
+ * set (the selection falls back). */
+static const struct { const char *name, *tcase; void (*setup)(void); } k_ksets[] = {
+    {"generic", "kernels_generic", setup_generic},
+    {"avx2", "kernels_avx2", setup_avx2},
+    {"avx512", "kernels_avx512", setup_avx512},
+    {"neon", "kernels_neon", setup_neon}};
 #define N_KSETS (sizeof k_ksets / sizeof k_ksets[0])
 static const sdpa__cpu_kernels *kernels_forced(const char *set)
 {
@@ -1016,7 +1022,7 @@ START_TEST(transpose_kernels)
     for (int e = 0; e < MAXN * LDS; e++) src[e] = (float)e + 0.25f;
     int ran = 0;
     for (size_t si = 0; si < N_KSETS; si++) {
-        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si]);
+        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si].name);
         if (!k) continue; /* not on this CPU */
         ran++;
         for (int R = 1; R <= MAXN; R++)
@@ -1058,7 +1064,7 @@ START_TEST(expsub_kernels)
     for (int e = 0; e < (int)(sizeof special / sizeof special[0]); e++) x[e * 7] = special[e];
     int ran = 0;
     for (size_t si = 0; si < N_KSETS; si++) {
-        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si]);
+        const sdpa__cpu_kernels *k = kernels_forced(k_ksets[si].name);
         if (!k) continue; /* not on this CPU */
         ran++;
         for (int e = 0; e < NK * NQ; e++) S[e] = x[e] + sub[e % NQ];
@@ -1135,27 +1141,22 @@ int main(void)
     tcase_add_loop_test(tc, features_decode_widths, 0, N_XDCASES * N_XDLENS);
     suite_add_tcase(s, tc);
     /* Every kernel set this CPU runs besides its default: the parity cases again. */
-    static const struct { const char *name, *tcase; void (*setup)(void); } ksets[] = {
-        {"generic", "kernels_generic", setup_generic},
-        {"avx2", "kernels_avx2", setup_avx2},
-        {"avx512", "kernels_avx512", setup_avx512},
-        {"neon", "kernels_neon", setup_neon}};
     char def[1024], forced[1024], want[64];
     g_nfrows = pick_rows(tparity_fcases, tparity_n_fcases, &g_frows);
     g_nbrows = pick_rows(tparity_bcases, tparity_n_bcases, &g_brows);
     kernels_picked(NULL, def, sizeof def);
-    for (size_t i = 0; i < sizeof ksets / sizeof ksets[0]; i++) {
-        snprintf(want, sizeof want, "kernels %s:", ksets[i].name);
+    for (size_t i = 0; i < N_KSETS; i++) {
+        snprintf(want, sizeof want, "kernels %s:", k_ksets[i].name);
         if (strncmp(def, want, strlen(want)) == 0)
             continue; /* the default TCases above ran it */
-        kernels_picked(ksets[i].name, forced, sizeof forced);
+        kernels_picked(k_ksets[i].name, forced, sizeof forced);
         if (strncmp(forced, want, strlen(want)) != 0) {
-            fprintf(stderr, "cpu suite: %s kernels not run on this CPU (%s)\n", ksets[i].name,
+            fprintf(stderr, "cpu suite: %s kernels not run on this CPU (%s)\n", k_ksets[i].name,
                     forced);
             continue;
         }
-        tc = tcase_create(ksets[i].tcase);
-        tcase_add_checked_fixture(tc, ksets[i].setup, teardown);
+        tc = tcase_create(k_ksets[i].tcase);
+        tcase_add_checked_fixture(tc, k_ksets[i].setup, teardown);
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, kset_in_effect);
         tcase_add_loop_test(tc, forward_parity, 0, g_nfrows);
