@@ -13,7 +13,10 @@
  * constant inside, so the conversion is chosen at compile time) and defines
  * the table entries decode_dots_kv and decode_pv_kv (sdpa__cpu_kernels'
  * dots_kv / pv_kv), which split the rows into blocks of 4 (and pv_kv's
- * columns into blocks of PV_KV_COLS) and pick the specialisation.
+ * columns into blocks of PV_KV_COLS) and pick the specialisation. Of
+ * pv_kv's blocks only the first gets V's `next` table (sdpa__cpu_rows), so
+ * those rows are prefetched once; pv_kv_block passes it to its first walk
+ * over the keys only.
  */
 #ifndef PV_KV_COLS
 #error "define PV_KV_COLS, dots_kv_block and pv_kv_block before including cpu_decode_tables.h"
@@ -89,13 +92,18 @@ static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp,
 {
     for (int k0 = 0; k0 < K || k0 == 0; k0 += PV_KV_KEYS) {
         const int kn = K - k0 < PV_KV_KEYS ? K - k0 : PV_KV_KEYS;
-        const sdpa__cpu_rows vk = {V->at + k0, V->n - k0, V->shift, V->paged, NULL, 0};
+        /* the first block's walk prefetches V's `next` rows, the others not */
+        const sdpa__cpu_rows vk = {V->at + k0,  V->n - k0,      V->shift,
+                                   V->paged,    V->next,        V->next_bytes,
+                                   V->next_off + k0},
+                             vrest = {V->at + k0, V->n - k0, V->shift, V->paged, NULL, 0, 0};
         const float *cs = k0 == 0 ? c_scale : NULL; /* the rescale once */
         for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
             const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;
             for (int r0 = 0; r0 < M; r0 += 4) {
                 const int nr = M - r0 < 4 ? M - r0 : 4;
-                pv_kv_table[dt_index(dtype)][nr - 1](nn, n0, N, kn, P + r0 + k0 * ldp, ldp, &vk,
+                pv_kv_table[dt_index(dtype)][nr - 1](nn, n0, N, kn, P + r0 + k0 * ldp, ldp,
+                                                     n0 == 0 && r0 == 0 ? &vk : &vrest,
                                                      C + r0 * ldc + n0, ldc,
                                                      cs ? cs + r0 : NULL);
             }

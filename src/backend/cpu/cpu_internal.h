@@ -92,8 +92,9 @@ bool sdpa__cpu_leave(int cpu);
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 /* The K or V rows of one decode kernel call: at[j] is the address of key
  * j's row (counted from the call's first key), for j < n; n covers the
- * call's keys and then up to SDPA__CPU_KV_AHEAD_MAX more (the next ones in
- * key order, up to the task's last key), which the kernels prefetch. So a
+ * call's keys and then up to a tile and SDPA__CPU_KV_AHEAD_MAX more (the
+ * next ones in key order, up to the task's last key), which the kernels
+ * prefetch (the next tile's K while V is read: sdpa__cpu_rows.next). So a
  * paged cache is read through the block table once per page
  * (sdpa__cpu_kv_rows) and the kernels walk a whole tile across pages, and
  * their prefetch stream across pages and tiles, as on a contiguous cache. */
@@ -105,11 +106,14 @@ typedef struct sdpa__cpu_rows {
     ptrdiff_t shift;
     /* rows through a block table (a paged cache), not at one stride */
     bool paged;
-    /* K's table only: V's rows of the same keys and their length in bytes,
-     * which dots_kv prefetches while it reads K (sdpa__cpu_rows_prefetch_v;
-     * NULL: none) */
-    const struct sdpa__cpu_rows *v;
-    size_t v_bytes;
+    /* The rows the kernel prefetches while it reads these (NULL: none;
+     * sdpa__cpu_rows_prefetch_next): reading row t, row t + next_off of
+     * `next`, next_bytes long. cpu_forward.c decides which: K's table
+     * points at V's rows of the same keys (next_off 0), V's at K's rows of
+     * the next tile (next_off = the tile's keys). */
+    const struct sdpa__cpu_rows *next;
+    size_t next_bytes;
+    int next_off;
 } sdpa__cpu_rows;
 /* Key j's row of a decode kernel call (at[j] + shift). */
 static inline const unsigned char *sdpa__cpu_rows_at(const sdpa__cpu_rows *r, int j)
@@ -227,20 +231,19 @@ static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_
     for (size_t o = 0; o < len; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + off + o, 0, 3);
 }
 
-/* The AVX-512 and AVX2 dots_kv's prefetch of V: while reading K row t, the
- * whole V row of the same key (k->v), which pv_kv reads after the tile's
- * scores and softmax, into L2 (locality 2); until then only K's stream
- * was in flight. For f16 / bf16 caches and any cache through a block
- * table: on a Zen 4 host (AVX-512) f16 decode then ran 1.03-1.23x faster
- * (0.62-0.72 -> 0.73-0.81 of the read bandwidth), paged f32 / f16
- * 1.01-1.21x; contiguous f32 prefetched so moved 0.82-1.10x, so it is left
- * to the hardware. The block types' dots_kv (dequantize-bound) do not call
- * it. */
-static inline void sdpa__cpu_rows_prefetch_v(const sdpa__cpu_rows *k, int t, sdpa_dtype dt)
+/* The decode kernels' prefetch of the other stream, into L2 (locality 2):
+ * reading row t of r, row t + r->next_off of r->next (see sdpa__cpu_rows;
+ * nothing past that table's rows). The AVX-512 and AVX2 dots_kv call it for
+ * each K row they read (f32 / f16 / bf16: the block types' dots_kv,
+ * dequantize-bound, do not), the AVX-512 pv_kv and the AVX2 pv_kv_rows for
+ * each V row in their first pass over it. Which tables get a `next` is
+ * cpu_forward.c's rule (decode_next), from what was measured on a Zen 4
+ * host. */
+static inline void sdpa__cpu_rows_prefetch_next(const sdpa__cpu_rows *r, int t)
 {
-    const sdpa__cpu_rows *v = k->v;
-    if (!v || t >= v->n || (dt == SDPA_DTYPE_F32 && !v->paged)) return;
-    for (size_t o = 0; o < k->v_bytes; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(v, t) + o, 0, 2);
+    const sdpa__cpu_rows *n = r->next;
+    if (!n || (t += r->next_off) >= n->n) return;
+    for (size_t o = 0; o < r->next_bytes; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(n, t) + o, 0, 2);
 }
 
 /* The q8_0 / q4_0 block holding element e of rows from base (element index

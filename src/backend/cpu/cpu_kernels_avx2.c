@@ -490,7 +490,7 @@ SDPA_AI void dots_kv8(const int NI, const unsigned char *row, sdpa_dtype dt, con
  * row whole, then the second (address order: reading the two alternately,
  * 32 bytes at a time, made contiguous decode 1.02-1.32x slower on a Zen 4
  * host; paged, 0.89-1.17x), and prefetch
- * the keys' V rows (sdpa__cpu_rows_prefetch_v); the block types step
+ * the keys' V rows (sdpa__cpu_rows_prefetch_next); the block types step
  * through both rows a whole block (32 elements, one scale) at a time. Rows
  * come from A's table (across pages). */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
@@ -535,7 +535,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
              * L1 again for the second): whole vectors, then the tail */
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
-                if (k == 0 || j + 1 < M) sdpa__cpu_rows_prefetch_v(A, j + k, dt);
+                if (k == 0 || j + 1 < M) sdpa__cpu_rows_prefetch_next(A, j + k);
                 int c = 0;
                 for (; c < K / 8; c++) dots_kv8(NI, row[k], dt, B, ldb, c, 8, s + 4 * k);
                 if (c < nv) dots_kv8(NI, row[k], dt, B, ldb, c, K - 8 * c, s + 4 * k);
@@ -628,7 +628,8 @@ SDPA_AI void pv_kv_block16(const int NR, int n, int c0, int Dv, int K, const flo
  * reading 32 bytes of every row) ran decode at about 3x a plain read's
  * time, and a walk taking 2 keys per step (their rows read alternately)
  * made contiguous f32 decode 1.39-1.81x slower than this one. Rows through a block table are
- * prefetched (sdpa__cpu_rows_prefetch). */
+ * prefetched (sdpa__cpu_rows_prefetch), and with each key the row V's
+ * table names (sdpa__cpu_rows_prefetch_next: the next tile's K). */
 SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float *P,
                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
                         ptrdiff_t ldc, const float *c_scale)
@@ -647,6 +648,7 @@ SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float 
         }
     for (int k = 0; k < K; k++) {
         sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, len);
+        sdpa__cpu_rows_prefetch_next(V, k);
         const unsigned char *v = sdpa__cpu_rows_at(V, k) + coff;
         __m256 p[4];
 #pragma GCC unroll 4

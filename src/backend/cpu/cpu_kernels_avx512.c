@@ -493,7 +493,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 if (j + k < M) {
-                    sdpa__cpu_rows_prefetch_v(A, j + k, dt);
+                    sdpa__cpu_rows_prefetch_next(A, j + k);
                     dots_kv_row(NI, sdpa__cpu_rows_at(A, j + k), dt, K, B, ldb, k, s);
                 }
         }
@@ -507,7 +507,9 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
 
 /* acc[r] += sum_k P[r + k*ldp] V(k, the N columns from byte coff) over K
  * keys, NV vectors of 16 columns (FULL: N = 16 NV, no masks; else the
- * lanes of m). */
+ * lanes of m); with each key, the row V's table names is prefetched
+ * (sdpa__cpu_rows_prefetch_next: the next tile's K, in pv_kv_block's first
+ * pass only). */
 SDPA_AI void pv_kv_keys(const int NR, const int NV, const int FULL, int N, size_t coff, int K,
                         const float *P, ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt,
                         int ahead, const __mmask16 m[8], __m512 acc[4][8])
@@ -518,6 +520,7 @@ SDPA_AI void pv_kv_keys(const int NR, const int NV, const int FULL, int N, size_
     for (int k = 0; k < K; k++) {
         const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
         sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, chunkb); /* this chunk's lines */
+        sdpa__cpu_rows_prefetch_next(V, k);
         __m512 v[8];
         if (sdpa__cpu_unit_elems(dt) > 1) { /* N is a multiple of 32 */
 #pragma GCC unroll 4
@@ -590,18 +593,21 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float
         pv_kv_pass(NR, 4, N, c0, Dv, K, P, ldp, V, dt, C, ldc, c_scale);
         return;
     }
+    sdpa__cpu_rows rest = *V; /* the later passes: no `next` prefetch */
+    rest.next = NULL;
     if (dt != SDPA_DTYPE_F32) { /* convert each row's chunk once: 64 columns */
         pv_kv_pass(NR, 4, 64, c0, Dv, K, P, ldp, V, dt, C, ldc, c_scale);
-        pv_kv_pass(NR, 4, N - 64, c0 + 64, Dv, K, P, ldp, V, dt, C + 64, ldc, c_scale);
+        pv_kv_pass(NR, 4, N - 64, c0 + 64, Dv, K, P, ldp, &rest, dt, C + 64, ldc, c_scale);
         return;
     }
 #pragma GCC unroll 2
     for (int r0 = 0; r0 < NR; r0 += 2) {
         const float *cs = c_scale ? c_scale + r0 : NULL;
+        const sdpa__cpu_rows *v = r0 == 0 ? V : &rest;
         if (NR - r0 >= 2)
-            pv_kv_pass(2, 8, N, c0, Dv, K, P + r0, ldp, V, dt, C + r0 * ldc, ldc, cs);
+            pv_kv_pass(2, 8, N, c0, Dv, K, P + r0, ldp, v, dt, C + r0 * ldc, ldc, cs);
         else
-            pv_kv_pass(1, 8, N, c0, Dv, K, P + r0, ldp, V, dt, C + r0 * ldc, ldc, cs);
+            pv_kv_pass(1, 8, N, c0, Dv, K, P + r0, ldp, v, dt, C + r0 * ldc, ldc, cs);
     }
 }
 
