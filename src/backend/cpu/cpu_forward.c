@@ -73,9 +73,10 @@ static int decode_tile_keys(const sdpa__cpu_plan *pl)
  *    moved 0.82-1.10x, so it is left to the hardware prefetchers;
  *  - reading V, K's rows of the next tile (n keys on), which the next
  *    dots_kv reads: for caches through a block table, whose page breaks
- *    stop the hardware prefetchers; paged (16-row pages) f32 decode then
- *    ran 1.43-1.49x faster, f16 1.28-1.36x, while contiguous f32 / f16
- *    moved 0.95-1.01x, left to the hardware.
+ *    stop the hardware prefetchers; paged (16-row pages) decode then ran
+ *    1.35-1.36x faster for f32, 1.30-1.33x for f16, 1.08-1.10x for q8_0
+ *    (AVX2: f32 1.32-1.37x, f16 1.11-1.14x); contiguous f32 / f16
+ *    prefetched so moved 0.95-1.01x, so they are left to the hardware.
  * Until then only one stream was in flight at a time. */
 static void decode_next(const sdpa__problem *p, sdpa__cpu_rows *kr, sdpa__cpu_rows *vr, int n)
 {
