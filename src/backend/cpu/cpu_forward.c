@@ -78,6 +78,16 @@ static int decode_tile_keys(const sdpa__cpu_plan *pl)
  *    (AVX2: f32 1.32-1.37x, f16 1.11-1.14x); contiguous f32 / f16
  *    prefetched so moved 0.95-1.01x, so they are left to the hardware.
  * Until then only one stream was in flight at a time. */
+static bool decode_next_k(const sdpa__problem *p) { return p->has_block_table; }
+
+/* The most rows past a decode tile its row tables hold: what the kernels'
+ * prefetch reads, the next tile's K included where decode_next_k (so the
+ * tables of contiguous caches slide no further than they are read). */
+static int decode_lookahead(const sdpa__cpu_plan *pl, const sdpa__problem *p)
+{
+    return SDPA__CPU_KV_AHEAD_MAX + (decode_next_k(p) ? decode_tile_keys(pl) : 0);
+}
+
 static void decode_next(const sdpa__problem *p, sdpa__cpu_rows *kr, sdpa__cpu_rows *vr, int n)
 {
     const size_t ub = sdpa__cpu_unit_bytes(p->kv_dtype);
@@ -86,7 +96,7 @@ static void decode_next(const sdpa__problem *p, sdpa__cpu_rows *kr, sdpa__cpu_ro
         kr->next = vr;
         kr->next_bytes = (size_t)p->Dv / (size_t)ue * ub;
     }
-    if (p->has_block_table) {
+    if (decode_next_k(p)) {
         vr->next = kr;
         vr->next_bytes = (size_t)p->D / (size_t)ue * ub;
         vr->next_off = n;
@@ -116,7 +126,7 @@ static size_t fwd_carve(const sdpa__cpu_plan *pl, void *base, fwd_ws *w)
     w->lo = sdpa__cpu_take(&c, sb * sizeof(int64_t));
     w->hi = sdpa__cpu_take(&c, sb * sizeof(int64_t));
     const size_t nrow =
-        pl->k->dots_kv ? (size_t)2 * decode_tile_keys(pl) + SDPA__CPU_KV_AHEAD_MAX : 0;
+        pl->k->dots_kv ? (size_t)decode_tile_keys(pl) + (size_t)decode_lookahead(pl, &pl->p) : 0;
     w->krow = sdpa__cpu_take(&c, nrow * sizeof(*w->krow));
     w->vrow = sdpa__cpu_take(&c, nrow * sizeof(*w->vrow));
     return c.used;
@@ -559,10 +569,10 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
             sdpa__cpu_rows kr, vr;
             if (stream_kv && !safe) {
                 /* the fast pass only: the safe pass needs f32 V tiles. The
-                 * row tables go on past the tile up to the task's end (a
-                 * tile and SDPA__CPU_KV_AHEAD_MAX keys at most), for the
-                 * kernels' prefetch. */
-                const int64_t past = K1 - kt - n, most = (int64_t)tk + SDPA__CPU_KV_AHEAD_MAX;
+                 * row tables go on past the tile up to the task's end
+                 * (decode_lookahead keys at most), for the kernels'
+                 * prefetch. */
+                const int64_t past = K1 - kt - n, most = decode_lookahead(pl, &pl->p);
                 const int nr = n + (int)(past < most ? past : most);
                 sdpa__cpu_kv_rows(&ks, b, hkv, kt, nr, &ktab);
                 if (!vshared) sdpa__cpu_kv_rows(&vs, b, hkv, kt, nr, &vtab);

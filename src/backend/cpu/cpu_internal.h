@@ -92,9 +92,10 @@ bool sdpa__cpu_leave(int cpu);
 /* ---- vector kernels (cpu_kernels_generic.c, _avx2.c, _avx512.c, _neon.c) -- */
 /* The K or V rows of one decode kernel call: at[j] is the address of key
  * j's row (counted from the call's first key), for j < n; n covers the
- * call's keys and then up to a tile and SDPA__CPU_KV_AHEAD_MAX more (the
- * next ones in key order, up to the task's last key), which the kernels
- * prefetch (the next tile's K while V is read: sdpa__cpu_rows.next). So a
+ * call's keys and then up to SDPA__CPU_KV_AHEAD_MAX more, and a tile more
+ * for a paged cache (the next ones in key order, up to the task's last
+ * key), which the kernels prefetch (the next tile's K while V is read:
+ * sdpa__cpu_rows.next; cpu_forward.c's decode_lookahead). So a
  * paged cache is read through the block table once per page
  * (sdpa__cpu_kv_rows) and the kernels walk a whole tile across pages, and
  * their prefetch stream across pages and tiles, as on a contiguous cache. */
