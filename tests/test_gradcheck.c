@@ -593,16 +593,24 @@ START_TEST(half_storage_backward)
             nv_fill_nan(p->dq_gain, 32);
             ck_assert_int_eq(sdpa_plan_backward(hp, &d.tensors, &g), SDPA_OK);
             sdpa_plan_destroy(hp);
-            /* gain gradients are f32 outputs accumulated from the same values */
+            /* gain gradients are f32 outputs accumulated from the same
+             * values, except D = rowsum(dout o out), which reads out as
+             * stored: here in 16 bits, in the f32 run in 32 (docs/
+             * semantics.md, "Backward"); so within the storage's bound */
+            float gmax = 0;
+            for (int e = 0; e < 32; e++) gmax = fmaxf(gmax, fabsf(dqg32[e]));
             for (int e = 0; e < 32; e++)
-                ck_assert_float_eq_tol(p->dq_gain[e], dqg32[e], 1e-4 * (1 + fabsf(dqg32[e])));
+                ck_assert_float_eq_tol(p->dq_gain[e], dqg32[e],
+                                       tol * (fabsf(dqg32[e]) + 0.05f * gmax));
         }
         for (int a = 0; a < 3; a++) {
             double amax = 0;
             for (size_t e = 0; e < ng[a]; e++) amax = fmax(amax, fabs(grads[a][e]));
             for (size_t e = 0; e < ng[a]; e++) {
                 double got = dt == SDPA_DTYPE_F16 ? from_f16(hg[a][e]) : from_bf16(hg[a][e]);
-                ck_assert_msg(fabs(got - grads[a][e]) <= tol * (fabs(grads[a][e]) + 0.05 * amax),
+                /* 0.25 amax: D reads out in 16 bits here, in 32 in the f32
+                 * run (above); dq and dk moved up to 0.15 tol amax by it */
+                ck_assert_msg(fabs(got - grads[a][e]) <= tol * (fabs(grads[a][e]) + 0.25 * amax),
                               "%s grad %d [%zu]: %g vs %g", sdpa_dtype_name(dt), a, e, got,
                               grads[a][e]);
             }

@@ -10,11 +10,26 @@
  * With sinks, P is sink-inclusive (so O and D = rowsum(dO o O) are too) and
  * d sink_h = -sum_{b,i} p_sink D; ALiBi is a constant of the score, so it
  * only enters through the recomputed P.
+ * D reads O as the forward stores it: the recomputed row rounded to out's
+ * dtype (docs/semantics.md, "Backward"), which is the `out` every fast
+ * backend's backward reads. With f16 / bf16 outputs the rounding moves D by
+ * about 2^-11 / 2^-8 of |dO||O|, and the sums that cancel (dsinks,
+ * dtemperature, dK where q is 16-bit and K/V f32) move with it far past
+ * f32's error; an oracle with the exact O disagreed with every backend there
+ * (tests/test_random.c found it).
  */
 #include "reference.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+/* x as the forward stores it in out's dtype (f32, f16 or bf16). */
+static double stored(sdpa_dtype dtype, double x)
+{
+    float buf;
+    sdpa__store_float(&buf, dtype, 0, (float)x);
+    return sdpa__load_float(&buf, dtype, 0);
+}
 
 void sdpa__ref_norm_backward(sdpa_qk_norm mode, double r, const double *n,
                              const double *dn, double *dx, int64_t len)
@@ -83,9 +98,10 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
                     for (int64_t d = 0; d < D; d++) dqn[d] = 0.0;
                     if (nkept) {
                         sdpa__ref_load_row(&g->dout, p->dtype, b, h, i, Dv, dout);
-                        /* Dr = rowsum(dO o O), O recomputed: equal to sum_j p_j dP_j,
-                         * but with an Inf in dO the IEEE classes follow this form,
-                         * the one every fast backend uses */
+                        /* Dr = rowsum(dO o O), O recomputed and rounded as stored
+                         * (stored(), see the top): sum_j p_j dP_j up to that
+                         * rounding, but with an Inf in dO the IEEE classes follow
+                         * this form, the one every fast backend uses */
                         for (int64_t d = 0; d < Dv; d++) o[d] = 0.0;
                         for (int64_t j = 0; j < Skv; j++) {
                             dp[j] = 0.0;
@@ -97,7 +113,7 @@ sdpa_status sdpa__ref_backward(sdpa_context *ctx, void *state, void *plan, const
                             }
                         }
                         double Dr = 0.0;
-                        for (int64_t d = 0; d < Dv; d++) Dr += dout[d] * o[d];
+                        for (int64_t d = 0; d < Dv; d++) Dr += dout[d] * stored(p->dtype, o[d]);
                         if (row.kept[Skv]) dsink[h] -= row.p[Skv] * Dr; /* the sink */
                         for (int64_t j = 0; j < Skv; j++) {
                             if (!row.kept[j]) continue;
