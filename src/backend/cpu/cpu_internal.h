@@ -232,6 +232,15 @@ static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_
     for (size_t o = 0; o < len; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + off + o, 0, 3);
 }
 
+/* Row t of r into L2 (locality 2), whatever its layout (nothing past the
+ * table's rows): the AVX-512 and AVX2 dots_kv's prefetch of contiguous
+ * 16-bit K. */
+static inline void sdpa__cpu_rows_prefetch_l2(const sdpa__cpu_rows *r, int t, size_t len)
+{
+    if (t >= r->n) return;
+    for (size_t o = 0; o < len; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + o, 0, 2);
+}
+
 /* The decode kernels' prefetch of the other stream, into L2 (locality 2):
  * reading row t of r, row t + r->next_off of r->next (see sdpa__cpu_rows;
  * nothing past that table's rows). The AVX-512 and AVX2 dots_kv call it for

@@ -457,7 +457,13 @@ SDPA_AI void dots_kv_row(const int NI, const unsigned char *row, sdpa_dtype dt, 
  * prefetchers do not follow it), row order at 0.8-0.9 in a scratch loop.
  * The block types (rows of 136 or 72 bytes, bound by dequantizing) keep the
  * interleaved order, a whole block (32 elements, one scale) per step: a
- * build reading them in row order was not faster. */
+ * build reading them in row order was not faster.
+ *
+ * Prefetch: paged rows and the block types' rows `ahead` rows on into L1
+ * (sdpa__cpu_rows_prefetch); contiguous f16 / bf16 rows into L2 (into L1
+ * ran 0.87x in a scratch loop), beside the next tile's K that pv_kv prefetches
+ * (cpu_forward.c's decode_next_k, which has the figures: neither helped
+ * alone); contiguous f32 is left to the hardware prefetchers. */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
                            const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
@@ -466,8 +472,12 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const size_t rowb = (size_t)K / sdpa__cpu_unit_elems(dt) * usz;
     const int ahead = sdpa__cpu_kv_ahead(rowb);
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
+    /* contiguous 16-bit rows: K `ahead` rows on into L2 (above) */
+    const bool ahead_l2 = !blocks && !A->paged && dt != SDPA_DTYPE_F32;
     for (int j = 0; j < M; j += 4) {
         for (int t = j + ahead; t < j + ahead + 4; t++) sdpa__cpu_rows_prefetch(A, t, dt, 0, rowb);
+        if (ahead_l2)
+            for (int t = j + ahead; t < j + ahead + 4; t++) sdpa__cpu_rows_prefetch_l2(A, t, rowb);
         __m512 s[16];
 #pragma GCC unroll 16
         for (int n = 0; n < 16; n++) s[n] = _mm512_setzero_ps();
