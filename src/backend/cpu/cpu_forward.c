@@ -79,10 +79,11 @@ static int decode_tile_keys(const sdpa__cpu_plan *pl)
  *    too, now that dots_kv prefetches their K rows `ahead` rows on into
  *    L2 (AVX-512 and AVX2; their comments): with both, contiguous decode
  *    at Skv 32768 ran 1.10-1.17x faster for f16 and 1.12x for bf16
- *    (AVX2: 1.04-1.15x, 1.12x), at 4096 f16 1.03-1.12x (the two builds
+ *    (AVX2: 1.04-1.16x, 1.12x), at 4096 f16 1.03-1.12x (the two builds
  *    in one process, calls alternated), where either prefetch alone had
- *    moved it 0.95-1.05x. Contiguous f32 moved 0.97-1.03x with both (one
- *    process per build), so it is left to the hardware.
+ *    moved it 0.96-1.04x (a scratch copy of the loop). Contiguous f32
+ *    moved 0.97x with both (medians of 5 rounds, one process per build),
+ *    so it is left to the hardware.
  * Until then only one stream was in flight at a time. */
 static bool decode_next_k(const sdpa__problem *p)
 {
