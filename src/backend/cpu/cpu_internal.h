@@ -232,9 +232,16 @@ static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_
     for (size_t o = 0; o < len; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + off + o, 0, 3);
 }
 
+/* Whether dots_kv prefetches the K rows of r ahead into L2 rather than L1:
+ * contiguous f16 / bf16 rows (the rule of the AVX-512 and AVX2 kernels;
+ * cpu_forward.c's decode_next_k has the figures). */
+static inline bool sdpa__cpu_k_ahead_l2(const sdpa__cpu_rows *r, sdpa_dtype dt)
+{
+    return !r->paged && (dt == SDPA_DTYPE_F16 || dt == SDPA_DTYPE_BF16);
+}
+
 /* Row t of r into L2 (locality 2), whatever its layout (nothing past the
- * table's rows): the AVX-512 and AVX2 dots_kv's prefetch of contiguous
- * 16-bit K. */
+ * table's rows): dots_kv's prefetch where sdpa__cpu_k_ahead_l2. */
 static inline void sdpa__cpu_rows_prefetch_l2(const sdpa__cpu_rows *r, int t, size_t len)
 {
     if (t >= r->n) return;

@@ -504,7 +504,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     /* K `ahead` rows on: contiguous 16-bit rows into L2 (the AVX-512
      * dots_kv_block's rule; here f16 decode then ran 0.98-1.13x, median
      * 1.06x, at Skv 32768 and 0.98-1.02x at 4096), the others into L1 */
-    const bool ahead_l2 = !blocks && !A->paged && dt != SDPA_DTYPE_F32;
+    const bool ahead_l2 = sdpa__cpu_k_ahead_l2(A, dt);
     for (int j = 0; j < M; j += 2) {
         for (int t = j + ahead; t < j + ahead + 2 && t < A->n; t++)
             if (ahead_l2)

@@ -473,7 +473,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
     const int ahead = sdpa__cpu_kv_ahead(rowb);
     const __mmask8 out_mask = (__mmask8)((1u << NI) - 1u);
     /* contiguous 16-bit rows: K `ahead` rows on into L2 (above) */
-    const bool ahead_l2 = !blocks && !A->paged && dt != SDPA_DTYPE_F32;
+    const bool ahead_l2 = sdpa__cpu_k_ahead_l2(A, dt);
     for (int j = 0; j < M; j += 4) {
         for (int t = j + ahead; t < j + ahead + 4; t++) sdpa__cpu_rows_prefetch(A, t, dt, 0, rowb);
         if (ahead_l2)
