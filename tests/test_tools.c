@@ -593,9 +593,9 @@ START_TEST(bench_table_and_csv)
     ck_assert_ptr_nonnull(strstr(g_out, "backend,device,op,shape,mask,dtype,plan_ms"));
     ck_assert_ptr_nonnull(strstr(g_out, "\"1,1,1,4,4,8,8\",none,bf16"));
     /* new columns go at the end: vs_base and its quartiles, empty without
-     * --interleave */
-    ck_assert_ptr_nonnull(strstr(g_out, ",status,vs_base,vs_base_q1,vs_base_q3\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, ",ok,,,\n"));
+     * --interleave, then touch_bytes, empty without --gap-touch */
+    ck_assert_ptr_nonnull(strstr(g_out, ",status,vs_base,vs_base_q1,vs_base_q3,touch_bytes\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",ok,,,,\n"));
     /* --max-seconds: a tiny budget leaves exactly one timed run */
     const char *runs[][2] = {{"", "5"}, {"--max-seconds 1e-9", "1"}};
     for (int i = 0; i < 2; i++) {
@@ -882,6 +882,16 @@ START_TEST(bench_usage_errors)
         {"--page-size 1,2,3,4,5,6,7,8,9", "--page-size: at most 8 values"},
         {"--interleave=1", "--interleave takes no value"},
         {"stray", "unexpected argument stray"},
+        /* --gap-touch: only after a pause, only host buffers, dout only backward */
+        {"--gap-touch q", "--gap-touch needs --gap-ms above 0"},
+        {"--gap-touch q --gap-ms 0", "--gap-touch needs --gap-ms above 0"},
+        {"--gap-touch q,x --gap-ms 1", "--gap-touch: expected a comma list of q, k, v, dout, "
+                                       "got \"q,x\""},
+        {"--gap-touch q,,k --gap-ms 1", "--gap-touch: expected a comma list"},
+        {"--gap-touch dout --gap-ms 1", "--gap-touch dout needs --backward"},
+        {"--backend cpu,vulkan --gap-touch q --gap-ms 1", "--gap-touch: backend vulkan: only "
+                                                          "cpu and reference"},
+        {"--backend opencl-unfused --gap-touch q --gap-ms 1", "backend opencl: only cpu"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(run("sdpa-bench", bad[i][0]) == 2, "sdpa-bench %s should exit 2", bad[i][0]);
@@ -1032,8 +1042,9 @@ START_TEST(bench_interleave)
     cJSON_Delete(j);
     snprintf(more, sizeof more, "%s --csv", args);
     ck_assert_int_eq(run("sdpa-bench", more), 0);
-    ck_assert_ptr_nonnull(strstr(g_out, ",source,status,vs_base,vs_base_q1,vs_base_q3\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, ",ok,1.000,1.000,1.000\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",source,status,vs_base,vs_base_q1,vs_base_q3,"
+                                        "touch_bytes\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",ok,1.000,1.000,1.000,\n"));
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, "  vs first  vs base  "));
     ck_assert_ptr_null(strstr(g_out, "vs_base_q1"));
@@ -1163,8 +1174,9 @@ START_TEST(bench_runs_what_tune_tuned)
                                 "--csv --profile-dir '%s'", prof);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, ",peak_frac,peak_suspect,vs_first,mem_mib,kernel,config,"
-                                        "source,status,vs_base,vs_base_q1,vs_base_q3\n"));
-    ck_assert_ptr_nonnull(strstr(g_out, ",profile,ok,,,\n"));
+                                        "source,status,vs_base,vs_base_q1,vs_base_q3,"
+                                        "touch_bytes\n"));
+    ck_assert_ptr_nonnull(strstr(g_out, ",profile,ok,,,,\n"));
 }
 END_TEST
 
@@ -1320,6 +1332,61 @@ START_TEST(bench_gap_ms)
 }
 END_TEST
 
+/* --gap-touch: after each pause the listed inputs are read (whole buffers,
+ * the paged pool for k and v), dout only before the backward; the bytes per
+ * call are reported per row (JSON touch_bytes, CSV's last column) and the
+ * list at the top; without the option the CSV cell is empty and JSON says
+ * null. */
+START_TEST(bench_gap_touch)
+{
+    const char *base = "--backend reference,cpu --shape 1,2,2,8,16,8 --repeat 2 --warmup 1 "
+                       "--no-peak --gap-ms 1";
+    char args[512];
+    snprintf(args, sizeof args, "%s --backward --json --gap-touch q,k,v,dout", base);
+    ck_assert_msg(run("sdpa-bench", args) == 0, "%s%s", g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "gap_touch")->valuestring, "q,k,v,dout");
+    const double q = 2 * 8 * 8 * 4, kv = 2 * 16 * 8 * 4; /* bytes of q (and dout), k, v */
+    int rows = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
+    {
+        const int bwd = strcmp(jstr(r, "op"), "bwd") == 0;
+        ck_assert_str_eq(jstr(r, "status"), "ok");
+        ck_assert_msg(cJSON_GetObjectItem(r, "touch_bytes")->valuedouble ==
+                          q + 2 * kv + (bwd ? q : 0),
+                      "%s", g_out);
+        rows++;
+    }
+    ck_assert_int_eq(rows, 4);
+    cJSON_Delete(j);
+    /* paged K/V: the pool (4 pages of 4 keys per head) */
+    snprintf(args, sizeof args, "%s --page-size 4 --csv --gap-touch k", base);
+    ck_assert_msg(run("sdpa-bench", args) == 0, "%s%s", g_out, g_err);
+    ck_assert_msg(strstr(g_out, ",vs_base_q3,touch_bytes\n"), "%s", g_out);
+    ck_assert_msg(strstr(g_out, ",1024\n"), "%s", g_out);
+    /* without it */
+    snprintf(args, sizeof args, "%s --csv", base);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_msg(strstr(g_out, ",ok,,,,\n"), "%s", g_out);
+    snprintf(args, sizeof args, "%s --json", base);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "gap_touch")));
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
+        ck_assert_ptr_null(cJSON_GetObjectItem(r, "touch_bytes"));
+    cJSON_Delete(j);
+    /* the table says it under the rows */
+    snprintf(args, sizeof args, "%s --gap-touch q,v", base);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_msg(strstr(g_out, "after each 1 ms pause the calling thread read q,v before the "
+                                "timed call (--gap-touch)"),
+                  "%s", g_out);
+}
+END_TEST
+
 START_TEST(bench_plot_svg_only)
 {
     const char *bad[] = {"x.png", "x.svg.png", "plot", ".svg", "dir/.svg"};
@@ -1399,6 +1466,7 @@ static Suite *suite(void)
     tcase_add_test(t, bench_flop_counts);
     tcase_add_test(t, bench_table_and_csv);
     tcase_add_test(t, bench_gap_ms);
+    tcase_add_test(t, bench_gap_touch);
     tcase_add_test(t, bench_peak_and_plot);
     tcase_add_test(t, bench_decode_bandwidth);
     tcase_add_test(t, bench_read_reference);

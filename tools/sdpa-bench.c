@@ -5,7 +5,8 @@
  *              [--causal | --window L,R] [--diagonal top_left|bottom_right]
  *              [--dtype f32|f16|bf16] [--kv-dtype T[,T...]] [--page-size N[,N...]]
  *              [--alibi] [--sinks] [--backward] [--stats] [--threads N]
- *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N] [--read-ref]
+ *              [--device SEL] [--repeat N] [--warmup N] [--gap-ms N]
+ *              [--gap-touch LIST] [--read-ref]
  *              [--interleave] [--json | --csv]
  *              [--plot FILE.svg] [--max-seconds S] [--gemm-params K] [--no-peak]
  *              [--refresh-peak] [--profile-dir DIR]
@@ -35,6 +36,11 @@
  * row's K/V bytes on the context's threads after the same --gap-ms pause
  * (sdpa_context_read_time), its median and the row's ratio to it, so a call
  * after a pause is judged against what the memory gives after that pause.
+ * --gap-touch q,k,v reads those inputs on the calling thread after each
+ * pause, outside the timed interval (sdpa_buffer_read, 64 KiB at a time), as
+ * the layer that computed them would leave them in the caches: the pause
+ * then costs its thread wake-ups and the cold caches of what the call itself
+ * brings in, not its inputs' reads (host backends only: cpu, reference).
  * Presets are tools/common/presets.c's, shared with sdpa-tune, so
  * a tuned preset is what its benchmark runs. Before allocating, the memory
  * each shape needs is checked against the machine (exit 2 when it cannot
@@ -103,8 +109,13 @@ typedef struct options {
     const char *plot;       /* --plot FILE.svg, NULL = none */
     double max_seconds;     /* per backend and shape; 0 = no limit */
     double gap_ms;          /* pause before every call (ms); 0 = back to back */
+    unsigned gap_touch;     /* --gap-touch: TOUCH_* bits, 0 = none */
+    const char *gap_touch_list; /* its value as given, for the output */
     int read_ref;           /* --read-ref: a read reference per forward row */
 } options;
+
+/* --gap-touch: the inputs a call's caller can have just written. */
+enum { TOUCH_Q = 1, TOUCH_K = 2, TOUCH_V = 4, TOUCH_DOUT = 8 };
 
 /* One backend on one shape. */
 typedef struct job {
@@ -126,6 +137,7 @@ typedef struct job {
     int nrun;                   /* timed runs done */
     double spent;               /* seconds spent running (warm-up + timed) */
     double read_ms;             /* --read-ref: median read of the K/V bytes, NAN = none */
+    size_t touch_fwd, touch_bwd; /* --gap-touch: bytes read before each forward / backward */
 } job;
 
 /* ---- usage -------------------------------------------------------------------- */
@@ -171,6 +183,12 @@ static void usage(FILE *f)
             "  --gap-ms N       sleep N ms before every call (forward and backward), the\n"
             "                   way applications call: measures calls that follow a pause\n"
             "                   (threads asleep, caches cold); default 0 = back to back\n"
+            "  --gap-touch LIST after each pause, read these inputs on the calling thread\n"
+            "                   before the timed call (comma list of q, k, v, dout), the\n"
+            "                   way the layer that just computed them leaves them in the\n"
+            "                   caches: the row then shows what the pause costs beyond\n"
+            "                   its inputs' cold reads. Needs --gap-ms above 0; dout needs\n"
+            "                   --backward; cpu and reference backends only (host memory)\n"
             "  --interleave     set up every row (shapes x K/V types x page sizes x\n"
             "                   backends) first, then run the timed repetitions in rounds\n"
             "                   over all rows, each round starting one row later; adds\n"
@@ -387,6 +405,28 @@ static int parse_backends(options *o, const char *list, ta_args *a)
     return 1;
 }
 
+/* --gap-touch's list into TOUCH_* bits; 0 on an unknown or empty element. */
+static int parse_touch(const char *list, unsigned *bits)
+{
+    static const struct { const char *name; unsigned bit; } names[] = {
+        {"q", TOUCH_Q}, {"k", TOUCH_K}, {"v", TOUCH_V}, {"dout", TOUCH_DOUT}};
+    *bits = 0;
+    for (const char *p = list;; p++) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        unsigned bit = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == len && strncmp(p, names[i].name, len) == 0)
+                bit = names[i].bit;
+        if (!bit)
+            return 0;
+        *bits |= bit;
+        if (!end)
+            return 1;
+        p = end;
+    }
+}
+
 static int parse_args(options *o, int argc, char **argv, int *help)
 {
     ta_args a;
@@ -483,6 +523,11 @@ static int parse_args(options *o, int argc, char **argv, int *help)
             if (val && (!ta_parse_double(val, &o->gap_ms) || !(o->gap_ms >= 0) ||
                         o->gap_ms > 60000))
                 ta_fail(&a, "--gap-ms: expected a number in [0, 60000], got \"%s\"", val);
+        } else if (ta_value(&a, "--gap-touch", &val)) {
+            if (val && !parse_touch(val, &o->gap_touch))
+                ta_fail(&a, "--gap-touch: expected a comma list of q, k, v, dout, got \"%s\"",
+                        val);
+            o->gap_touch_list = val;
         } else if (ta_flag(&a, "--read-ref")) {
             o->read_ref = 1;
         } else if (ta_value(&a, "--gemm-params", &val)) {
@@ -509,6 +554,16 @@ static int parse_args(options *o, int argc, char **argv, int *help)
         ta_fail(&a, "--causal and --window exclude each other (causal is --window -1,0)");
     if (!a.error && o->json && o->csv)
         ta_fail(&a, "--json and --csv exclude each other");
+    if (!a.error && o->gap_touch && !(o->gap_ms > 0))
+        ta_fail(&a, "--gap-touch needs --gap-ms above 0 (back to back, the inputs are in "
+                    "the caches already)");
+    if (!a.error && (o->gap_touch & TOUCH_DOUT) && !o->backward)
+        ta_fail(&a, "--gap-touch dout needs --backward");
+    for (int b = 0; !a.error && o->gap_touch && b < o->nbackends; b++)
+        if (o->backends[b] != SDPA_BACKEND_CPU && o->backends[b] != SDPA_BACKEND_REFERENCE)
+            ta_fail(&a, "--gap-touch: backend %s: only cpu and reference keep their buffers "
+                        "in host memory (a read elsewhere is a device transfer)",
+                    sdpa_backend_name(o->backends[b]));
     if (a.error) {
         fprintf(stderr, "sdpa-bench: %s\nTry 'sdpa-bench --help'.\n", a.message);
         return 0;
@@ -807,6 +862,35 @@ static void gap_sleep(const options *o)
     }
 }
 
+/* --gap-touch: reads the chosen inputs of the coming call (dout only before a
+ * backward) on this thread, 64 KiB at a time into a scratch block, so they
+ * sit in the caches as their producer would leave them; the bytes read in
+ * *bytes. 0 with the job failed. */
+static int gap_touch(job *j, const options *o, int backward, size_t *bytes)
+{
+    static unsigned char scratch[64 << 10];
+    const struct { unsigned bit; int buf; } inputs[] = {
+        {TOUCH_Q, BQ}, {TOUCH_K, BK}, {TOUCH_V, BV}, {TOUCH_DOUT, BDOUT}};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        sdpa_buffer *b = j->buf[inputs[i].buf];
+        if (!(o->gap_touch & inputs[i].bit) || !b || (inputs[i].bit == TOUCH_DOUT && !backward))
+            continue;
+        const size_t size = sdpa_buffer_size(b);
+        for (size_t off = 0; off < size; off += sizeof scratch) {
+            const size_t n = size - off < sizeof scratch ? size - off : sizeof scratch;
+            const sdpa_status st = sdpa_buffer_read(b, off, scratch, n);
+            if (st != SDPA_OK) {
+                job_fail(j, st, "sdpa_buffer_read (--gap-touch)");
+                return 0;
+            }
+        }
+        total += size;
+    }
+    *bytes = total;
+    return 1;
+}
+
 /* One forward (and backward), each after the --gap-ms pause; times in ms, or
  * -1 on failure. */
 static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
@@ -815,6 +899,8 @@ static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
     if (j->status != SDPA_OK)
         return;
     gap_sleep(o);
+    if (o->gap_touch && !gap_touch(j, o, 0, &j->touch_fwd))
+        return;
     double t0 = tu_now();
     sdpa_status st = sdpa_plan_forward(j->plan, &j->fwd);
     if (st == SDPA_OK)
@@ -827,6 +913,8 @@ static void job_run(job *j, const options *o, double *fwd_ms, double *bwd_ms)
     if (!o->backward || j->unfused)
         return;
     gap_sleep(o);
+    if (o->gap_touch && !gap_touch(j, o, 1, &j->touch_bwd))
+        return;
     t0 = tu_now();
     st = sdpa_plan_backward(j->plan, &j->fwd, &j->bwd);
     if (st == SDPA_OK)
@@ -855,6 +943,7 @@ typedef struct row {
     double plan_ms, med, min, max, gflops, speedup, mem_mib, peak, peak_frac;
     double kv_gbps, bw, bw_frac; /* decode rows: K/V bytes read per second, of bandwidth */
     double gap_ms;           /* --gap-ms: pause before each call */
+    double touch_bytes;      /* --gap-touch: input bytes read before each call, NAN = none */
     double read_ms, vs_read; /* --read-ref: the read reference's median, med / read_ms */
     int64_t skv;
     int has_speedup;
@@ -890,27 +979,29 @@ static void fmt(char *b, size_t cap, const char *f, double v)
 
 /* The table or CSV. Columns shown only sometimes: peak_suspect (CSV only;
  * the table shows it as >100?), read_ms, vs_read (with --read-ref), vs base
- * (with --interleave; its quartiles in CSV only). CSV columns keep one order
+ * (with --interleave; its quartiles in CSV only), touch_bytes (CSV only,
+ * empty without --gap-touch; the table says it in a note). CSV columns keep one order
  * and header, new ones at the end (empty when not measured); the table puts
  * `vs base` beside `vs first`. */
 static void print_table(const row *rows, int n, int csv, int read_ref, int interleave)
 {
-    enum { SUSPECT = 16, READ = 18, BASE = 25, NCOL = 28 };
+    enum { SUSPECT = 16, READ = 18, BASE = 25, NCOL = 29 };
     const char *head[NCOL] = {"backend", "device", "op", "shape B,Hq,Hkv,Sq,Skv,D,Dv", "mask",
                               "dtype", "plan ms", "gap ms", "runs", "median ms", "min ms",
                               "max ms", "GFLOP/s", "GB/s", "% bw", "% peak", "", "vs first",
                               "read ms", "vs read", "mem MiB", "kernel", "config", "source",
-                              "status", "vs base", "", ""};
+                              "status", "vs base", "", "", ""};
     const char *head_csv[NCOL] = {"backend", "device", "op", "shape", "mask", "dtype", "plan_ms",
                                   "gap_ms", "runs", "median_ms", "min_ms", "max_ms", "gflops",
                                   "kv_gbps", "bw_frac", "peak_frac", "peak_suspect", "vs_first",
                                   "read_ms", "vs_read", "mem_mib", "kernel", "config", "source",
-                                  "status", "vs_base", "vs_base_q1", "vs_base_q3"};
+                                  "status", "vs_base", "vs_base_q1", "vs_base_q3",
+                                  "touch_bytes"};
     const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                             1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+                             1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
     /* column order: the CSV's as listed, the table's with vs base after vs first */
     const int table_order[NCOL] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-                                   14, 15, 16, 17, 25, 18, 19, 20, 21, 22, 23, 24, 26, 27};
+                                   14, 15, 16, 17, 25, 18, 19, 20, 21, 22, 23, 24, 26, 27, 28};
     int keep[NCOL], nkeep = 0, col_of[NCOL];
     const char *kh[NCOL];
     int kr[NCOL];
@@ -929,7 +1020,7 @@ static void print_table(const row *rows, int n, int csv, int read_ref, int inter
     for (int i = 0; i < n; i++) {
         const row *r = &rows[i];
         char c[9][48], bw[2][48], rd[2][48], vb[3][48], dev[48], st[300], pk[48], runs[16],
-            gap[32];
+            gap[32], touch[32];
         if (!csv && strlen(r->device) > 28)
             snprintf(dev, sizeof dev, "%.25s...", r->device);
         else
@@ -953,6 +1044,9 @@ static void print_table(const row *rows, int n, int csv, int read_ref, int inter
         }
         snprintf(runs, sizeof runs, "%d", r->runs);
         snprintf(gap, sizeof gap, "%g", r->gap_ms);
+        touch[0] = '\0'; /* without --gap-touch: an empty CSV cell */
+        if (!isnan(r->touch_bytes))
+            snprintf(touch, sizeof touch, "%.0f", r->touch_bytes);
         fmt(pk, 48, csv ? "%.4f" : "%.1f", csv ? r->peak_frac : 100.0 * r->peak_frac);
         if (r->peak_suspect && !csv)
             snprintf(pk, sizeof pk, ">100?");
@@ -965,7 +1059,8 @@ static void print_table(const row *rows, int n, int csv, int read_ref, int inter
                                    r->peak_suspect ? "1" : "0", c[5], rd[0], rd[1], c[6],
                                    r->kernel[0] ? r->kernel : "-",
                                    r->config[0] ? r->config : "-",
-                                   r->source[0] ? r->source : "-", st, vb[0], vb[1], vb[2]};
+                                   r->source[0] ? r->source : "-", st, vb[0], vb[1], vb[2],
+                                   touch};
         const char *kc[NCOL];
         for (int k = 0; k < nkeep; k++)
             kc[k] = cells[col_of[k]];
@@ -1008,6 +1103,10 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
     cJSON_AddNumberToObject(root, "repeat", o->repeat);
     cJSON_AddNumberToObject(root, "warmup", o->warmup);
     cJSON_AddNumberToObject(root, "gap_ms", o->gap_ms);
+    if (o->gap_touch)
+        cJSON_AddStringToObject(root, "gap_touch", o->gap_touch_list);
+    else
+        cJSON_AddNullToObject(root, "gap_touch");
     cJSON_AddBoolToObject(root, "read_ref", o->read_ref);
     cJSON_AddBoolToObject(root, "interleave", o->interleave);
     if (order) { /* the call order of the timed rounds */
@@ -1077,6 +1176,8 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
         cJSON_AddStringToObject(x, "source", r->source);
         add_num(x, "plan_ms", r->plan_ms, 1);
         cJSON_AddNumberToObject(x, "gap_ms", r->gap_ms);
+        if (o->gap_touch)
+            add_num(x, "touch_bytes", r->touch_bytes, 1);
         cJSON_AddNumberToObject(x, "runs", r->runs);
         add_num(x, "median_ms", r->med, 1);
         add_num(x, "min_ms", r->min, 1);
@@ -1569,6 +1670,7 @@ int main(int argc, char **argv)
                 snprintf(r->source, sizeof r->source, "%s", j->source);
                 r->plan_ms = j->plan ? j->plan_ms : NAN;
                 r->gap_ms = o.gap_ms;
+                r->touch_bytes = o.gap_touch ? (double)(op ? j->touch_bwd : j->touch_fwd) : NAN;
                 r->mem_mib = j->plan ? (double)j->mem_bytes / 1048576.0 : NAN;
                 r->med = r->min = r->max = r->gflops = r->peak_frac = NAN;
                 r->peak = r->kv_gbps = r->bw = r->bw_frac = NAN;
@@ -1670,6 +1772,10 @@ int main(int argc, char **argv)
                        sdpa_status_name(pk[e].bw_status));
         }
     }
+    if (o.gap_touch && !o.json && !o.csv)
+        printf("after each %g ms pause the calling thread read %s before the timed call "
+               "(--gap-touch): those inputs were in the caches, as their producer leaves "
+               "them\n", o.gap_ms, o.gap_touch_list);
     for (int b = 0; o.read_ref && !o.json && !o.csv && b < o.nbackends; b++) {
         if (b == 0 && o.gap_ms > 0)
             printf("vs read: forward rows, median over the median of a plain read of the row's "
