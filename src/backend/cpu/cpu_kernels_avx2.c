@@ -626,17 +626,25 @@ SDPA_AI void pv_kv_block16(const int NR, int n, int c0, int Dv, int K, const flo
 }
 
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys,
- * f32 / f16 / bf16: one walk over the keys, one key at a time, reading its
- * row's N columns whole and in address order, 8 at a time, each added into
+ * f32 / f16 / bf16: one walk over the keys, one key at a time (two for f16
+ * / bf16, see below), reading its row's N columns whole and in address
+ * order, 8 at a time, each added into
  * the NR rows of C, which holds the sums (at most 2 KiB: L1); 16 ymm
  * registers could not keep a row of 128 columns. Each sum takes the keys in
  * order, as in the register-blocked kernels. On a Zen 4 host the register-
  * blocked passes of 16 columns (8 passes over a row of 128 f32, each
  * reading 32 bytes of every row) ran decode at about 3x a plain read's
- * time, and a walk taking 2 keys per step (their rows read alternately)
- * made contiguous f32 decode 1.39-1.81x slower than this one. Rows through a block table are
- * prefetched (sdpa__cpu_rows_prefetch), and with each key the row V's
- * table names (sdpa__cpu_rows_prefetch_next: the next tile's K). */
+ * time. A walk taking 2 keys per step (their rows read alternately, 32
+ * bytes at a time, each sum loaded and stored once for both) made
+ * contiguous f32 decode 1.39-1.81x slower than this one (0.65-0.70x
+ * again on 2026-12-03), but f16 / bf16 decode 1.15-1.29x faster (B1 Hq32
+ * Hkv8 D128, Skv 4096 and 32768, builds alternated in one process): their
+ * rows are half as long, and each key's 8 columns cost a load and a store
+ * of every row's sums beside one FMA, so they ran short of load / store
+ * slots, not of memory; so f16 / bf16 take 2 keys per step (4 ran 0.94-
+ * 1.05x of 2), f32 one. Rows through a block table are prefetched
+ * (sdpa__cpu_rows_prefetch), and with each key the row V's table names
+ * (sdpa__cpu_rows_prefetch_next: the next tile's K). */
 SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float *P,
                         ptrdiff_t ldp, const sdpa__cpu_rows *V, sdpa_dtype dt, float *C,
                         ptrdiff_t ldc, const float *c_scale)
@@ -653,7 +661,40 @@ SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float 
                 _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(_mm256_loadu_ps(o + 8 * c), sc));
             if (nt) _mm256_maskstore_ps(o + 8 * nf, m, _mm256_mul_ps(load_m(m, o + 8 * nf), sc));
         }
-    for (int k = 0; k < K; k++) {
+    int k = 0;
+    if (dt != SDPA_DTYPE_F32) /* f16 / bf16: two keys per step, key k's product first */
+        for (; k + 1 < K; k += 2) {
+            const unsigned char *v[2];
+            __m256 p[2][4];
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; e++) {
+                sdpa__cpu_rows_prefetch(V, k + e + ahead, dt, coff, len);
+                sdpa__cpu_rows_prefetch_next(V, k + e);
+                v[e] = sdpa__cpu_rows_at(V, k + e) + coff;
+#pragma GCC unroll 4
+                for (int r = 0; r < NR; r++) p[e][r] = _mm256_broadcast_ss(P + r + (k + e) * ldp);
+            }
+            for (int c = 0; c < nf; c++) {
+                const __m256 x0 = load_kv8(v[0], dt, 8 * c, 8), x1 = load_kv8(v[1], dt, 8 * c, 8);
+#pragma GCC unroll 4
+                for (int r = 0; r < NR; r++) {
+                    float *o = C + r * ldc + 8 * c;
+                    const __m256 a = _mm256_fmadd_ps(p[0][r], x0, _mm256_loadu_ps(o));
+                    _mm256_storeu_ps(o, _mm256_fmadd_ps(p[1][r], x1, a));
+                }
+            }
+            if (nt) {
+                const __m256 x0 = load_kv8(v[0], dt, 8 * nf, nt);
+                const __m256 x1 = load_kv8(v[1], dt, 8 * nf, nt);
+#pragma GCC unroll 4
+                for (int r = 0; r < NR; r++) {
+                    float *o = C + r * ldc + 8 * nf;
+                    const __m256 a = _mm256_fmadd_ps(p[0][r], x0, load_m(m, o));
+                    _mm256_maskstore_ps(o, m, _mm256_fmadd_ps(p[1][r], x1, a));
+                }
+            }
+        }
+    for (; k < K; k++) {
         sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, len);
         sdpa__cpu_rows_prefetch_next(V, k);
         const unsigned char *v = sdpa__cpu_rows_at(V, k) + coff;
