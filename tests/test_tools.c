@@ -89,6 +89,18 @@ static int run(const char *tool, const char *args)
     return WEXITSTATUS(st);
 }
 
+/* Runs tool with "args --json", which must exit 0, and parses its stdout
+ * (the caller frees it). */
+static cJSON *run_json(const char *tool, const char *args)
+{
+    char all[2048];
+    snprintf(all, sizeof all, "%s --json", args);
+    ck_assert_msg(run(tool, all) == 0, "%s %s:\n%s%s", tool, all, g_out, g_err);
+    cJSON *j = cJSON_Parse(g_out);
+    ck_assert_msg(j != NULL, "%s %s: not JSON:\n%s", tool, all, g_out);
+    return j;
+}
+
 static void setup(void)
 {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/sdpa-tools-XXXXXX");
@@ -1023,10 +1035,7 @@ START_TEST(bench_interleave)
                        "--kv-dtype f32,f16 --page-size 0,16 --repeat 3 --warmup 1 --no-peak "
                        "--interleave";
     char more[512];
-    snprintf(more, sizeof more, "%s --json", args);
-    ck_assert_msg(run("sdpa-bench", more) == 0, "%s%s", g_out, g_err);
-    cJSON *j = cJSON_Parse(g_out);
-    ck_assert_ptr_nonnull(j);
+    cJSON *j = run_json("sdpa-bench", args);
     const int rows8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     check_interleave_json(j, 3, rows8, 8);
     cJSON_Delete(j);
@@ -1342,10 +1351,8 @@ START_TEST(bench_gap_touch)
     const char *base = "--backend reference,cpu --shape 1,2,2,8,16,8 --repeat 2 --warmup 1 "
                        "--no-peak --gap-ms 1";
     char args[512];
-    snprintf(args, sizeof args, "%s --backward --json --gap-touch q,k,v,dout", base);
-    ck_assert_msg(run("sdpa-bench", args) == 0, "%s%s", g_out, g_err);
-    cJSON *j = cJSON_Parse(g_out);
-    ck_assert_ptr_nonnull(j);
+    snprintf(args, sizeof args, "%s --backward --gap-touch q,k,v,dout", base);
+    cJSON *j = run_json("sdpa-bench", args);
     ck_assert_str_eq(cJSON_GetObjectItem(j, "gap_touch")->valuestring, "q,k,v,dout");
     const double q = 2 * 8 * 8 * 4, kv = 2 * 16 * 8 * 4; /* bytes of q (and dout), k, v */
     int rows = 0;
@@ -1370,10 +1377,7 @@ START_TEST(bench_gap_touch)
     snprintf(args, sizeof args, "%s --csv", base);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_msg(strstr(g_out, ",ok,,,,\n"), "%s", g_out);
-    snprintf(args, sizeof args, "%s --json", base);
-    ck_assert_int_eq(run("sdpa-bench", args), 0);
-    j = cJSON_Parse(g_out);
-    ck_assert_ptr_nonnull(j);
+    j = run_json("sdpa-bench", base);
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "gap_touch")));
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "results"))
         ck_assert_ptr_null(cJSON_GetObjectItem(r, "touch_bytes"));
