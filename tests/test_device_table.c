@@ -279,6 +279,12 @@ START_TEST(families)
         {"opencl", "Nobody", "Thing", NULL},
         {"opencl", "NVIDIA Corporation", "NVIDIA Graphics Device", NULL},
         {"opencl", "NVIDIA", NULL, NULL},
+        /* the backend part is the backend name as it is, never lowercased
+         * (a record's family must begin with its backend, profile.c): a
+         * name that cannot be a family part gives none */
+        {"cpZ", "GenuineIntel", "llvmpipe (LLVM 15.0.6, 256 bits)", NULL},
+        {"a/b", "Mesa", "llvmpipe (LLVM 15.0.6, 256 bits)", NULL},
+        {"cpu", "GenuineIntel", "llvmpipe (LLVM 15.0.6, 256 bits)", "cpu/cpu/llvmpipe-256"},
     };
     for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
         char f[64] = "junk";

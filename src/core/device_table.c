@@ -368,8 +368,13 @@ bool sdpa__device_family(const char *backend, const char *vendor, const char *na
     char arch[48], key[96];
     if (strcmp(d.vendor, "unknown") == 0 || !family_arch(&d, name, arch, sizeof arch))
         return false;
-    snprintf(key, sizeof key, "%s/%s/%s", backend, d.vendor, arch);
-    for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
+    /* vendor and architecture lowercased; the backend part is the backend
+     * name as it is, since a record's family must begin with its backend
+     * (profile.c): a name that cannot be a family part ("cpZ") gives none */
+    const int at = snprintf(key, sizeof key, "%s/", backend);
+    if (at < 0 || (size_t)at >= sizeof key) return false;
+    snprintf(key + at, sizeof key - (size_t)at, "%s/%s", d.vendor, arch);
+    for (char *c = key + at; *c; c++) *c = (char)tolower((unsigned char)*c);
     if (!sdpa__device_family_valid(key) || strlen(key) >= size) return false;
     memcpy(out, key, strlen(key) + 1);
     return true;

@@ -75,7 +75,8 @@ const char *sdpa__kclass_name(sdpa__kclass c);
  * e.g. "opencl/pocl/x86-64-avx512" (PoCL: the ISA level of its target CPU),
  * "vulkan/cpu/llvmpipe-256", "opencl/nvidia/sm_89", "vulkan/amd/gfx1030",
  * "opencl/intel/xe-lp". False (and out = "") when the architecture is not
- * known: such a device has no family and uses exact records only. */
+ * known, or the backend name cannot be a family part (upper case, '/'): such
+ * a device has no family and uses exact records only. */
 bool sdpa__device_family(const char *backend, const char *vendor, const char *name,
                          char *out, size_t size);
 
