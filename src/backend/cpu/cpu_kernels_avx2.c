@@ -625,6 +625,52 @@ SDPA_AI void pv_kv_block16(const int NR, int n, int c0, int Dv, int K, const flo
     }
 }
 
+/* pv_kv_rows' step: keys k .. k + NK - 1 (NK 1 or 2) added into the NR rows
+ * of C, 8 columns at a time (nf whole vectors, then nt columns under m):
+ * each sum is loaded once, gets the keys' products in key order, and is
+ * stored once; each key's row prefetched `ahead` keys on, and the row V's
+ * table names with it (sdpa__cpu_rows_prefetch_next). */
+SDPA_AI void pv_rows_keys(const int NR, const int NK, int k, int nf, int nt, __m256i m,
+                          const float *P, ptrdiff_t ldp, const sdpa__cpu_rows *V,
+                          sdpa_dtype dt, size_t coff, size_t len, int ahead, float *C,
+                          ptrdiff_t ldc)
+{
+    const unsigned char *v[2];
+    __m256 p[2][4], x[2];
+#pragma GCC unroll 2
+    for (int e = 0; e < NK; e++) {
+        sdpa__cpu_rows_prefetch(V, k + e + ahead, dt, coff, len);
+        sdpa__cpu_rows_prefetch_next(V, k + e);
+        v[e] = sdpa__cpu_rows_at(V, k + e) + coff;
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) p[e][r] = _mm256_broadcast_ss(P + r + (k + e) * ldp);
+    }
+    for (int c = 0; c < nf; c++) {
+#pragma GCC unroll 2
+        for (int e = 0; e < NK; e++) x[e] = load_kv8(v[e], dt, 8 * c, 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float *o = C + r * ldc + 8 * c;
+            __m256 a = _mm256_loadu_ps(o);
+#pragma GCC unroll 2
+            for (int e = 0; e < NK; e++) a = _mm256_fmadd_ps(p[e][r], x[e], a);
+            _mm256_storeu_ps(o, a);
+        }
+    }
+    if (nt) {
+#pragma GCC unroll 2
+        for (int e = 0; e < NK; e++) x[e] = load_kv8(v[e], dt, 8 * nf, nt);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float *o = C + r * ldc + 8 * nf;
+            __m256 a = load_m(m, o);
+#pragma GCC unroll 2
+            for (int e = 0; e < NK; e++) a = _mm256_fmadd_ps(p[e][r], x[e], a);
+            _mm256_maskstore_ps(o, m, a);
+        }
+    }
+}
+
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys,
  * f32 / f16 / bf16: one walk over the keys, one key at a time (two for f16
  * / bf16, see below), reading its row's N columns whole and in address
@@ -662,62 +708,10 @@ SDPA_AI void pv_kv_rows(const int NR, int N, int c0, int Dv, int K, const float 
             if (nt) _mm256_maskstore_ps(o + 8 * nf, m, _mm256_mul_ps(load_m(m, o + 8 * nf), sc));
         }
     int k = 0;
-    if (dt != SDPA_DTYPE_F32) /* f16 / bf16: two keys per step, key k's product first */
-        for (; k + 1 < K; k += 2) {
-            const unsigned char *v[2];
-            __m256 p[2][4];
-#pragma GCC unroll 2
-            for (int e = 0; e < 2; e++) {
-                sdpa__cpu_rows_prefetch(V, k + e + ahead, dt, coff, len);
-                sdpa__cpu_rows_prefetch_next(V, k + e);
-                v[e] = sdpa__cpu_rows_at(V, k + e) + coff;
-#pragma GCC unroll 4
-                for (int r = 0; r < NR; r++) p[e][r] = _mm256_broadcast_ss(P + r + (k + e) * ldp);
-            }
-            for (int c = 0; c < nf; c++) {
-                const __m256 x0 = load_kv8(v[0], dt, 8 * c, 8), x1 = load_kv8(v[1], dt, 8 * c, 8);
-#pragma GCC unroll 4
-                for (int r = 0; r < NR; r++) {
-                    float *o = C + r * ldc + 8 * c;
-                    const __m256 a = _mm256_fmadd_ps(p[0][r], x0, _mm256_loadu_ps(o));
-                    _mm256_storeu_ps(o, _mm256_fmadd_ps(p[1][r], x1, a));
-                }
-            }
-            if (nt) {
-                const __m256 x0 = load_kv8(v[0], dt, 8 * nf, nt);
-                const __m256 x1 = load_kv8(v[1], dt, 8 * nf, nt);
-#pragma GCC unroll 4
-                for (int r = 0; r < NR; r++) {
-                    float *o = C + r * ldc + 8 * nf;
-                    const __m256 a = _mm256_fmadd_ps(p[0][r], x0, load_m(m, o));
-                    _mm256_maskstore_ps(o, m, _mm256_fmadd_ps(p[1][r], x1, a));
-                }
-            }
-        }
-    for (; k < K; k++) {
-        sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, len);
-        sdpa__cpu_rows_prefetch_next(V, k);
-        const unsigned char *v = sdpa__cpu_rows_at(V, k) + coff;
-        __m256 p[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) p[r] = _mm256_broadcast_ss(P + r + k * ldp);
-        for (int c = 0; c < nf; c++) {
-            const __m256 x = load_kv8(v, dt, 8 * c, 8);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++) {
-                float *o = C + r * ldc + 8 * c;
-                _mm256_storeu_ps(o, _mm256_fmadd_ps(p[r], x, _mm256_loadu_ps(o)));
-            }
-        }
-        if (nt) {
-            const __m256 x = load_kv8(v, dt, 8 * nf, nt);
-#pragma GCC unroll 4
-            for (int r = 0; r < NR; r++) {
-                float *o = C + r * ldc + 8 * nf;
-                _mm256_maskstore_ps(o, m, _mm256_fmadd_ps(p[r], x, load_m(m, o)));
-            }
-        }
-    }
+    if (dt != SDPA_DTYPE_F32) /* f16 / bf16: two keys per step */
+        for (; k + 1 < K; k += 2)
+            pv_rows_keys(NR, 2, k, nf, nt, m, P, ldp, V, dt, coff, len, ahead, C, ldc);
+    for (; k < K; k++) pv_rows_keys(NR, 1, k, nf, nt, m, P, ldp, V, dt, coff, len, ahead, C, ldc);
 }
 
 /* C (NR rows x N <= 128 columns from c0) = C * c_scale + P^T V over K keys:
