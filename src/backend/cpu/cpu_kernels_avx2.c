@@ -30,7 +30,6 @@ SDPA_AI __m256i tail_mask(int n)
 }
 
 SDPA_AI __m256 load_m(__m256i m, const float *p) { return _mm256_maskload_ps(p, m); }
-SDPA_AI void store_m(__m256i m, float *p, __m256 x) { _mm256_maskstore_ps(p, m, x); }
 /* The same with plain loads and stores when all 8 lanes are in (`full`):
  * masked stores are slow on some CPUs (microcoded on AMD Zen 2). */
 SDPA_AI __m256 ldm(int full, __m256i m, const float *p)
