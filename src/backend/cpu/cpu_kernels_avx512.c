@@ -485,9 +485,10 @@ SDPA_AI void dots_kv_rows2(const int NI, const unsigned char *r0, const unsigned
  * Reading them interleaved (vector c of each of the 4 rows, then c + 1)
  * computes the same sums in the same order, but on a Zen 4 host streamed K
  * from memory at a third of a plain read's speed (the hardware prefetchers
- * do not follow it), row order at 0.8-0.9 in a scratch loop; two rows
- * interleaved ran 0.78-0.86x. f16 / bf16 (K prefetched into L2, below): two
- * rows interleaved (dots_kv_rows2), which loads B's vectors half as often;
+ * do not follow it), row order at 0.8-0.9 in a scratch loop; with two rows
+ * interleaved, decode ran 0.78-0.86x. f16 / bf16 (their K rows prefetched
+ * ahead, below): two rows interleaved (dots_kv_rows2), which loads B's
+ * vectors half as often;
  * decode (B1 Hq32 Hkv8 D128, the two builds in one process, calls
  * alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.05x for bf16,
  * 0.96-1.05x at 4096, paged f16 0.94-1.13x.
