@@ -490,8 +490,8 @@ SDPA_AI void dots_kv_rows2(const int NI, const unsigned char *r0, const unsigned
  * ahead, below): two rows interleaved (dots_kv_rows2), which loads B's
  * vectors half as often;
  * decode (B1 Hq32 Hkv8 D128, the two builds in one process, calls
- * alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.05x for bf16,
- * 0.96-1.05x at 4096, paged f16 0.94-1.13x.
+ * alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.03-1.05x for
+ * bf16, 0.96-1.13x at 4096, paged f16 0.94-1.13x.
  * The block types (rows of 136 or 72 bytes, bound by dequantizing) keep the
  * interleaved order, a whole block (32 elements, one scale) per step: a
  * build reading them in row order was not faster.
