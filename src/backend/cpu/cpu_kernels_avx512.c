@@ -422,56 +422,38 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
                          _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-/* Row k of a block of 4 keys (K elements, f32 / f16 / bf16) times NI query
- * rows of B into the accumulators s[4k + i]: the row's vectors in address
- * order (whole vectors unmasked, then the tail masked), B's vectors
- * reloaded from L1 for each. */
-SDPA_AI void dots_kv_row(const int NI, const unsigned char *row, sdpa_dtype dt, int K,
-                         const float *B, ptrdiff_t ldb, int k, __m512 s[16])
+/* Rows k .. k + NK - 1 (NK 1 or 2) of a block of 4 keys (K elements, f32 /
+ * f16 / bf16) times NI query rows of B into the accumulators s[4(k + e) +
+ * i]: vector c of each row, then c + 1 (whole vectors unmasked, then the
+ * tail masked), so that each of B's vectors is loaded once for the NK keys.
+ * Each sum gets the same products in the same order whatever NK. */
+SDPA_AI void dots_kv_keys(const int NI, const int NK, const unsigned char *const row[2],
+                          sdpa_dtype dt, int K, const float *B, ptrdiff_t ldb, int k,
+                          __m512 s[16])
 {
+    __m512 kv[2];
     int c = 0;
     for (; c + 16 <= K; c += 16) {
-        const __m512 kv = load_kv16(row, dt, c, (__mmask16)0xFFFF);
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++)
-            s[4 * k + i] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(B + i * ldb + c), s[4 * k + i]);
-    }
-    if (c < K) {
-        const __mmask16 m = tail_mask(K - c);
-        const __m512 kv = load_kv16(row, dt, c, m);
-#pragma GCC unroll 4
-        for (int i = 0; i < NI; i++)
-            s[4 * k + i] = _mm512_fmadd_ps(kv, _mm512_maskz_loadu_ps(m, B + i * ldb + c), s[4 * k + i]);
-    }
-}
-
-/* Rows k and k + 1 of a block of 4 keys (K elements, f16 / bf16) times NI
- * query rows of B into s[4k + i] and s[4k + 4 + i]: vector c of both rows,
- * then c + 1, so that each of B's vectors is loaded once for the two keys.
- * Each sum gets the same products in the same order as from dots_kv_row. */
-SDPA_AI void dots_kv_rows2(const int NI, const unsigned char *r0, const unsigned char *r1,
-                           sdpa_dtype dt, int K, const float *B, ptrdiff_t ldb, int k,
-                           __m512 s[16])
-{
-    int c = 0;
-    for (; c + 16 <= K; c += 16) {
-        const __m512 k0 = load_kv16(r0, dt, c, (__mmask16)0xFFFF);
-        const __m512 k1 = load_kv16(r1, dt, c, (__mmask16)0xFFFF);
+#pragma GCC unroll 2
+        for (int e = 0; e < NK; e++) kv[e] = load_kv16(row[e], dt, c, (__mmask16)0xFFFF);
 #pragma GCC unroll 4
         for (int i = 0; i < NI; i++) {
             const __m512 b = _mm512_loadu_ps(B + i * ldb + c);
-            s[4 * k + i] = _mm512_fmadd_ps(k0, b, s[4 * k + i]);
-            s[4 * k + 4 + i] = _mm512_fmadd_ps(k1, b, s[4 * k + 4 + i]);
+#pragma GCC unroll 2
+            for (int e = 0; e < NK; e++)
+                s[4 * (k + e) + i] = _mm512_fmadd_ps(kv[e], b, s[4 * (k + e) + i]);
         }
     }
     if (c < K) {
         const __mmask16 m = tail_mask(K - c);
-        const __m512 k0 = load_kv16(r0, dt, c, m), k1 = load_kv16(r1, dt, c, m);
+#pragma GCC unroll 2
+        for (int e = 0; e < NK; e++) kv[e] = load_kv16(row[e], dt, c, m);
 #pragma GCC unroll 4
         for (int i = 0; i < NI; i++) {
             const __m512 b = _mm512_maskz_loadu_ps(m, B + i * ldb + c);
-            s[4 * k + i] = _mm512_fmadd_ps(k0, b, s[4 * k + i]);
-            s[4 * k + 4 + i] = _mm512_fmadd_ps(k1, b, s[4 * k + 4 + i]);
+#pragma GCC unroll 2
+            for (int e = 0; e < NK; e++)
+                s[4 * (k + e) + i] = _mm512_fmadd_ps(kv[e], b, s[4 * (k + e) + i]);
         }
     }
 }
@@ -487,10 +469,9 @@ SDPA_AI void dots_kv_rows2(const int NI, const unsigned char *r0, const unsigned
  * from memory at a third of a plain read's speed (the hardware prefetchers
  * do not follow it), row order at 0.8-0.9 in a scratch loop; with two rows
  * interleaved, decode ran 0.78-0.86x. f16 / bf16 (their K rows prefetched
- * ahead, below): two rows interleaved (dots_kv_rows2), which loads B's
- * vectors half as often;
- * decode (B1 Hq32 Hkv8 D128, the two builds in one process, calls
- * alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.03-1.05x for
+ * ahead, below): two rows interleaved (dots_kv_keys with NK 2), which
+ * loads B's vectors half as often; decode (B1 Hq32 Hkv8 D128, the two
+ * builds in one process, calls alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.03-1.05x for
  * bf16, 0.96-1.13x at 4096, paged f16 0.94-1.13x.
  * The block types (rows of 136 or 72 bytes, bound by dequantizing) keep the
  * interleaved order, a whole block (32 elements, one scale) per step: a
@@ -535,21 +516,23 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                     }
                 }
             }
-        } else if (dt != SDPA_DTYPE_F32 && j + 4 <= M) {
+        } else if (dt != SDPA_DTYPE_F32 && j + 4 <= M) { /* two keys per step (above) */
 #pragma GCC unroll 2
             for (int k = 0; k < 4; k += 2) {
+                const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j + k),
+                                                     sdpa__cpu_rows_at(A, j + k + 1)};
                 sdpa__cpu_rows_prefetch_next(A, j + k);
                 sdpa__cpu_rows_prefetch_next(A, j + k + 1);
-                dots_kv_rows2(NI, sdpa__cpu_rows_at(A, j + k), sdpa__cpu_rows_at(A, j + k + 1), dt,
-                              K, B, ldb, k, s);
+                dots_kv_keys(NI, 2, row, dt, K, B, ldb, k, s);
             }
         } else {
             /* rows past M are not read (their sums stay 0 and are not stored) */
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 if (j + k < M) {
+                    const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j + k), NULL};
                     sdpa__cpu_rows_prefetch_next(A, j + k);
-                    dots_kv_row(NI, sdpa__cpu_rows_at(A, j + k), dt, K, B, ldb, k, s);
+                    dots_kv_keys(NI, 1, row, dt, K, B, ldb, k, s);
                 }
         }
         const __m512 w = hsum16(s); /* lane 4k + i: key j + k, row i */
