@@ -483,15 +483,42 @@ SDPA_AI void dots_kv8(const int NI, const unsigned char *row, sdpa_dtype dt, con
     }
 }
 
+/* v, kept in a register: without the empty asm, GCC folds the load that
+ * made v into each FMA that uses it, loading it once per use. */
+SDPA_AI __m256 in_register(__m256 v)
+{
+    __asm__("" : "+x"(v));
+    return v;
+}
+
+/* Elements 8c .. 8c + n - 1 (n <= 8) of two K rows times NI query rows of
+ * B into s[i] (row 0) and s[4 + i] (row 1): each query vector loaded once
+ * for both rows. */
+SDPA_AI void dots_kv8x2(const int NI, const unsigned char *const row[2], sdpa_dtype dt,
+                        const float *B, ptrdiff_t ldb, int c, int n, __m256 s[8])
+{
+    const __m256 k0 = load_kv8(row[0], dt, 8 * c, n), k1 = load_kv8(row[1], dt, 8 * c, n);
+#pragma GCC unroll 4
+    for (int i = 0; i < NI; i++) {
+        const float *p = B + i * ldb + 8 * c;
+        const __m256 b = in_register(n >= 8 ? _mm256_loadu_ps(p) : load_m(tail_mask(n), p));
+        s[i] = _mm256_fmadd_ps(k0, b, s[i]);
+        s[4 + i] = _mm256_fmadd_ps(k1, b, s[4 + i]);
+    }
+}
+
 /* NI (<= 4) query rows against M key rows, 2 keys at a time: each K row is
  * loaded and converted once and multiplied into NI accumulators, the 8 sums
- * of the 2 keys reduced together by hsum8. f32 / f16 / bf16 read the first
- * row whole, then the second (address order: reading the two alternately,
- * 32 bytes at a time, made contiguous decode 1.02-1.32x slower on a Zen 4
- * host; paged, 0.89-1.17x), and prefetch
- * the keys' V rows (sdpa__cpu_rows_prefetch_next); the block types step
- * through both rows a whole block (32 elements, one scale) at a time. Rows
- * come from A's table (across pages). */
+ * of the 2 keys reduced together by hsum8. f32 reads the first row whole,
+ * then the second (address order: reading the two alternately, 32 bytes at
+ * a time, made contiguous decode 1.02-1.32x slower on a Zen 4 host; paged,
+ * 0.89-1.17x). f16 / bf16, whose K rows are prefetched ahead (below), read
+ * the two alternately, each query vector loaded once, into a register
+ * (in_register), for both keys (dots_kv8x2): 6 loads per 8 FMAs instead of
+ * 10 (docs/cpu.md has the figures). Both prefetch the keys' V rows
+ * (sdpa__cpu_rows_prefetch_next); the block types step through both rows a
+ * whole block (32 elements, one scale) at a time. Rows come from A's table
+ * (across pages). */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
                            const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
@@ -536,6 +563,12 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                     }
                 }
             }
+        } else if (dt != SDPA_DTYPE_F32 && j + 1 < M) {
+            sdpa__cpu_rows_prefetch_next(A, j);
+            sdpa__cpu_rows_prefetch_next(A, j + 1);
+            int c = 0;
+            for (; c < K / 8; c++) dots_kv8x2(NI, row, dt, B, ldb, c, 8, s);
+            if (c < nv) dots_kv8x2(NI, row, dt, B, ldb, c, K - 8 * c, s);
         } else {
             /* each row whole, in address order (the query vectors come from
              * L1 again for the second): whole vectors, then the tail */

@@ -422,36 +422,45 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
                          _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-/* Rows k .. k + NK - 1 (NK 1 or 2) of a block of 4 keys (K elements, f32 /
+/* v, kept in a register: without the empty asm, GCC folds the load that
+ * made v into each FMA that uses it, loading it once per use. */
+SDPA_AI __m512 in_register(__m512 v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+/* Rows k .. k + NK - 1 (NK 1 or 4) of a block of 4 keys (K elements, f32 /
  * f16 / bf16) times NI query rows of B into the accumulators s[4(k + e) +
  * i]: vector c of each row, then c + 1 (whole vectors unmasked, then the
  * tail masked), so that each of B's vectors is loaded once for the NK keys.
  * Each sum gets the same products in the same order whatever NK. */
-SDPA_AI void dots_kv_keys(const int NI, const int NK, const unsigned char *const row[2],
+SDPA_AI void dots_kv_keys(const int NI, const int NK, const unsigned char *const row[4],
                           sdpa_dtype dt, int K, const float *B, ptrdiff_t ldb, int k,
                           __m512 s[16])
 {
-    __m512 kv[2];
+    __m512 kv[4];
     int c = 0;
     for (; c + 16 <= K; c += 16) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int e = 0; e < NK; e++) kv[e] = load_kv16(row[e], dt, c, (__mmask16)0xFFFF);
 #pragma GCC unroll 4
         for (int i = 0; i < NI; i++) {
-            const __m512 b = _mm512_loadu_ps(B + i * ldb + c);
-#pragma GCC unroll 2
+            const __m512 b0 = _mm512_loadu_ps(B + i * ldb + c);
+            const __m512 b = NK > 1 ? in_register(b0) : b0; /* one use: folded */
+#pragma GCC unroll 4
             for (int e = 0; e < NK; e++)
                 s[4 * (k + e) + i] = _mm512_fmadd_ps(kv[e], b, s[4 * (k + e) + i]);
         }
     }
     if (c < K) {
         const __mmask16 m = tail_mask(K - c);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int e = 0; e < NK; e++) kv[e] = load_kv16(row[e], dt, c, m);
 #pragma GCC unroll 4
         for (int i = 0; i < NI; i++) {
             const __m512 b = _mm512_maskz_loadu_ps(m, B + i * ldb + c);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int e = 0; e < NK; e++)
                 s[4 * (k + e) + i] = _mm512_fmadd_ps(kv[e], b, s[4 * (k + e) + i]);
         }
@@ -469,10 +478,10 @@ SDPA_AI void dots_kv_keys(const int NI, const int NK, const unsigned char *const
  * from memory at a third of a plain read's speed (the hardware prefetchers
  * do not follow it), row order at 0.8-0.9 in a scratch loop; with two rows
  * interleaved, decode ran 0.78-0.86x. f16 / bf16 (their K rows prefetched
- * ahead, below): two rows interleaved (dots_kv_keys with NK 2), which
- * loads B's vectors half as often; decode (B1 Hq32 Hkv8 D128, the two
- * builds in one process, calls alternated) ran 1.04-1.06x faster at Skv 32768 for f16, 1.03-1.05x for
- * bf16, 0.96-1.13x at 4096, paged f16 0.94-1.13x.
+ * ahead, below): the 4 rows interleaved (dots_kv_keys with NK 4), each of
+ * B's vectors loaded once, into a register (in_register), for the 4 keys:
+ * 8 loads per 16 FMAs instead of 20, so that the loop is bound by its FMAs
+ * (docs/cpu.md has the figures).
  * The block types (rows of 136 or 72 bytes, bound by dequantizing) keep the
  * interleaved order, a whole block (32 elements, one scale) per step: a
  * build reading them in row order was not faster.
@@ -516,21 +525,17 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                     }
                 }
             }
-        } else if (dt != SDPA_DTYPE_F32 && j + 4 <= M) { /* two keys per step (above) */
-#pragma GCC unroll 2
-            for (int k = 0; k < 4; k += 2) {
-                const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j + k),
-                                                     sdpa__cpu_rows_at(A, j + k + 1)};
-                sdpa__cpu_rows_prefetch_next(A, j + k);
-                sdpa__cpu_rows_prefetch_next(A, j + k + 1);
-                dots_kv_keys(NI, 2, row, dt, K, B, ldb, k, s);
-            }
+        } else if (dt != SDPA_DTYPE_F32 && j + 4 <= M) { /* four keys per step (above) */
+            const unsigned char *const row[4] = {sdpa__cpu_rows_at(A, j), sdpa__cpu_rows_at(A, j + 1),
+                                                 sdpa__cpu_rows_at(A, j + 2), sdpa__cpu_rows_at(A, j + 3)};
+            for (int k = 0; k < 4; k++) sdpa__cpu_rows_prefetch_next(A, j + k);
+            dots_kv_keys(NI, 4, row, dt, K, B, ldb, 0, s);
         } else {
             /* rows past M are not read (their sums stay 0 and are not stored) */
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 if (j + k < M) {
-                    const unsigned char *const row[2] = {sdpa__cpu_rows_at(A, j + k), NULL};
+                    const unsigned char *const row[4] = {sdpa__cpu_rows_at(A, j + k), NULL, NULL, NULL};
                     sdpa__cpu_rows_prefetch_next(A, j + k);
                     dots_kv_keys(NI, 1, row, dt, K, B, ldb, k, s);
                 }
