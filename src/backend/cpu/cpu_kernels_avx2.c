@@ -60,6 +60,11 @@ SDPA_AI void ukernel(const int MR, const int NV, const int FULL, int K, const fl
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) c[r][v] = _mm256_setzero_ps();
+    /* k unrolled by 2: the loop's counter and address updates (7 of the 27
+     * instructions per step of 6 x 2) once per two steps; the forward (B1
+     * H8 T1024 D64 causal) ran 1.02-1.05x faster on a Zen 4 host, by 4 no
+     * better (0.99-1.10x) */
+#pragma GCC unroll 2
     for (int k = 0; k < K; k++) {
         const float *b = B + k * ldb;
         const float *a = A + k * a_cs;
