@@ -27,7 +27,18 @@ SDPA_AI __mmask16 tail_mask(int n) /* n in 1..16 */
     return (__mmask16)(n >= 16 ? 0xFFFFu : ((1u << n) - 1u));
 }
 
-/* C(MR x NV*16) (+)= A(MR x K) B(K x NV*16); last vector masked by `last`. */
+/* v, kept in a register: without the empty asm, GCC folds the load that
+ * made v into each FMA that uses it, loading it once per use. */
+SDPA_AI __m512 in_register(__m512 v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+/* C(MR x NV*16) (+)= A(MR x K) B(K x NV*16); last vector masked by `last`.
+ * B's vectors are held in registers for the MR rows (in_register: GCC
+ * folded them into the FMAs, loading each once per row, in the kernels of
+ * 1 to 3 rows and in those of one vector). */
 SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
                      ptrdiff_t a_rs, ptrdiff_t a_cs, const float *B,
                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, __mmask16 last,
@@ -43,9 +54,11 @@ SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
         const float *a = A + k * a_cs;
         __m512 bv[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
+        for (int v = 0; v < NV; v++) {
             bv[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)
                                 : _mm512_loadu_ps(b + 16 * v);
+            if (MR > 1) bv[v] = in_register(bv[v]);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 av = _mm512_set1_ps(a[r * a_rs]);
@@ -420,14 +433,6 @@ SDPA_AI __m512 hsum16(const __m512 v[16])
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
     return _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
                          _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-
-/* v, kept in a register: without the empty asm, GCC folds the load that
- * made v into each FMA that uses it, loading it once per use. */
-SDPA_AI __m512 in_register(__m512 v)
-{
-    __asm__("" : "+v"(v));
-    return v;
 }
 
 /* Rows k .. k + NK - 1 (NK 1 or 4) of a block of 4 keys (K elements, f32 /
