@@ -890,14 +890,23 @@ static double max_gap_us_on(int cpu, double ms)
  * not a strike: spinning stays on. Before, such switches of 100-250 us came
  * a few times in most runs on an idle VM and turned spinning off. Each try
  * first checks that no other load takes that CPU for a time slice (which
- * rightly strikes); up to 5 tries, and where no try found the CPU free the
- * test says so. Cost: about 0.2 s a try. */
+ * rightly strikes), and shows the rule when its spinner struck never, or sat
+ * through BURSTS_SEEN bursts as stalls: a pool that took a burst for a strike
+ * ends each spin at its first burst (within 1 ms) and turns spinning off
+ * after two, so it stalls a few times at most. Strikes beside many stalls
+ * come from other load that the checks before and after a try miss (the
+ * VM's host or a kernel thread taking the CPU for 0.8-4 ms: on a 2-vCPU
+ * EPYC draw, 1-2 strikes in 3 of 6 runs when every strike failed the test).
+ * Up to 16 tries, until one shows the rule; where no try found the CPU free
+ * the test says so. Cost: about 0.3 s a try. */
+enum { BURSTS_SEEN = 20 };
 START_TEST(threads_pool_brief_preemption_is_stall)
 {
     const int cpu = first_allowed_cpu();
     int quiet = 0;
     long long stalls = 0, strikes = 0;
-    for (int attempt = 0; attempt < 5 && !(quiet && strikes == 0); attempt++) {
+    for (int attempt = 0;
+         attempt < 16 && !(quiet && (strikes == 0 || stalls >= BURSTS_SEEN)); attempt++) {
         const double before = max_gap_us_on(cpu, 30);
         if (before > 500) continue; /* other load on that CPU */
         sdpa_context *ctx;
@@ -927,9 +936,10 @@ START_TEST(threads_pool_brief_preemption_is_stall)
                         "a time slice in every try: not checked\n", cpu);
         return;
     }
-    ck_assert_msg(strikes == 0, "0.2 ms bursts of a thread on the spinner's CPU: %lld strikes, "
-                  "%lld stalls (the last of %d tries with the CPU otherwise free)", strikes,
-                  stalls, quiet);
+    ck_assert_msg(strikes == 0 || stalls >= BURSTS_SEEN,
+                  "0.2 ms bursts of a thread on the spinner's CPU: %lld strikes, %lld stalls "
+                  "(the last of %d tries with the CPU otherwise free; a try shows the rule "
+                  "with no strike or %d stalls)", strikes, stalls, quiet, BURSTS_SEEN);
 }
 END_TEST
 
