@@ -475,19 +475,6 @@ SDPA_AI __m256 hsum8(const __m256 v[8])
     return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
-/* Elements 8c .. 8c + n - 1 (n <= 8) of one K row times NI query rows of B
- * into the accumulators s[i] (row i). */
-SDPA_AI void dots_kv8(const int NI, const unsigned char *row, sdpa_dtype dt, const float *B,
-                      ptrdiff_t ldb, int c, int n, __m256 s[4])
-{
-    const __m256 kv = load_kv8(row, dt, 8 * c, n);
-#pragma GCC unroll 4
-    for (int i = 0; i < NI; i++) {
-        const float *b = B + i * ldb + 8 * c;
-        s[i] = _mm256_fmadd_ps(kv, n >= 8 ? _mm256_loadu_ps(b) : load_m(tail_mask(n), b), s[i]);
-    }
-}
-
 /* v, kept in a register: without the empty asm, GCC folds the load that
  * made v into each FMA that uses it, loading it once per use. */
 SDPA_AI __m256 in_register(__m256 v)
@@ -496,19 +483,23 @@ SDPA_AI __m256 in_register(__m256 v)
     return v;
 }
 
-/* Elements 8c .. 8c + n - 1 (n <= 8) of two K rows times NI query rows of
- * B into s[i] (row 0) and s[4 + i] (row 1): each query vector loaded once
- * for both rows. */
-SDPA_AI void dots_kv8x2(const int NI, const unsigned char *const row[2], sdpa_dtype dt,
-                        const float *B, ptrdiff_t ldb, int c, int n, __m256 s[8])
+/* Elements 8c .. 8c + n - 1 (n <= 8) of NK (1 or 2) K rows times NI query
+ * rows of B into s[4e + i] (row e, query row i): each query vector loaded
+ * once for the NK rows (with one row, folded into its FMA). */
+SDPA_AI void dots_kv8_keys(const int NI, const int NK, const unsigned char *const row[2],
+                           sdpa_dtype dt, const float *B, ptrdiff_t ldb, int c, int n,
+                           __m256 s[8])
 {
-    const __m256 k0 = load_kv8(row[0], dt, 8 * c, n), k1 = load_kv8(row[1], dt, 8 * c, n);
+    __m256 kv[2];
+#pragma GCC unroll 2
+    for (int e = 0; e < NK; e++) kv[e] = load_kv8(row[e], dt, 8 * c, n);
 #pragma GCC unroll 4
     for (int i = 0; i < NI; i++) {
         const float *p = B + i * ldb + 8 * c;
-        const __m256 b = in_register(n >= 8 ? _mm256_loadu_ps(p) : load_m(tail_mask(n), p));
-        s[i] = _mm256_fmadd_ps(k0, b, s[i]);
-        s[4 + i] = _mm256_fmadd_ps(k1, b, s[4 + i]);
+        const __m256 b0 = n >= 8 ? _mm256_loadu_ps(p) : load_m(tail_mask(n), p);
+        const __m256 b = NK > 1 ? in_register(b0) : b0;
+#pragma GCC unroll 2
+        for (int e = 0; e < NK; e++) s[4 * e + i] = _mm256_fmadd_ps(kv[e], b, s[4 * e + i]);
     }
 }
 
@@ -519,7 +510,7 @@ SDPA_AI void dots_kv8x2(const int NI, const unsigned char *const row[2], sdpa_dt
  * a time, made contiguous decode 1.02-1.32x slower on a Zen 4 host; paged,
  * 0.89-1.17x). f16 / bf16, whose K rows are prefetched ahead (below), read
  * the two alternately, each query vector loaded once, into a register
- * (in_register), for both keys (dots_kv8x2): 6 loads per 8 FMAs instead of
+ * (in_register), for both keys (dots_kv8_keys with NK 2): 6 loads per 8 FMAs instead of
  * 10 (docs/cpu.md has the figures). Both prefetch the keys' V rows
  * (sdpa__cpu_rows_prefetch_next); the block types step through both rows a
  * whole block (32 elements, one scale) at a time. Rows come from A's table
@@ -572,17 +563,18 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
             sdpa__cpu_rows_prefetch_next(A, j);
             sdpa__cpu_rows_prefetch_next(A, j + 1);
             int c = 0;
-            for (; c < K / 8; c++) dots_kv8x2(NI, row, dt, B, ldb, c, 8, s);
-            if (c < nv) dots_kv8x2(NI, row, dt, B, ldb, c, K - 8 * c, s);
+            for (; c < K / 8; c++) dots_kv8_keys(NI, 2, row, dt, B, ldb, c, 8, s);
+            if (c < nv) dots_kv8_keys(NI, 2, row, dt, B, ldb, c, K - 8 * c, s);
         } else {
             /* each row whole, in address order (the query vectors come from
              * L1 again for the second): whole vectors, then the tail */
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
                 if (k == 0 || j + 1 < M) sdpa__cpu_rows_prefetch_next(A, j + k);
+                const unsigned char *const one[2] = {row[k], NULL};
                 int c = 0;
-                for (; c < K / 8; c++) dots_kv8(NI, row[k], dt, B, ldb, c, 8, s + 4 * k);
-                if (c < nv) dots_kv8(NI, row[k], dt, B, ldb, c, K - 8 * c, s + 4 * k);
+                for (; c < K / 8; c++) dots_kv8_keys(NI, 1, one, dt, B, ldb, c, 8, s + 4 * k);
+                if (c < nv) dots_kv8_keys(NI, 1, one, dt, B, ldb, c, K - 8 * c, s + 4 * k);
             }
         }
         const __m256 w = hsum8(s); /* lane 4k + i: key j + k, row i */

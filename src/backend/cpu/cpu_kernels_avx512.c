@@ -38,7 +38,7 @@ SDPA_AI __m512 in_register(__m512 v)
 /* C(MR x NV*16) (+)= A(MR x K) B(K x NV*16); last vector masked by `last`.
  * B's vectors are held in registers for the MR rows (in_register: GCC
  * folded them into the FMAs, loading each once per row, in the kernels of
- * 1 to 3 rows and in those of one vector). */
+ * 2 and 3 rows; with one row each has one use, and folding is right). */
 SDPA_AI void ukernel(const int MR, const int NV, int K, const float *A,
                      ptrdiff_t a_rs, ptrdiff_t a_cs, const float *B,
                      ptrdiff_t ldb, float *C, ptrdiff_t ldc, __mmask16 last,
