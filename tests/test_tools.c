@@ -682,6 +682,31 @@ START_TEST(bench_decode_bandwidth)
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     ck_assert_ptr_nonnull(strstr(g_out, " % bw "));
     ck_assert_ptr_nonnull(strstr(g_out, "\n% bw: decode rows"));
+    /* --refresh-peak measures the bandwidth again after the rows too; the
+     * rows use the first, the cache keeps the second */
+    snprintf(args, sizeof args,
+             "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 --warmup 0 --json --refresh-peak "
+             "--profile-dir '%s'", prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    bw = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "bandwidths"), 0);
+    const double first = cJSON_GetObjectItem(bw, "gbps")->valuedouble;
+    const double later = cJSON_GetObjectItem(bw, "gbps_after")->valuedouble;
+    ck_assert(later > 0.01 && later < 1e5);
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0),
+                                            "bandwidth_gbps")->valuedouble, first);
+    cJSON_Delete(j);
+    snprintf(args, sizeof args,
+             "--backend cpu --shape 1,4,2,1,512,64 --repeat 1 --warmup 0 --json --profile-dir '%s'",
+             prof);
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    bw = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "bandwidths"), 0);
+    ck_assert_double_eq(cJSON_GetObjectItem(bw, "gbps")->valuedouble, later);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(bw, "gbps_after")));
+    cJSON_Delete(j);
 }
 END_TEST
 
@@ -769,13 +794,35 @@ START_TEST(bench_peak_and_plot)
     j = cJSON_Parse(g_out);
     ck_assert_ptr_nonnull(j);
     ck_assert_double_eq(bench_peak_entry(j, 1), peak);
+    /* measured after the rows only with --refresh-peak */
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "peaks"), 0),
+                                               "gflops_after")));
     cJSON_Delete(j);
+    /* --refresh-peak: measured before the rows (the figure the rows use) and
+     * after them; the cache keeps the later one */
     snprintf(args, sizeof args, "%s --refresh-peak", again);
     ck_assert_int_eq(run("sdpa-bench", args), 0);
     j = cJSON_Parse(g_out);
     ck_assert_ptr_nonnull(j);
-    bench_peak_entry(j, 0);
+    const double before = bench_peak_entry(j, 0);
+    const double after =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "peaks"), 0), "gflops_after")
+            ->valuedouble;
+    ck_assert(after > 0.1 && after < 1e6);
+    cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 0);
+    ck_assert_double_eq(cJSON_GetObjectItem(r0, "peak_gflops")->valuedouble, before);
     cJSON_Delete(j);
+    ck_assert_int_eq(run("sdpa-bench", again), 0);
+    j = cJSON_Parse(g_out);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_double_eq(bench_peak_entry(j, 1), after);
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "%s --refresh-peak", "--backend reference --shape 1,1,1,8,8,16 "
+                                                     "--repeat 1 --warmup 0");
+    ck_assert_int_eq(run("sdpa-bench", args), 0);
+    ck_assert_ptr_nonnull(strstr(g_out, "measured before the rows, the figure used, and after them"));
+    ck_assert_ptr_nonnull(strstr(g_out, "; measured now; "));
+    ck_assert_ptr_nonnull(strstr(g_out, " after the rows ("));
     char *s = slurp(svg);
     ck_assert_ptr_nonnull(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
     ck_assert_ptr_nonnull(strstr(s, "<polyline"));

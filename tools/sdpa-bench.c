@@ -27,8 +27,9 @@
  * pairs of the band (exactly counted), the fraction of the device's fp32 FMA peak (every
  * backend: sdpa_context_peak, measured once per device by the library's
  * micro-benchmark and cached in the profile dir; --refresh-peak measures
- * again; a row above 100 % makes the tool measure that peak again, and a row
- * still above is flagged `>100?`), memory of buffers + workspace, the
+ * again, before the rows and after them, so that the two show how far the
+ * machine's speed moved during the run; a row above 100 % makes the tool
+ * measure that peak again, and a row still above is flagged `>100?`), memory of buffers + workspace, the
  * speedup relative to the first backend listed, and the plan's kernel
  * configuration with where it came from (default, profile, shipped profile,
  * forced). --read-ref adds to each forward row a read reference (after the
@@ -209,7 +210,9 @@ static void usage(FILE *f)
             "                   default: the set in force (none at start = CLBlast's)\n"
             "  --no-peak        no device peaks or bandwidths (empty %% peak, %% bw)\n"
             "  --refresh-peak   measure every device's peak (and read bandwidth) again\n"
-            "                   and update the cache\n"
+            "                   before the rows and after them (the machine's drift\n"
+            "                   during the run; %% peak and %% bw use the first) and\n"
+            "                   update the cache\n"
             "  --profile-dir D  profiles and peak cache read from D (default: SDPA_PROFILE_DIR,\n"
             "                   else $XDG_DATA_HOME/sdpa/profiles, else\n"
             "                   ~/.local/share/sdpa/profiles), as sdpa-tune writes them\n"
@@ -1090,7 +1093,15 @@ typedef struct peak_entry {
     int remeasured;          /* measured again because a row was above 100 % */
     sdpa_status bw_status;   /* SDPA_OK when bw is valid (read bandwidth, decode rows) */
     sdpa_bandwidth_info bw;
+    /* --refresh-peak: both measured again after the rows (status
+     * SDPA_ERR_UNSUPPORTED where not measured) */
+    sdpa_status after_status, bw_after_status;
+    sdpa_peak_info after;
+    sdpa_bandwidth_info bw_after;
 } peak_entry;
+
+/* The change from a measurement before the rows to one after, in percent. */
+static double drift_pct(double before, double after) { return 100.0 * (after / before - 1.0); }
 
 /* order (--interleave, else NULL): per round, width entries, the results
  * index of the row each timed call was made for (its forward row), -1 where
@@ -1136,6 +1147,7 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
                 cJSON_AddStringToObject(p, "method", pk[i].info.method);
                 cJSON_AddBoolToObject(p, "cached", pk[i].info.cached);
                 cJSON_AddBoolToObject(p, "remeasured", pk[i].remeasured);
+                add_num(p, "gflops_after", pk[i].after.gflops, pk[i].after_status == SDPA_OK);
             } else {
                 cJSON_AddStringToObject(p, "error", sdpa_status_name(pk[i].status));
             }
@@ -1152,6 +1164,7 @@ static int print_json(const row *rows, int n, const options *o, const peak_entry
             if (pk[i].bw_status == SDPA_OK) {
                 cJSON_AddStringToObject(p, "method", pk[i].bw.method);
                 cJSON_AddBoolToObject(p, "cached", pk[i].bw.cached);
+                add_num(p, "gbps_after", pk[i].bw_after.gbps, pk[i].bw_after_status == SDPA_OK);
             } else {
                 cJSON_AddStringToObject(p, "error", sdpa_status_name(pk[i].bw_status));
             }
@@ -1325,6 +1338,44 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
                             "of %.1f GFLOP/s, shown as >100?: the timing or the peak is wrong\n",
                     pk[e].backend, suspect, pk[e].remeasured ? "re-measured" : "cached",
                     pk[e].info.gflops);
+    }
+}
+
+/* --refresh-peak: every peak (and read bandwidth) that was measured before
+ * the rows is measured again after them, into after / bw_after (the cache
+ * keeps the later measurement). A change of 10 % or more is said on stderr:
+ * the machine's speed moved during the run, and % peak / % bw, which use the
+ * first measurement, are uncertain by about that much. */
+static void measure_after(peak_entry *pk, int npk, sdpa_context *const *ctx)
+{
+    for (int e = 0; e < npk; e++) {
+        peak_entry *x = &pk[e];
+        x->after_status = x->bw_after_status = SDPA_ERR_UNSUPPORTED;
+        if (x->status == SDPA_OK) {
+            x->after.struct_size = sizeof x->after;
+            x->after_status = sdpa_context_peak(ctx[x->index], 1, &x->after);
+        }
+        if (x->bw_status == SDPA_OK) {
+            x->bw_after.struct_size = sizeof x->bw_after;
+            x->bw_after_status = sdpa_context_bandwidth(ctx[x->index], 1, &x->bw_after);
+        }
+        if (x->after_status == SDPA_OK &&
+            fabs(drift_pct(x->info.gflops, x->after.gflops)) >= 10.0)
+            fprintf(stderr, "sdpa-bench: %s: the peak measured %.1f GFLOP/s before the rows and "
+                            "%.1f after (%+.0f %%): the machine's speed moved during the run\n",
+                    x->backend, x->info.gflops, x->after.gflops,
+                    drift_pct(x->info.gflops, x->after.gflops));
+        if (x->bw_after_status == SDPA_OK && fabs(drift_pct(x->bw.gbps, x->bw_after.gbps)) >= 10.0)
+            fprintf(stderr, "sdpa-bench: %s: the read bandwidth measured %.1f GB/s before the "
+                            "rows and %.1f after (%+.0f %%): the machine's speed moved during "
+                            "the run\n",
+                    x->backend, x->bw.gbps, x->bw_after.gbps, drift_pct(x->bw.gbps, x->bw_after.gbps));
+        if (x->after_status != SDPA_OK && x->after_status != SDPA_ERR_UNSUPPORTED)
+            fprintf(stderr, "sdpa-bench: %s: measuring the peak after the rows failed (%s)\n",
+                    x->backend, sdpa_status_name(x->after_status));
+        if (x->bw_after_status != SDPA_OK && x->bw_after_status != SDPA_ERR_UNSUPPORTED)
+            fprintf(stderr, "sdpa-bench: %s: measuring the read bandwidth after the rows failed "
+                            "(%s)\n", x->backend, sdpa_status_name(x->bw_after_status));
     }
 }
 
@@ -1571,6 +1622,7 @@ int main(int argc, char **argv)
             continue;
         peak_entry *e = &pk[npk++];
         memset(e, 0, sizeof *e);
+        e->after_status = e->bw_after_status = SDPA_ERR_UNSUPPORTED;
         e->index = b;
         e->backend = backend_label(&o, ctx, b);
         e->device = devname[b];
@@ -1739,6 +1791,8 @@ int main(int argc, char **argv)
             job_teardown(&jobs[i]);
     }
 
+    if (o.refresh_peak)
+        measure_after(pk, npk, ctx);
     recheck_peaks(rows, nrows, pk, npk, ctx);
     if (o.json) {
         print_json(rows, nrows, &o, pk, npk, order, njobs);
@@ -1746,13 +1800,20 @@ int main(int argc, char **argv)
         print_table(rows, nrows, o.csv, o.read_ref, o.interleave);
         for (int e = 0; !o.csv && e < npk; e++) {
             if (e == 0)
-                printf("%% peak: of each device's fp32 FMA peak (measured once, cached in the "
-                       "profile dir)\n");
-            if (pk[e].status == SDPA_OK)
-                printf("  %-9s %8.1f GFLOP/s  %s; %s\n", pk[e].backend, pk[e].info.gflops,
+                printf("%% peak: of each device's fp32 FMA peak (%s)\n",
+                       o.refresh_peak ? "measured before the rows, the figure used, and after "
+                                        "them: --refresh-peak"
+                                      : "measured once, cached in the profile dir");
+            if (pk[e].status == SDPA_OK) {
+                printf("  %-9s %8.1f GFLOP/s  %s; %s", pk[e].backend, pk[e].info.gflops,
                        pk[e].info.method,
                        pk[e].remeasured ? "measured again (a row was above 100 %)"
                        : pk[e].info.cached ? "cached" : "measured now");
+                if (pk[e].after_status == SDPA_OK)
+                    printf("; %.1f after the rows (%+.1f %%)", pk[e].after.gflops,
+                           drift_pct(pk[e].info.gflops, pk[e].after.gflops));
+                printf("\n");
+            }
             else
                 printf("  %-9s        - GFLOP/s  %s\n", pk[e].backend,
                        sdpa_status_name(pk[e].status));
@@ -1762,11 +1823,19 @@ int main(int argc, char **argv)
                 continue;
             if (first)
                 printf("%% bw: decode rows (Sq <= %d), K/V bytes read per second (GB/s) over "
-                       "the read bandwidth (measured once, cached)\n", DECODE_MAX_SQ);
+                       "the read bandwidth (%s)\n", DECODE_MAX_SQ,
+                       o.refresh_peak ? "measured before the rows, the figure used, and after "
+                                        "them: --refresh-peak"
+                                      : "measured once, cached");
             first = 0;
-            if (pk[e].bw_status == SDPA_OK)
-                printf("  %-9s %8.1f GB/s     %s; %s\n", pk[e].backend, pk[e].bw.gbps,
+            if (pk[e].bw_status == SDPA_OK) {
+                printf("  %-9s %8.1f GB/s     %s; %s", pk[e].backend, pk[e].bw.gbps,
                        pk[e].bw.method, pk[e].bw.cached ? "cached" : "measured now");
+                if (pk[e].bw_after_status == SDPA_OK)
+                    printf("; %.1f after the rows (%+.1f %%)", pk[e].bw_after.gbps,
+                           drift_pct(pk[e].bw.gbps, pk[e].bw_after.gbps));
+                printf("\n");
+            }
             else
                 printf("  %-9s        - GB/s     %s\n", pk[e].backend,
                        sdpa_status_name(pk[e].bw_status));
