@@ -92,11 +92,12 @@ static void decode_pv_kv(int M, int N, int K, const float *P, ptrdiff_t ldp,
 {
     for (int k0 = 0; k0 < K || k0 == 0; k0 += PV_KV_KEYS) {
         const int kn = K - k0 < PV_KV_KEYS ? K - k0 : PV_KV_KEYS;
-        /* the first block's walk prefetches V's `next` rows, the others not */
+        /* the first block's walk prefetches V's `next` and `far` rows, the
+         * others not */
         const sdpa__cpu_rows vk = {V->at + k0,  V->n - k0,      V->shift,
                                    V->paged,    V->next,        V->next_bytes,
-                                   V->next_off + k0},
-                             vrest = {V->at + k0, V->n - k0, V->shift, V->paged, NULL, 0, 0};
+                                   V->next_off + k0, V->far,    V->far_bytes},
+                             vrest = {V->at + k0, V->n - k0, V->shift, V->paged, NULL, 0, 0, 0, 0};
         const float *cs = k0 == 0 ? c_scale : NULL; /* the rescale once */
         for (int n0 = 0; n0 < N; n0 += PV_KV_COLS) {
             const int nn = N - n0 < PV_KV_COLS ? N - n0 : PV_KV_COLS;

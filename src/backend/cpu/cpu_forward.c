@@ -84,7 +84,9 @@ static int decode_tile_keys(const sdpa__cpu_plan *pl)
  *    moved it 0.96-1.04x (a scratch copy of the loop). Contiguous f32
  *    moved 0.97x with both (medians of 5 rounds, one process per build),
  *    so it is left to the hardware.
- * Until then only one stream was in flight at a time. */
+ * Until then only one stream was in flight at a time.
+ * Contiguous f32 caches instead get each stream prefetched far ahead of
+ * itself (sdpa__cpu_rows.far, DECODE_FAR_BYTES). */
 static bool decode_next_k(const sdpa__problem *p)
 {
     return p->has_block_table || p->kv_dtype == SDPA_DTYPE_F16 || p->kv_dtype == SDPA_DTYPE_BF16;
@@ -98,10 +100,31 @@ static int decode_lookahead(const sdpa__cpu_plan *pl, const sdpa__problem *p)
     return SDPA__CPU_KV_AHEAD_MAX + (decode_next_k(p) ? decode_tile_keys(pl) : 0);
 }
 
+/* How far ahead of the row it reads a decode kernel prefetches contiguous
+ * f32 K and V rows into L2 (sdpa__cpu_rows.far): 32 KiB, 64 rows at D =
+ * 128, as many as the row tables hold past a tile (decode_lookahead). On a
+ * Zen 4 host (B1 Hq32 Hkv8 D128, the builds without and with it in one
+ * process, calls alternated, where two copies of one build measured
+ * 1.03-1.04x) decode ran faster by 1.24x / 1.10x at Skv 4096 / 32768
+ * (AVX-512, 2 threads), 1.22x / 1.19x (1 thread), 1.07x / 1.25x (AVX2);
+ * 8, 16 and 24 KiB ahead gained less at 32768 (1.06-1.13x), into L1 (T0)
+ * ran slower than none; f16 rows 16 or 32 KiB ahead instead of their
+ * 4 KiB moved 0.96-1.04x, so they keep theirs (docs/cpu.md). */
+#define DECODE_FAR_BYTES 32768
+
 static void decode_next(const sdpa__problem *p, sdpa__cpu_rows *kr, sdpa__cpu_rows *vr, int n)
 {
     const size_t ub = sdpa__cpu_unit_bytes(p->kv_dtype);
     const int ue = sdpa__cpu_unit_elems(p->kv_dtype);
+    if (p->kv_dtype == SDPA_DTYPE_F32 && !p->has_block_table) {
+        const size_t kb = (size_t)p->D * ub, vb = (size_t)p->Dv * ub;
+        kr->far = (int)(DECODE_FAR_BYTES / kb < SDPA__CPU_KV_AHEAD_MAX ? DECODE_FAR_BYTES / kb
+                                                                        : SDPA__CPU_KV_AHEAD_MAX);
+        vr->far = (int)(DECODE_FAR_BYTES / vb < SDPA__CPU_KV_AHEAD_MAX ? DECODE_FAR_BYTES / vb
+                                                                        : SDPA__CPU_KV_AHEAD_MAX);
+        kr->far_bytes = kb;
+        vr->far_bytes = vb;
+    }
     if (p->kv_dtype != SDPA_DTYPE_F32 || p->has_block_table) {
         kr->next = vr;
         kr->next_bytes = (size_t)p->Dv / (size_t)ue * ub;
@@ -587,8 +610,8 @@ static void fwd_task(fwd_job *job, const fwd_ws *w, int64_t t)
                 sdpa__cpu_kv_rows(&ks, b, hkv, kt, nr, &ktab);
                 if (!vshared) sdpa__cpu_kv_rows(&vs, b, hkv, kt, nr, &vtab);
                 vr = (sdpa__cpu_rows){vshared ? w->krow : w->vrow, nr, vshared ? vshift : 0,
-                                      p->has_block_table, NULL, 0, 0};
-                kr = (sdpa__cpu_rows){w->krow, nr, 0, p->has_block_table, NULL, 0, 0};
+                                      p->has_block_table, NULL, 0, 0, 0, 0};
+                kr = (sdpa__cpu_rows){w->krow, nr, 0, p->has_block_table, NULL, 0, 0, 0, 0};
                 decode_next(p, &kr, &vr, n);
                 kv.kr = &kr;
                 kv.vr = &vr;

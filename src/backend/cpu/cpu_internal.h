@@ -115,6 +115,13 @@ typedef struct sdpa__cpu_rows {
     const struct sdpa__cpu_rows *next;
     size_t next_bytes;
     int next_off;
+    /* Rows `far` on from the one being read are prefetched into L2, whole
+     * (0: none; sdpa__cpu_rows_prefetch_far): cpu_forward.c's decode_next
+     * sets it for contiguous f32 caches, whose streams the hardware
+     * prefetchers alone keep too short; the AVX-512 and AVX2 kernels read
+     * it, NEON's do not. */
+    int far;
+    size_t far_bytes;
 } sdpa__cpu_rows;
 /* Key j's row of a decode kernel call (at[j] + shift). */
 static inline const unsigned char *sdpa__cpu_rows_at(const sdpa__cpu_rows *r, int j)
@@ -221,10 +228,12 @@ static inline int sdpa__cpu_unit_elems(sdpa_dtype dt)
  * row t (read `ahead` rows from now), for rows through a block table
  * (r->paged: page breaks the hardware prefetchers cannot guess) and for the
  * block types q8_0 / q4_0 (short rows, bound by dequantizing). Rows of f32,
- * f16 and bf16 caches stored contiguously are left to the hardware: on a
- * Zen 4 host, prefetching them slowed contiguous f32 decode by 1.1-1.5x
- * (the prefetches compete with the loads for the miss buffers), while q8_0
- * ran 1.1-1.2x slower without, and paged q8_0 1.6-2x. */
+ * f16 and bf16 caches stored contiguously are not prefetched this way (into
+ * L1, 4 KiB ahead): on a Zen 4 host that slowed contiguous f32 decode by
+ * 1.1-1.5x (the prefetches compete with the loads for the miss buffers),
+ * while q8_0 ran 1.1-1.2x slower without, and paged q8_0 1.6-2x. Those go
+ * into L2 instead: f16 / bf16 K `ahead` rows on (sdpa__cpu_rows_prefetch_l2),
+ * f32 K and V 32 KiB on (sdpa__cpu_rows_prefetch_far). */
 static inline void sdpa__cpu_rows_prefetch(const sdpa__cpu_rows *r, int t, sdpa_dtype dt,
                                            size_t off, size_t len)
 {
@@ -261,6 +270,14 @@ static inline void sdpa__cpu_rows_prefetch_next(const sdpa__cpu_rows *r, int t)
     const sdpa__cpu_rows *n = r->next;
     if (!n || (t += r->next_off) >= n->n) return;
     for (size_t o = 0; o < r->next_bytes; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(n, t) + o, 0, 2);
+}
+
+/* Reading row t of r, row t + r->far into L2 (locality 2), far_bytes of
+ * it (nothing when far is 0 or past the table's rows). */
+static inline void sdpa__cpu_rows_prefetch_far(const sdpa__cpu_rows *r, int t)
+{
+    if (r->far == 0 || (t += r->far) >= r->n) return;
+    for (size_t o = 0; o < r->far_bytes; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + o, 0, 2);
 }
 
 /* The q8_0 / q4_0 block holding element e of rows from base (element index

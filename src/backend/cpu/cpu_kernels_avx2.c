@@ -512,7 +512,9 @@ SDPA_AI void dots_kv8_keys(const int NI, const int NK, const unsigned char *cons
  * the two alternately, each query vector loaded once, into a register
  * (in_register), for both keys (dots_kv8_keys with NK 2): 6 loads per 8 FMAs instead of
  * 10 (docs/cpu.md has the figures). Both prefetch the keys' V rows
- * (sdpa__cpu_rows_prefetch_next); the block types step through both rows a
+ * (sdpa__cpu_rows_prefetch_next) and, for contiguous f32 caches, the K row
+ * `far` rows on (sdpa__cpu_rows_prefetch_far, into L2; pv_rows_keys does
+ * the same for V); the block types step through both rows a
  * whole block (32 elements, one scale) at a time. Rows come from A's table
  * (across pages). */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
@@ -570,7 +572,10 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
              * L1 again for the second): whole vectors, then the tail */
 #pragma GCC unroll 2
             for (int k = 0; k < 2; k++) {
-                if (k == 0 || j + 1 < M) sdpa__cpu_rows_prefetch_next(A, j + k);
+                if (k == 0 || j + 1 < M) {
+                    sdpa__cpu_rows_prefetch_next(A, j + k);
+                    sdpa__cpu_rows_prefetch_far(A, j + k);
+                }
                 const unsigned char *const one[2] = {row[k], NULL};
                 int c = 0;
                 for (; c < K / 8; c++) dots_kv8_keys(NI, 1, one, dt, B, ldb, c, 8, s + 4 * k);
@@ -657,8 +662,9 @@ SDPA_AI void pv_kv_block16(const int NR, int n, int c0, int Dv, int K, const flo
 /* pv_kv_rows' step: keys k .. k + NK - 1 (NK 1 or 2) added into the NR rows
  * of C, 8 columns at a time (nf whole vectors, then nt columns under m):
  * each sum is loaded once, gets the keys' products in key order, and is
- * stored once; each key's row prefetched `ahead` keys on, and the row V's
- * table names with it (sdpa__cpu_rows_prefetch_next). */
+ * stored once; each key's row prefetched `ahead` keys on, the row V's
+ * table names with it (sdpa__cpu_rows_prefetch_next), and the row `far`
+ * keys on (sdpa__cpu_rows_prefetch_far: contiguous f32, first walk). */
 SDPA_AI void pv_rows_keys(const int NR, const int NK, int k, int nf, int nt, __m256i m,
                           const float *P, ptrdiff_t ldp, const sdpa__cpu_rows *V,
                           sdpa_dtype dt, size_t coff, size_t len, int ahead, float *C,
@@ -670,6 +676,7 @@ SDPA_AI void pv_rows_keys(const int NR, const int NK, int k, int nf, int nt, __m
     for (int e = 0; e < NK; e++) {
         sdpa__cpu_rows_prefetch(V, k + e + ahead, dt, coff, len);
         sdpa__cpu_rows_prefetch_next(V, k + e);
+        sdpa__cpu_rows_prefetch_far(V, k + e);
         v[e] = sdpa__cpu_rows_at(V, k + e) + coff;
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) p[e][r] = _mm256_broadcast_ss(P + r + (k + e) * ldp);

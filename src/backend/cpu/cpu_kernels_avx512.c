@@ -495,7 +495,9 @@ SDPA_AI void dots_kv_keys(const int NI, const int NK, const unsigned char *const
  * (sdpa__cpu_rows_prefetch); contiguous f16 / bf16 rows into L2 (into L1
  * ran 0.87x in a scratch loop), beside the next tile's K that pv_kv prefetches
  * (cpu_forward.c's decode_next_k, which has the figures: neither helped
- * alone); contiguous f32 is left to the hardware prefetchers. */
+ * alone); contiguous f32 rows `far` rows on into L2, whole
+ * (sdpa__cpu_rows_prefetch_far; pv_kv does the same for V in its first
+ * pass; cpu_forward.c's DECODE_FAR_BYTES has the figures). */
 SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, sdpa_dtype dt,
                            const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc)
 {
@@ -542,6 +544,7 @@ SDPA_AI void dots_kv_block(const int NI, int M, int K, const sdpa__cpu_rows *A, 
                 if (j + k < M) {
                     const unsigned char *const row[4] = {sdpa__cpu_rows_at(A, j + k), NULL, NULL, NULL};
                     sdpa__cpu_rows_prefetch_next(A, j + k);
+                    sdpa__cpu_rows_prefetch_far(A, j + k);
                     dots_kv_keys(NI, 1, row, dt, K, B, ldb, k, s);
                 }
         }
@@ -569,6 +572,7 @@ SDPA_AI void pv_kv_keys(const int NR, const int NV, const int FULL, int N, size_
         const unsigned char *vr = sdpa__cpu_rows_at(V, k) + coff;
         sdpa__cpu_rows_prefetch(V, k + ahead, dt, coff, chunkb); /* this chunk's lines */
         sdpa__cpu_rows_prefetch_next(V, k);
+        sdpa__cpu_rows_prefetch_far(V, k);
         __m512 v[8];
         if (sdpa__cpu_unit_elems(dt) > 1) { /* N is a multiple of 32 */
 #pragma GCC unroll 4
@@ -641,8 +645,9 @@ SDPA_AI void pv_kv_block(const int NR, int N, int c0, int Dv, int K, const float
         pv_kv_pass(NR, 4, N, c0, Dv, K, P, ldp, V, dt, C, ldc, c_scale);
         return;
     }
-    sdpa__cpu_rows rest = *V; /* the later passes: no `next` prefetch */
+    sdpa__cpu_rows rest = *V; /* the later passes: no `next` or `far` prefetch */
     rest.next = NULL;
+    rest.far = 0;
     if (dt != SDPA_DTYPE_F32) { /* convert each row's chunk once: 64 columns */
         pv_kv_pass(NR, 4, 64, c0, Dv, K, P, ldp, V, dt, C, ldc, c_scale);
         pv_kv_pass(NR, 4, N - 64, c0 + 64, Dv, K, P, ldp, &rest, dt, C + 64, ldc, c_scale);
