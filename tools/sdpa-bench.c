@@ -29,8 +29,9 @@
  * micro-benchmark and cached in the profile dir; --refresh-peak measures
  * again, before the rows and after them, so that the two show how far the
  * machine's speed moved during the run; a row above 100 % makes the tool
- * measure that peak again, and a row still above is flagged `>100?`), memory of buffers + workspace, the
- * speedup relative to the first backend listed, and the plan's kernel
+ * measure that peak again, and a row still above is flagged `>100?`),
+ * memory of buffers + workspace, the speedup relative to the first backend
+ * listed, and the plan's kernel
  * configuration with where it came from (default, profile, shipped profile,
  * forced). --read-ref adds to each forward row a read reference (after the
  * repetitions, as many reads as the row's timed runs): a plain read of the
@@ -1365,11 +1366,13 @@ static void measure_after(peak_entry *pk, int npk, sdpa_context *const *ctx)
                             "%.1f after (%+.0f %%): the machine's speed moved during the run\n",
                     x->backend, x->info.gflops, x->after.gflops,
                     drift_pct(x->info.gflops, x->after.gflops));
-        if (x->bw_after_status == SDPA_OK && fabs(drift_pct(x->bw.gbps, x->bw_after.gbps)) >= 10.0)
+        if (x->bw_after_status == SDPA_OK &&
+            fabs(drift_pct(x->bw.gbps, x->bw_after.gbps)) >= 10.0)
             fprintf(stderr, "sdpa-bench: %s: the read bandwidth measured %.1f GB/s before the "
                             "rows and %.1f after (%+.0f %%): the machine's speed moved during "
                             "the run\n",
-                    x->backend, x->bw.gbps, x->bw_after.gbps, drift_pct(x->bw.gbps, x->bw_after.gbps));
+                    x->backend, x->bw.gbps, x->bw_after.gbps,
+                    drift_pct(x->bw.gbps, x->bw_after.gbps));
         if (x->after_status != SDPA_OK && x->after_status != SDPA_ERR_UNSUPPORTED)
             fprintf(stderr, "sdpa-bench: %s: measuring the peak after the rows failed (%s)\n",
                     x->backend, sdpa_status_name(x->after_status));

@@ -277,7 +277,8 @@ static inline void sdpa__cpu_rows_prefetch_next(const sdpa__cpu_rows *r, int t)
 static inline void sdpa__cpu_rows_prefetch_far(const sdpa__cpu_rows *r, int t)
 {
     if (r->far == 0 || (t += r->far) >= r->n) return;
-    for (size_t o = 0; o < r->far_bytes; o += 64) __builtin_prefetch(sdpa__cpu_rows_at(r, t) + o, 0, 2);
+    const unsigned char *row = sdpa__cpu_rows_at(r, t);
+    for (size_t o = 0; o < r->far_bytes; o += 64) __builtin_prefetch(row + o, 0, 2);
 }
 
 /* The q8_0 / q4_0 block holding element e of rows from base (element index
