@@ -52,7 +52,13 @@ mkdir -p "$out"
 
 # sdpa-bench's JSON to a file, never through a pipe: a reader starting
 # beside the timed calls takes a core from them (docs/tools.md).
-run() { local f="$1"; shift; "$bench" "$@" --json > "$out/$f" 2> "$out/$f.err"; }
+# A run that fails is named and left out of the table (its target shows
+# "not measured"); the others go on.
+run() {
+  local f="$1"; shift
+  "$bench" "$@" --json > "$out/$f" 2> "$out/$f.err" ||
+    echo "cpu-targets: sdpa-bench $* failed (exit $?): $out/$f.err" >&2
+}
 for r in $(seq 1 "$rounds"); do
   echo "cpu-targets: round $r/$rounds" >&2
   for k in avx512 avx2 neon; do
