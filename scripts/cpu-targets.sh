@@ -30,6 +30,8 @@
 #
 # The JSON of every run stays in --out (default: a temporary folder, named
 # at the end). A round takes about 20 seconds; the baselines a few minutes.
+# Exit status: 0, or 1 when an sdpa-bench run failed (named on stderr, its
+# targets left out of the table), 2 on usage errors.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build" rounds=3 baselines=1 out=""
@@ -52,12 +54,16 @@ mkdir -p "$out"
 
 # sdpa-bench's JSON to a file, never through a pipe: a reader starting
 # beside the timed calls takes a core from them (docs/tools.md).
-# A run that fails is named and left out of the table (its target shows
-# "not measured"); the others go on.
+# A run that fails is named and left out of the table; the others go on,
+# and the script exits 1 at the end.
+failed=0
 run() {
-  local f="$1"; shift
-  "$bench" "$@" --json > "$out/$f" 2> "$out/$f.err" ||
-    echo "cpu-targets: sdpa-bench $* failed (exit $?): $out/$f.err" >&2
+  local f="$1" rc=0; shift
+  "$bench" "$@" --json > "$out/$f" 2> "$out/$f.err" || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "cpu-targets: sdpa-bench $* failed (exit $rc): $out/$f.err" >&2
+    failed=$((failed + 1))
+  fi
 }
 for r in $(seq 1 "$rounds"); do
   echo "cpu-targets: round $r/$rounds" >&2
@@ -165,3 +171,7 @@ if [ "$baselines" = 1 ]; then
     --repeat 20 --no-ggml
 fi
 echo "cpu-targets: the runs' JSON are in $out" >&2
+if [ "$failed" != 0 ]; then
+  echo "cpu-targets: $failed sdpa-bench run(s) failed; their targets are left out above" >&2
+  exit 1
+fi
