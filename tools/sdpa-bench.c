@@ -1347,6 +1347,18 @@ static void recheck_peaks(row *rows, int n, peak_entry *pk, int npk, sdpa_contex
  * keeps the later measurement). A change of 10 % or more is said on stderr:
  * the machine's speed moved during the run, and % peak / % bw, which use the
  * first measurement, are uncertain by about that much. */
+static void say_after(const char *backend, const char *what, const char *unit, double before,
+                      sdpa_status st, double after)
+{
+    if (st == SDPA_OK && fabs(drift_pct(before, after)) >= 10.0)
+        fprintf(stderr, "sdpa-bench: %s: the %s measured %.1f %s before the rows and %.1f after "
+                        "(%+.0f %%): the machine's speed moved during the run\n",
+                backend, what, before, unit, after, drift_pct(before, after));
+    else if (st != SDPA_OK && st != SDPA_ERR_UNSUPPORTED)
+        fprintf(stderr, "sdpa-bench: %s: measuring the %s after the rows failed (%s)\n", backend,
+                what, sdpa_status_name(st));
+}
+
 static void measure_after(peak_entry *pk, int npk, sdpa_context *const *ctx)
 {
     for (int e = 0; e < npk; e++) {
@@ -1360,25 +1372,10 @@ static void measure_after(peak_entry *pk, int npk, sdpa_context *const *ctx)
             x->bw_after.struct_size = sizeof x->bw_after;
             x->bw_after_status = sdpa_context_bandwidth(ctx[x->index], 1, &x->bw_after);
         }
-        if (x->after_status == SDPA_OK &&
-            fabs(drift_pct(x->info.gflops, x->after.gflops)) >= 10.0)
-            fprintf(stderr, "sdpa-bench: %s: the peak measured %.1f GFLOP/s before the rows and "
-                            "%.1f after (%+.0f %%): the machine's speed moved during the run\n",
-                    x->backend, x->info.gflops, x->after.gflops,
-                    drift_pct(x->info.gflops, x->after.gflops));
-        if (x->bw_after_status == SDPA_OK &&
-            fabs(drift_pct(x->bw.gbps, x->bw_after.gbps)) >= 10.0)
-            fprintf(stderr, "sdpa-bench: %s: the read bandwidth measured %.1f GB/s before the "
-                            "rows and %.1f after (%+.0f %%): the machine's speed moved during "
-                            "the run\n",
-                    x->backend, x->bw.gbps, x->bw_after.gbps,
-                    drift_pct(x->bw.gbps, x->bw_after.gbps));
-        if (x->after_status != SDPA_OK && x->after_status != SDPA_ERR_UNSUPPORTED)
-            fprintf(stderr, "sdpa-bench: %s: measuring the peak after the rows failed (%s)\n",
-                    x->backend, sdpa_status_name(x->after_status));
-        if (x->bw_after_status != SDPA_OK && x->bw_after_status != SDPA_ERR_UNSUPPORTED)
-            fprintf(stderr, "sdpa-bench: %s: measuring the read bandwidth after the rows failed "
-                            "(%s)\n", x->backend, sdpa_status_name(x->bw_after_status));
+        say_after(x->backend, "peak", "GFLOP/s", x->info.gflops, x->after_status,
+                  x->after.gflops);
+        say_after(x->backend, "read bandwidth", "GB/s", x->bw.gbps, x->bw_after_status,
+                  x->bw_after.gbps);
     }
 }
 

@@ -112,18 +112,22 @@ static int decode_lookahead(const sdpa__cpu_plan *pl, const sdpa__problem *p)
  * 4 KiB moved 0.96-1.04x, so they keep theirs (docs/cpu.md). */
 #define DECODE_FAR_BYTES 32768
 
+/* Rows of rowb bytes DECODE_FAR_BYTES on, at most what the tables hold. */
+static int decode_far_rows(size_t rowb)
+{
+    const size_t rows = DECODE_FAR_BYTES / rowb;
+    return rows < SDPA__CPU_KV_AHEAD_MAX ? (int)rows : SDPA__CPU_KV_AHEAD_MAX;
+}
+
 static void decode_next(const sdpa__problem *p, sdpa__cpu_rows *kr, sdpa__cpu_rows *vr, int n)
 {
     const size_t ub = sdpa__cpu_unit_bytes(p->kv_dtype);
     const int ue = sdpa__cpu_unit_elems(p->kv_dtype);
     if (p->kv_dtype == SDPA_DTYPE_F32 && !p->has_block_table) {
-        const size_t kb = (size_t)p->D * ub, vb = (size_t)p->Dv * ub;
-        kr->far = (int)(DECODE_FAR_BYTES / kb < SDPA__CPU_KV_AHEAD_MAX ? DECODE_FAR_BYTES / kb
-                                                                        : SDPA__CPU_KV_AHEAD_MAX);
-        vr->far = (int)(DECODE_FAR_BYTES / vb < SDPA__CPU_KV_AHEAD_MAX ? DECODE_FAR_BYTES / vb
-                                                                        : SDPA__CPU_KV_AHEAD_MAX);
-        kr->far_bytes = kb;
-        vr->far_bytes = vb;
+        kr->far_bytes = (size_t)p->D * ub;
+        vr->far_bytes = (size_t)p->Dv * ub;
+        kr->far = decode_far_rows(kr->far_bytes);
+        vr->far = decode_far_rows(vr->far_bytes);
     }
     if (p->kv_dtype != SDPA_DTYPE_F32 || p->has_block_table) {
         kr->next = vr;
